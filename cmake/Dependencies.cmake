@@ -1,0 +1,40 @@
+# Every third-party library comes from Debian packages (scripts/install-deps.sh).
+find_package(Threads REQUIRED)
+find_package(Boost 1.74 REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(nlohmann_json 3.11 REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(gRPC REQUIRED)
+find_package(prometheus-cpp REQUIRED)
+find_package(ONNX REQUIRED)
+# Debian's dnnl-config.cmake insists on OpenCL headers for its GPU runtime, which we do not use:
+# import the CPU library directly.
+find_library(DNNL_LIBRARY NAMES dnnl REQUIRED)
+find_path(DNNL_INCLUDE_DIR dnnl.hpp REQUIRED)
+add_library(DNNL::dnnl SHARED IMPORTED)
+set_target_properties(DNNL::dnnl PROPERTIES IMPORTED_LOCATION ${DNNL_LIBRARY}
+  INTERFACE_INCLUDE_DIRECTORIES ${DNNL_INCLUDE_DIR})
+find_package(simdjson REQUIRED)
+find_package(GTest REQUIRED)
+find_package(benchmark REQUIRED)
+
+# CUDA is optional: with a toolkit the GPU backend is compiled (its tests skip without a GPU).
+set(MODELFLEET_HAVE_CUDA OFF)
+if(MODELFLEET_CUDA)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(MODELFLEET_HAVE_CUDA ON)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)  # Hopper (H100/H200): the GPUs we serve on
+    endif()
+  endif()
+endif()
+message(STATUS "ModelFleet: CUDA backend ${MODELFLEET_HAVE_CUDA}")

@@ -1,0 +1,90 @@
+# Small helpers so every target is declared the same way.
+
+set(MODELFLEET_WARNINGS -Wall -Wextra -Wpedantic -Wno-missing-field-initializers)
+if(MODELFLEET_WERROR)
+  list(APPEND MODELFLEET_WARNINGS -Werror)
+endif()
+set(MODELFLEET_SANITIZE_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+
+function(mf_warnings target)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${MODELFLEET_WARNINGS}>)
+endfunction()
+
+# mf_library(NAME SOURCES ... DEPS ...): a static library rooted at src/ for includes.
+function(mf_library name)
+  cmake_parse_arguments(A "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${A_SOURCES})
+  target_include_directories(${name} PUBLIC ${CMAKE_SOURCE_DIR}/src ${CMAKE_BINARY_DIR}/src)
+  target_link_libraries(${name} PUBLIC ${A_DEPS})
+  mf_warnings(${name})
+endfunction()
+
+# mf_binary(NAME SOURCES ... DEPS ...)
+function(mf_binary name)
+  cmake_parse_arguments(A "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${A_SOURCES})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR})
+  target_link_libraries(${name} PRIVATE ${A_DEPS})
+  mf_warnings(${name})
+endfunction()
+
+# mf_test(NAME SOURCES ... DEPS ... [TIMEOUT s] [LABELS ...]): a GoogleTest binary run by ctest.
+function(mf_test name)
+  cmake_parse_arguments(A "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT A_TIMEOUT)
+    set(A_TIMEOUT 120)
+  endif()
+  add_executable(${name} ${A_SOURCES})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR})
+  target_link_libraries(${name} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  mf_warnings(${name})
+  add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "unit;${A_LABELS}")
+endfunction()
+
+# mf_sanitized_test(NAME SOURCES ... DEPS ... [TIMEOUT s]): a test of code that parses untrusted
+# bytes, built with ASan+UBSan. SOURCES must list the parser sources themselves (not only a library
+# that contains them) so that the parser is instrumented; DEPS should be uninstrumented third-party
+# libraries or header-only targets.
+function(mf_sanitized_test name)
+  if(NOT MODELFLEET_SANITIZED_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(A "" "TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  if(NOT A_TIMEOUT)
+    set(A_TIMEOUT 300)
+  endif()
+  add_executable(${name} ${A_SOURCES})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_BINARY_DIR}/src ${CMAKE_SOURCE_DIR})
+  target_link_libraries(${name} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main)
+  target_compile_options(${name} PRIVATE ${MODELFLEET_SANITIZE_FLAGS})
+  target_link_options(${name} PRIVATE ${MODELFLEET_SANITIZE_FLAGS})
+  mf_warnings(${name})
+  add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "sanitized"
+    ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1")
+endfunction()
+
+# mf_fuzzer(NAME SOURCES ... DEPS ... CORPUS dir): a libFuzzer entry point (LLVMFuzzerTestOneInput).
+# With gcc (the main build) it links a replay driver and ctest runs it with ASan+UBSan over the
+# seed corpus, so every committed crash reproducer stays fixed. scripts/fuzz.sh builds the same
+# sources with clang -fsanitize=fuzzer for real fuzzing.
+function(mf_fuzzer name)
+  cmake_parse_arguments(A "" "CORPUS" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${A_SOURCES})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_BINARY_DIR}/src ${CMAKE_SOURCE_DIR})
+  target_link_libraries(${name} PRIVATE ${A_DEPS})
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND MODELFLEET_LIBFUZZER)
+    target_compile_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
+  else()
+    target_sources(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests/fuzz/replay_main.cc)
+    if(MODELFLEET_SANITIZED_TESTS)
+      target_compile_options(${name} PRIVATE ${MODELFLEET_SANITIZE_FLAGS})
+      target_link_options(${name} PRIVATE ${MODELFLEET_SANITIZE_FLAGS})
+    endif()
+    add_test(NAME ${name}_corpus COMMAND ${name} ${A_CORPUS})
+    set_tests_properties(${name}_corpus PROPERTIES TIMEOUT 300 LABELS "fuzz;sanitized")
+  endif()
+  mf_warnings(${name})
+endfunction()

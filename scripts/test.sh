@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs every test: installs dependencies, builds the one build tree, runs ctest (unit tests,
+# ASan+UBSan tests of the parsers, fuzz corpus replays) and the pytest end-to-end suites.
+# Ends with one line "N passed, N failed" and a non-zero exit on any failure.
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+start=$(date +%s)
+
+say "Installing dependencies (Debian packages; idempotent)"
+bash "$ROOT/scripts/install-deps.sh" || { echo "test.sh: installing dependencies failed"; exit 1; }
+
+build_tree || { echo "0 passed, 1 failed"; echo "test.sh: the build failed"; exit 1; }
+
+passed=0
+failed=0
+log_dir="$BUILD_DIR/test-logs"
+mkdir -p "$log_dir"
+
+say "Running ctest (unit, sanitized and fuzz-corpus tests; each has a timeout)"
+(cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" --timeout 600) 2>&1 | tee "$log_dir/ctest.log"
+summary=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log_dir/ctest.log" | tail -1)
+if [ -n "$summary" ]; then
+  total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$summary")
+  bad=$(sed -E 's/.* ([0-9]+) tests failed.*/\1/' <<<"$summary")
+  passed=$((passed + total - bad))
+  failed=$((failed + bad))
+else
+  echo "test.sh: ctest printed no summary"
+  failed=$((failed + 1))
+fi
+
+if compgen -G "$ROOT/tests/e2e/test_*.py" >/dev/null; then
+  say "Running the end-to-end suites (pytest on $PYTHON, real clients against real processes)"
+  export MODELFLEET_BUILD_DIR="$BUILD_DIR"
+  (cd "$ROOT" && "$PYTHON" -m pytest tests/e2e -p no:cacheprovider -o timeout=300 -q -rfE) 2>&1 | tee "$log_dir/pytest.log"
+  line=$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$log_dir/pytest.log" | tail -1)
+  p=$(grep -oE '[0-9]+ passed' <<<"$line" | awk '{s+=$1} END {print s+0}')
+  f=$(grep -oE '[0-9]+ (failed|errors?)' <<<"$line" | awk '{s+=$1} END {print s+0}')
+  if [ -z "$line" ]; then
+    echo "test.sh: pytest printed no summary"
+    f=1
+  fi
+  passed=$((passed + ${p:-0}))
+  failed=$((failed + ${f:-0}))
+fi
+
+say "Finished in $(( $(date +%s) - start )) s"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
