@@ -1,0 +1,121 @@
+#include "runtime/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace mf::runtime {
+namespace {
+
+struct TypeInfo {
+  DataType dtype;
+  size_t size;
+  std::string_view name;
+};
+
+constexpr TypeInfo kTypes[] = {
+    {DataType::kFloat32, 4, "FP32"}, {DataType::kFloat16, 2, "FP16"}, {DataType::kBFloat16, 2, "BF16"},
+    {DataType::kFloat64, 8, "FP64"}, {DataType::kInt8, 1, "INT8"},    {DataType::kInt16, 2, "INT16"},
+    {DataType::kInt32, 4, "INT32"},  {DataType::kInt64, 8, "INT64"},  {DataType::kUInt8, 1, "UINT8"},
+    {DataType::kUInt16, 2, "UINT16"}, {DataType::kUInt32, 4, "UINT32"}, {DataType::kUInt64, 8, "UINT64"},
+    {DataType::kBool, 1, "BOOL"},    {DataType::kString, 0, "BYTES"},
+};
+
+const TypeInfo& Info(DataType dtype) { return kTypes[static_cast<size_t>(dtype)]; }
+
+constexpr size_t kAlignment = 64;
+
+}  // namespace
+
+size_t ElementSize(DataType dtype) { return Info(dtype).size; }
+std::string_view DataTypeName(DataType dtype) { return Info(dtype).name; }
+
+bool DataTypeFromName(std::string_view name, DataType* dtype) {
+  for (const auto& t : kTypes) {
+    if (t.name == name) {
+      *dtype = t.dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t NumElements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return -1;
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+std::string ShapeToString(const Shape& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+void Tensor::AlignedFree::operator()(void* p) const { std::free(p); }
+
+StatusOr<Tensor> Tensor::Allocate(DataType dtype, Shape shape) {
+  int64_t n = NumElements(shape);
+  if (n < 0) return InvalidArgument("invalid tensor shape " + ShapeToString(shape));
+  size_t elem = ElementSize(dtype);
+  if (elem != 0 && static_cast<uint64_t>(n) > kMaxTensorBytes / elem) {
+    return ResourceExhausted("tensor of shape " + ShapeToString(shape) + " exceeds the " +
+                             std::to_string(kMaxTensorBytes >> 20) + " MiB limit");
+  }
+  if (dtype == DataType::kString && static_cast<uint64_t>(n) > kMaxTensorBytes / sizeof(std::string)) {
+    return ResourceExhausted("string tensor of shape " + ShapeToString(shape) + " is too large");
+  }
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.num_elements_ = n;
+  if (dtype == DataType::kString) {
+    t.strings_.resize(static_cast<size_t>(n));
+  } else {
+    size_t bytes = static_cast<size_t>(n) * elem;
+    size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+    if (!p) return ResourceExhausted("out of memory allocating " + std::to_string(bytes) + " bytes");
+    std::memset(p, 0, rounded == 0 ? kAlignment : rounded);
+    t.data_.reset(p);
+  }
+  return t;
+}
+
+StatusOr<Tensor> Tensor::FromBytes(DataType dtype, Shape shape, std::string_view bytes) {
+  if (dtype == DataType::kString) return InvalidArgument("FromBytes cannot build a string tensor");
+  MF_ASSIGN_OR_RETURN(Tensor t, Allocate(dtype, std::move(shape)));
+  if (bytes.size() != t.byte_size()) {
+    return InvalidArgument("expected " + std::to_string(t.byte_size()) + " bytes for a " +
+                           std::string(DataTypeName(dtype)) + " tensor of shape " + ShapeToString(t.shape()) +
+                           ", got " + std::to_string(bytes.size()));
+  }
+  if (!bytes.empty()) std::memcpy(t.raw_data(), bytes.data(), bytes.size());
+  return t;
+}
+
+Tensor Tensor::Clone() const {
+  StatusOr<Tensor> copy = Allocate(dtype_, shape_);
+  assert(copy.ok() && "cloning a tensor that was allocated before cannot exceed the limits");
+  Tensor out = std::move(copy).value();
+  if (byte_size()) std::memcpy(out.raw_data(), raw_data(), byte_size());
+  out.strings_ = strings_;
+  return out;
+}
+
+Status Tensor::Reshape(Shape shape) {
+  if (NumElements(shape) != num_elements_) {
+    return InvalidArgument("cannot reshape " + ShapeToString(shape_) + " to " + ShapeToString(shape));
+  }
+  shape_ = std::move(shape);
+  return Status::Ok();
+}
+
+}  // namespace mf::runtime

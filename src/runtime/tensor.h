@@ -1,0 +1,100 @@
+// Tensor: a dense, row-major, host-memory array with an element type and a shape. The one
+// value type that crosses every boundary: wire codecs (REST JSON, TensorProto, KServe v2)
+// produce and consume it, the runtime runs on it, the batcher concatenates and splits it.
+// Buffers are 64-byte aligned (oneDNN and AVX-512 loads want that). Move-only; Clone() copies.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace mf::runtime {
+
+enum class DataType : uint8_t {
+  kFloat32,
+  kFloat16,
+  kBFloat16,
+  kFloat64,
+  kInt8,
+  kInt16,
+  kInt32,
+  kInt64,
+  kUInt8,
+  kUInt16,
+  kUInt32,
+  kUInt64,
+  kBool,
+  kString,  // variable-length bytes, held as std::string elements
+};
+
+// Bytes per element; 0 for kString.
+size_t ElementSize(DataType dtype);
+// KServe v2 / Triton names: "FP32", "FP16", "BF16", "FP64", "INT8".. "UINT64", "BOOL", "BYTES".
+std::string_view DataTypeName(DataType dtype);
+// Inverse of DataTypeName; false when unknown.
+bool DataTypeFromName(std::string_view name, DataType* dtype);
+
+using Shape = std::vector<int64_t>;
+// Product of dims, or -1 when any dim is negative or the product overflows int64.
+int64_t NumElements(const Shape& shape);
+std::string ShapeToString(const Shape& shape);  // "[2, 3]"
+
+// Largest tensor we ever allocate from untrusted input (shapes in requests and model files).
+inline constexpr size_t kMaxTensorBytes = size_t{4} << 30;
+
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+
+  // Zero-filled (or empty strings). Refuses negative dims, overflow and more than kMaxTensorBytes.
+  static StatusOr<Tensor> Allocate(DataType dtype, Shape shape);
+  // Copies `bytes`, which must be exactly NumElements(shape) * ElementSize(dtype) long.
+  static StatusOr<Tensor> FromBytes(DataType dtype, Shape shape, std::string_view bytes);
+
+  Tensor Clone() const;
+
+  DataType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  int64_t dim(int i) const { return shape_[static_cast<size_t>(i)]; }
+  int64_t num_elements() const { return num_elements_; }
+  // Bytes of the dense buffer (0 for kString).
+  size_t byte_size() const { return static_cast<size_t>(num_elements_) * ElementSize(dtype_); }
+
+  void* raw_data() { return data_.get(); }
+  const void* raw_data() const { return data_.get(); }
+  template <typename T>
+  T* data() { return static_cast<T*>(raw_data()); }
+  template <typename T>
+  const T* data() const { return static_cast<const T*>(raw_data()); }
+  std::string_view bytes() const { return {static_cast<const char*>(raw_data()), byte_size()}; }
+
+  // Elements of a kString tensor.
+  std::vector<std::string>& strings() { return strings_; }
+  const std::vector<std::string>& strings() const { return strings_; }
+
+  // Same buffer, new shape with the same element count (e.g. a flatten). INVALID_ARGUMENT otherwise.
+  Status Reshape(Shape shape);
+
+ private:
+  struct AlignedFree {
+    void operator()(void* p) const;
+  };
+
+  DataType dtype_ = DataType::kFloat32;
+  Shape shape_;
+  int64_t num_elements_ = 0;
+  std::unique_ptr<void, AlignedFree> data_;
+  std::vector<std::string> strings_;
+};
+
+}  // namespace mf::runtime
