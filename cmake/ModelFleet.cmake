@@ -4,6 +4,7 @@ set(MODELFLEET_WARNINGS -Wall -Wextra -Wpedantic -Wno-missing-field-initializers
 if(MODELFLEET_WERROR)
   list(APPEND MODELFLEET_WARNINGS -Werror)
 endif()
+file(REMOVE ${CMAKE_BINARY_DIR}/fuzz_targets.txt)
 set(MODELFLEET_SANITIZE_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 
 function(mf_warnings target)
@@ -77,6 +78,8 @@ function(mf_fuzzer name)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND MODELFLEET_LIBFUZZER)
     target_compile_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
     target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
+    # scripts/fuzz.sh reads "target binary corpus" lines from here.
+    file(APPEND ${CMAKE_BINARY_DIR}/fuzz_targets.txt "${name} ${CMAKE_CURRENT_BINARY_DIR}/${name} ${A_CORPUS}\n")
   else()
     target_sources(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests/fuzz/replay_main.cc)
     if(MODELFLEET_SANITIZED_TESTS)
