@@ -1,0 +1,446 @@
+#include "server/repository/model_manager.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/logging.h"
+#include "server/repository/repository_metrics.h"
+
+namespace mf::server {
+
+using Clock = std::chrono::steady_clock;
+
+struct ModelManager::TrackedVersion {
+  VersionState state = VersionState::kStart;
+  Status status;
+  std::string model_path;
+  FileFingerprint fingerprint;  // as of the latest scan that saw the file
+  bool on_disk = false;
+  bool stable = false;
+  std::shared_ptr<const Servable> servable;   // set while AVAILABLE
+  std::weak_ptr<const Servable> releasing;    // set while UNLOADING
+  // Failed-load bookkeeping: the file that failed and when to try again.
+  int failures = 0;
+  FileFingerprint failed_fingerprint;
+  Clock::time_point retry_at;
+};
+
+struct ModelManager::ModelState {
+  explicit ModelState(ModelConfig c) : config(std::move(c)), scanner(config.base_path) {}
+  ModelConfig config;
+  VersionScanner scanner;
+  std::map<int64_t, TrackedVersion> versions;
+  std::set<int64_t> aspired;
+  Status storage_status;
+};
+
+// What request handlers read: immutable, replaced as a whole on every change.
+struct ModelManager::Snapshot {
+  std::map<int64_t, std::shared_ptr<const Servable>> available;
+  // The version Latest requests get: the highest available aspired version, else the highest
+  // available (so a rollback switches as soon as the older version is back).
+  std::optional<int64_t> latest;
+  std::map<std::string, int64_t> labels;
+  std::vector<VersionStatus> statuses;  // ascending versions
+  Status storage_status;
+};
+
+namespace {
+
+std::string LatestRequestString(std::string_view model) {
+  return "Latest(" + std::string(model) + ")";
+}
+
+std::string SpecificRequestString(std::string_view model, int64_t version) {
+  return "Specific(" + std::string(model) + ", " + std::to_string(version) + ")";
+}
+
+}  // namespace
+
+ModelManager::ModelManager(std::shared_ptr<Loader> loader, ManagerOptions options)
+    : loader_(std::move(loader)), options_(options) {}
+
+ModelManager::~ModelManager() { Stop(); }
+
+Status ModelManager::SetModels(std::vector<ModelConfig> models) {
+  std::set<std::string> names;
+  for (const ModelConfig& config : models) {
+    MF_RETURN_IF_ERROR(ValidateModelConfig(config));
+    if (!names.insert(config.name).second) {
+      return InvalidArgument("model config: model '" + config.name + "' is listed twice");
+    }
+  }
+  {
+    std::lock_guard lock(config_mu_);
+    pending_config_ = std::move(models);
+  }
+  {
+    std::lock_guard lock(loop_mu_);
+    wake_ = true;
+  }
+  loop_cv_.notify_all();
+  return Status::Ok();
+}
+
+void ModelManager::Start() {
+  std::lock_guard lock(loop_mu_);
+  if (loop_thread_.joinable()) return;
+  stopping_ = false;
+  loop_thread_ = std::thread([this] { Loop(); });
+}
+
+void ModelManager::Stop() {
+  {
+    std::lock_guard lock(loop_mu_);
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+  if (loop_thread_.joinable()) loop_thread_.join();
+}
+
+void ModelManager::Loop() {
+  while (true) {
+    PollOnce();
+    std::unique_lock lock(loop_mu_);
+    auto wait = recheck_soon_ ? std::min(options_.recheck_interval, options_.poll_interval)
+                              : options_.poll_interval;
+    loop_cv_.wait_for(lock, wait, [this] { return stopping_ || wake_; });
+    if (stopping_) return;
+    wake_ = false;
+  }
+}
+
+void ModelManager::ApplyPendingConfig() {
+  std::optional<std::vector<ModelConfig>> pending;
+  {
+    std::lock_guard lock(config_mu_);
+    pending.swap(pending_config_);
+  }
+  if (!pending) return;
+
+  std::set<std::string, std::less<>> wanted;
+  for (ModelConfig& config : *pending) {
+    wanted.insert(config.name);
+    auto it = models_.find(config.name);
+    if (it == models_.end() || it->second->config.base_path != config.base_path) {
+      // A new model, or one moved to another base path: start from a clean slate. Versions of
+      // the old path stay reachable through in-flight handles only.
+      mf::log::Info("model added", {{"model", config.name}, {"base_path", config.base_path}});
+      if (it != models_.end()) {
+        for (const auto& [v, tracked] : it->second->versions) {
+          repository_metrics::RemoveVersion(config.name, v);
+        }
+      }
+      std::string name = config.name;
+      models_[name] = std::make_unique<ModelState>(std::move(config));
+    } else {
+      it->second->config = std::move(config);
+    }
+  }
+  for (auto it = models_.begin(); it != models_.end();) {
+    if (wanted.count(it->first) != 0) {
+      ++it;
+      continue;
+    }
+    mf::log::Info("model removed from config; unloading all its versions", {{"model", it->first}});
+    for (const auto& [v, tracked] : it->second->versions) {
+      repository_metrics::RemoveVersion(it->first, v);
+    }
+    {
+      std::unique_lock lock(snapshots_mu_);
+      snapshots_.erase(it->first);
+    }
+    it = models_.erase(it);
+  }
+}
+
+void ModelManager::PollOnce() {
+  std::lock_guard lock(poll_mu_);
+  ApplyPendingConfig();
+  bool recheck = false;
+  for (auto& [name, model] : models_) {
+    PollModel(*model);
+    recheck = recheck || NeedsRecheck(*model);
+  }
+  recheck_soon_ = recheck;
+}
+
+bool ModelManager::NeedsRecheck(const ModelState& model) const {
+  for (const auto& [v, tracked] : model.versions) {
+    if (tracked.state == VersionState::kUnloading) return true;
+    if (model.aspired.count(v) != 0 && tracked.state == VersionState::kStart && !tracked.stable) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void ModelManager::PollModel(ModelState& model) {
+  const std::string& name = model.config.name;
+  auto scanned = model.scanner.Scan();
+  bool have_loaded = std::any_of(model.versions.begin(), model.versions.end(), [](const auto& kv) {
+    return kv.second.state == VersionState::kAvailable;
+  });
+  Status storage = scanned.status();
+  if (storage.ok() && scanned->empty()) {
+    storage = NotFound("no version directories with a " + std::string(VersionScanner::kModelFileName) +
+                       " under " + model.config.base_path);
+  }
+  if (!storage.ok()) {
+    if (model.storage_status.ok() && have_loaded) {
+      mf::log::Warning("cannot read model base path; loaded versions keep serving",
+                       {{"model", name}, {"error", storage.ToString()}});
+    } else if (model.storage_status.ok()) {
+      mf::log::Warning("cannot read model base path", {{"model", name}, {"error", storage.ToString()}});
+    }
+    repository_metrics::CountStorageError(name);
+    model.storage_status = storage;
+    // A glitch is not a deletion: keep every version as it is, only finish pending unloads.
+    for (auto& [v, tracked] : model.versions) {
+      if (tracked.state == VersionState::kUnloading && tracked.releasing.expired()) {
+        tracked.state = VersionState::kEnd;
+        repository_metrics::SetVersionState(name, v, tracked.state);
+      }
+    }
+    Publish(model);
+    return;
+  }
+  if (!model.storage_status.ok()) {
+    mf::log::Info("model base path readable again", {{"model", name}});
+    model.storage_status = Status::Ok();
+  }
+
+  // Fold the scan into the tracked versions.
+  std::set<int64_t> on_disk;
+  for (auto& [v, tracked] : model.versions) tracked.on_disk = false;
+  for (const auto& [v, found] : *scanned) on_disk.insert(v);
+  model.aspired = SelectVersions(model.config.policy, on_disk);
+  const auto now = Clock::now();
+  for (const auto& [v, found] : *scanned) {
+    auto it = model.versions.find(v);
+    if (it == model.versions.end()) {
+      if (model.aspired.count(v) == 0) continue;  // not wanted and never loaded: not tracked
+      it = model.versions.emplace(v, TrackedVersion{}).first;
+      repository_metrics::SetVersionState(name, v, VersionState::kStart);
+    }
+    TrackedVersion& tracked = it->second;
+    tracked.on_disk = true;
+    tracked.stable = found.stable;
+    tracked.model_path = found.model_path;
+    tracked.fingerprint = found.fingerprint;
+    if (tracked.failures > 0 && found.fingerprint != tracked.failed_fingerprint) {
+      tracked.retry_at = now;  // the file was rewritten since it failed: try it again at once
+    }
+  }
+
+  // Apply transitions one at a time until the plan says there is nothing to do now. Each load
+  // either succeeds or sets a retry time in the future, and each unload removes an AVAILABLE
+  // version, so this ends within two steps per version.
+  for (size_t step = 0; step < 2 * model.versions.size() + 2; ++step) {
+    std::map<int64_t, VersionView> views;
+    for (const auto& [v, tracked] : model.versions) {
+      VersionView view;
+      view.state = tracked.state;
+      view.load_allowed = tracked.on_disk && tracked.stable &&
+                          (tracked.failures == 0 || tracked.retry_at <= now);
+      view.released = tracked.releasing.expired();
+      views.emplace(v, view);
+    }
+    auto next = NextTransition(model.aspired, views, options_.swap_mode);
+    if (!next) break;
+    if (next->kind == Transition::Kind::kLoad) {
+      LoadVersion(model, next->version);
+    } else {
+      UnloadVersion(model, next->version);
+    }
+  }
+
+  // Housekeeping: finished unloads end; versions gone from disk and not loaded are forgotten.
+  for (auto it = model.versions.begin(); it != model.versions.end();) {
+    TrackedVersion& tracked = it->second;
+    if (tracked.state == VersionState::kUnloading && tracked.releasing.expired()) {
+      tracked.state = VersionState::kEnd;
+      tracked.releasing.reset();
+      repository_metrics::SetVersionState(name, it->first, tracked.state);
+      mf::log::Info("model version unloaded", {{"model", name}, {"version", std::to_string(it->first)}});
+    }
+    bool idle = tracked.state == VersionState::kEnd || tracked.state == VersionState::kStart;
+    if (idle && (!tracked.on_disk || model.aspired.count(it->first) == 0)) {
+      repository_metrics::RemoveVersion(name, it->first);
+      it = model.versions.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  Publish(model);
+}
+
+void ModelManager::LoadVersion(ModelState& model, int64_t version) {
+  const std::string& name = model.config.name;
+  TrackedVersion& tracked = model.versions.at(version);
+  tracked.state = VersionState::kLoading;
+  repository_metrics::SetVersionState(name, version, tracked.state);
+  Publish(model);
+  mf::log::Info("loading model version",
+                {{"model", name}, {"version", std::to_string(version)}, {"path", tracked.model_path}});
+
+  const auto started = Clock::now();
+  auto loaded = loader_->Load(name, version, tracked.model_path);
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  if (!loaded.ok()) {
+    tracked.state = VersionState::kEnd;
+    tracked.status = loaded.status();
+    tracked.failures += 1;
+    tracked.failed_fingerprint = tracked.fingerprint;
+    auto delay = options_.retry_initial * (int64_t{1} << std::min(tracked.failures - 1, 20));
+    delay = std::min(delay, options_.retry_max);
+    tracked.retry_at = Clock::now() + delay;
+    repository_metrics::SetVersionState(name, version, tracked.state);
+    repository_metrics::CountLoadFailure(name);
+    mf::log::Error("model version failed to load; previous versions keep serving",
+                   {{"model", name},
+                    {"version", std::to_string(version)},
+                    {"error", tracked.status.ToString()},
+                    {"retry_in_ms", std::to_string(delay.count())}});
+    return;
+  }
+  tracked.state = VersionState::kAvailable;
+  tracked.status = Status::Ok();
+  tracked.failures = 0;
+  tracked.servable = std::move(loaded).value();
+  repository_metrics::SetVersionState(name, version, tracked.state);
+  repository_metrics::ObserveLoadSeconds(name, seconds);
+  mf::log::Info("model version available",
+                {{"model", name},
+                 {"version", std::to_string(version)},
+                 {"load_seconds", std::to_string(seconds)},
+                 {"memory_bytes", std::to_string(tracked.servable->memory_bytes())}});
+  Publish(model);
+}
+
+void ModelManager::UnloadVersion(ModelState& model, int64_t version) {
+  TrackedVersion& tracked = model.versions.at(version);
+  tracked.state = VersionState::kUnloading;
+  tracked.releasing = tracked.servable;
+  tracked.servable.reset();
+  repository_metrics::SetVersionState(model.config.name, version, tracked.state);
+  mf::log::Info("unloading model version",
+                {{"model", model.config.name}, {"version", std::to_string(version)}});
+  Publish(model);  // from here new requests no longer get this version
+}
+
+void ModelManager::Publish(const ModelState& model) {
+  auto snapshot = std::make_shared<Snapshot>();
+  for (const auto& [v, tracked] : model.versions) {
+    if (tracked.state == VersionState::kAvailable) snapshot->available.emplace(v, tracked.servable);
+    snapshot->statuses.push_back({v, tracked.state, tracked.status});
+  }
+  for (auto it = snapshot->available.rbegin(); it != snapshot->available.rend(); ++it) {
+    if (model.aspired.count(it->first) != 0) {
+      snapshot->latest = it->first;
+      break;
+    }
+  }
+  if (!snapshot->latest && !snapshot->available.empty()) {
+    snapshot->latest = snapshot->available.rbegin()->first;
+  }
+  snapshot->labels = model.config.version_labels;
+  snapshot->storage_status = model.storage_status;
+  std::unique_lock lock(snapshots_mu_);
+  snapshots_[model.config.name] = std::move(snapshot);
+}
+
+StatusOr<ServableHandle> ModelManager::GetServable(std::string_view model,
+                                                   const VersionRequest& request) const {
+  std::shared_ptr<const Snapshot> snapshot;
+  {
+    std::shared_lock lock(snapshots_mu_);
+    auto it = snapshots_.find(model);
+    if (it != snapshots_.end()) snapshot = it->second;
+  }
+  int64_t version = 0;
+  switch (request.kind) {
+    case VersionRequest::Kind::kLatest:
+      if (!snapshot || !snapshot->latest) {
+        return NotFound("Servable not found for request: " + LatestRequestString(model));
+      }
+      version = *snapshot->latest;
+      break;
+    case VersionRequest::Kind::kNumber:
+      version = request.number;
+      break;
+    case VersionRequest::Kind::kLabel: {
+      if (!snapshot) return NotFound("Servable not found for request: " + LatestRequestString(model));
+      auto label = snapshot->labels.find(request.label);
+      if (label == snapshot->labels.end()) {
+        return InvalidArgument("Unrecognized servable version label: " + request.label);
+      }
+      version = label->second;
+      break;
+    }
+  }
+  if (!snapshot) return NotFound("Servable not found for request: " + SpecificRequestString(model, version));
+  auto found = snapshot->available.find(version);
+  if (found == snapshot->available.end()) {
+    return NotFound("Servable not found for request: " + SpecificRequestString(model, version));
+  }
+  return ServableHandle{std::string(model), version, found->second};
+}
+
+StatusOr<std::vector<VersionStatus>> ModelManager::GetModelStatus(
+    std::string_view model, std::optional<int64_t> version) const {
+  std::shared_ptr<const Snapshot> snapshot;
+  {
+    std::shared_lock lock(snapshots_mu_);
+    auto it = snapshots_.find(model);
+    if (it != snapshots_.end()) snapshot = it->second;
+  }
+  if (!snapshot || snapshot->statuses.empty()) {
+    std::string message = "Could not find any versions of model " + std::string(model);
+    if (snapshot && !snapshot->storage_status.ok()) message += ": " + snapshot->storage_status.message();
+    return NotFound(message);
+  }
+  if (!version) {
+    std::vector<VersionStatus> all = snapshot->statuses;
+    // A storage glitch shows on every version that is still serving from memory.
+    if (!snapshot->storage_status.ok()) {
+      for (VersionStatus& s : all) {
+        if (s.status.ok()) s.status = snapshot->storage_status;
+      }
+    }
+    return all;
+  }
+  for (const VersionStatus& s : snapshot->statuses) {
+    if (s.version != *version) continue;
+    VersionStatus one = s;
+    if (!snapshot->storage_status.ok() && one.status.ok()) one.status = snapshot->storage_status;
+    return std::vector<VersionStatus>{one};
+  }
+  return NotFound("Could not find version " + std::to_string(*version) + " of model " +
+                  std::string(model));
+}
+
+Status ModelManager::StorageStatus(std::string_view model) const {
+  std::shared_lock lock(snapshots_mu_);
+  auto it = snapshots_.find(model);
+  if (it == snapshots_.end()) return NotFound("no model named " + std::string(model));
+  return it->second->storage_status;
+}
+
+std::vector<std::string> ModelManager::ModelNames() const {
+  std::shared_lock lock(snapshots_mu_);
+  std::vector<std::string> names;
+  for (const auto& [name, snapshot] : snapshots_) names.push_back(name);
+  return names;
+}
+
+bool ModelManager::AllModelsAvailable() const {
+  std::shared_lock lock(snapshots_mu_);
+  if (snapshots_.empty()) return false;
+  for (const auto& [name, snapshot] : snapshots_) {
+    if (snapshot->available.empty()) return false;
+  }
+  return true;
+}
+
+}  // namespace mf::server

@@ -1,0 +1,131 @@
+// ModelManager: owns the loaded versions of every configured model and decides, on each poll
+// of the model repository, which versions to load and unload (see version_transitions.h).
+//
+// Request handlers only call GetServable(), which reads an immutable per-model snapshot and
+// returns a shared_ptr handle: a request holding a handle keeps that version alive through an
+// unload. All loading, unloading and bookkeeping happens on one poll thread (or in PollOnce()),
+// so the decision logic needs no locking; the snapshot map is the only shared state.
+//
+// Storage glitches (base path missing or unreadable, or suddenly empty) never unload a serving
+// version: the model keeps its versions, its status carries the error, a warning is logged and
+// modelfleet_model_storage_errors_total counts it. A version that fails to load ends in END
+// with its error in the status; it is retried with exponential backoff, or at once when its
+// file changes, and the previous version keeps serving meanwhile.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "server/repository/loader.h"
+#include "server/repository/model_config.h"
+#include "server/repository/servable.h"
+#include "server/repository/version_scanner.h"
+#include "server/repository/version_state.h"
+#include "server/repository/version_transitions.h"
+
+namespace mf::server {
+
+struct ManagerOptions {
+  std::chrono::milliseconds poll_interval{1000};  // --file_system_poll_wait_seconds
+  SwapMode swap_mode = SwapMode::kAvailabilityPreserving;
+  std::chrono::milliseconds retry_initial{1000};  // first retry delay after a failed load
+  std::chrono::milliseconds retry_max{60000};     // backoff cap
+  // Re-check sooner than poll_interval while a new file waits to prove it is complete, or an
+  // unload waits for its last request, so versions go live without a full poll period.
+  std::chrono::milliseconds recheck_interval{250};
+};
+
+// Which version a request asks for: the latest, a number, or a label.
+struct VersionRequest {
+  enum class Kind { kLatest, kNumber, kLabel };
+  Kind kind = Kind::kLatest;
+  int64_t number = 0;
+  std::string label;
+
+  static VersionRequest Latest() { return {}; }
+  static VersionRequest Number(int64_t v) { return {Kind::kNumber, v, {}}; }
+  static VersionRequest Label(std::string l) { return {Kind::kLabel, 0, std::move(l)}; }
+};
+
+struct ServableHandle {
+  std::string model;
+  int64_t version = 0;
+  std::shared_ptr<const Servable> servable;
+};
+
+class ModelManager {
+ public:
+  ModelManager(std::shared_ptr<Loader> loader, ManagerOptions options);
+  ~ModelManager();
+  ModelManager(const ModelManager&) = delete;
+  ModelManager& operator=(const ModelManager&) = delete;
+
+  // Replaces the whole set of models (TF Serving's config reload semantics): new models are
+  // added, removed ones are dropped (their versions freed when in-flight requests finish),
+  // changed policies and labels apply on the next poll. Invalid or duplicate configs are
+  // refused as a whole and change nothing.
+  Status SetModels(std::vector<ModelConfig> models);
+
+  // Runs the poll loop on a background thread until Stop() or destruction.
+  void Start();
+  void Stop();
+  // One synchronous reconcile pass over every model (what the loop runs each period).
+  void PollOnce();
+
+  StatusOr<ServableHandle> GetServable(std::string_view model, const VersionRequest& request) const;
+  // All versions of a model, or one (`version`); NOT_FOUND as TF Serving words it.
+  StatusOr<std::vector<VersionStatus>> GetModelStatus(std::string_view model,
+                                                      std::optional<int64_t> version) const;
+  // The storage error of a model's last scan (OK when its base path reads fine).
+  Status StorageStatus(std::string_view model) const;
+  std::vector<std::string> ModelNames() const;
+  // True when every configured model has at least one AVAILABLE version (readiness).
+  bool AllModelsAvailable() const;
+
+ private:
+  struct TrackedVersion;
+  struct ModelState;
+  struct Snapshot;
+
+  void PollModel(ModelState& model);
+  void ApplyPendingConfig();
+  void LoadVersion(ModelState& model, int64_t version);
+  void UnloadVersion(ModelState& model, int64_t version);
+  void Publish(const ModelState& model);
+  bool NeedsRecheck(const ModelState& model) const;
+  void Loop();
+
+  const std::shared_ptr<Loader> loader_;
+  const ManagerOptions options_;
+
+  // Serializes PollOnce() (the loop and tests); guards models_.
+  std::mutex poll_mu_;
+  std::map<std::string, std::unique_ptr<ModelState>, std::less<>> models_;
+  bool recheck_soon_ = false;
+
+  std::mutex config_mu_;
+  std::optional<std::vector<ModelConfig>> pending_config_;
+
+  mutable std::shared_mutex snapshots_mu_;
+  std::map<std::string, std::shared_ptr<const Snapshot>, std::less<>> snapshots_;
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool stopping_ = false;
+  bool wake_ = false;
+  std::thread loop_thread_;
+};
+
+}  // namespace mf::server

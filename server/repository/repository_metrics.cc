@@ -1,0 +1,72 @@
+#include "server/repository/repository_metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+
+#include "metrics/metrics.h"
+
+namespace mf::server::repository_metrics {
+namespace {
+
+struct Families {
+  prometheus::Family<prometheus::Gauge>& version_state;
+  prometheus::Family<prometheus::Counter>& load_failures;
+  prometheus::Family<prometheus::Counter>& storage_errors;
+  prometheus::Family<prometheus::Histogram>& load_seconds;
+};
+
+Families& Get() {
+  static Families* families = [] {
+    auto& registry = *metrics::DefaultRegistry();
+    return new Families{
+        prometheus::BuildGauge()
+            .Name("modelfleet_model_version_state")
+            .Help("Lifecycle state of each model version (TF Serving numbers: 10 START, 20 "
+                  "LOADING, 30 AVAILABLE, 40 UNLOADING, 50 END)")
+            .Register(registry),
+        prometheus::BuildCounter()
+            .Name("modelfleet_model_load_failures_total")
+            .Help("Model version loads that failed (each is retried with backoff)")
+            .Register(registry),
+        prometheus::BuildCounter()
+            .Name("modelfleet_model_storage_errors_total")
+            .Help("Repository polls that could not read a model's base path; loaded versions "
+                  "keep serving")
+            .Register(registry),
+        prometheus::BuildHistogram()
+            .Name("modelfleet_model_load_seconds")
+            .Help("Time to load and warm up one model version")
+            .Register(registry),
+    };
+  }();
+  return *families;
+}
+
+}  // namespace
+
+void SetVersionState(const std::string& model, int64_t version, VersionState state) {
+  Get().version_state.Add({{"model", model}, {"version", std::to_string(version)}})
+      .Set(static_cast<double>(state));
+}
+
+void RemoveVersion(const std::string& model, int64_t version) {
+  auto& family = Get().version_state;
+  family.Remove(&family.Add({{"model", model}, {"version", std::to_string(version)}}));
+}
+
+void CountLoadFailure(const std::string& model) {
+  Get().load_failures.Add({{"model", model}}).Increment();
+}
+
+void CountStorageError(const std::string& model) {
+  Get().storage_errors.Add({{"model", model}}).Increment();
+}
+
+void ObserveLoadSeconds(const std::string& model, double seconds) {
+  Get().load_seconds.Add({{"model", model}}, metrics::ExponentialBuckets(0.01, 2, 14))
+      .Observe(seconds);
+}
+
+}  // namespace mf::server::repository_metrics

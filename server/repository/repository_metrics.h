@@ -1,0 +1,23 @@
+// Metrics of the model repository, registered once in the process-wide registry:
+//   modelfleet_model_version_state{model,version}   gauge, TF Serving's state number
+//                                                   (10 START .. 30 AVAILABLE .. 50 END)
+//   modelfleet_model_load_failures_total{model}     counter
+//   modelfleet_model_storage_errors_total{model}    counter, polls that could not read the
+//                                                   base path (storage glitches)
+//   modelfleet_model_load_seconds{model}            histogram, load + warm-up time
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "server/repository/version_state.h"
+
+namespace mf::server::repository_metrics {
+
+void SetVersionState(const std::string& model, int64_t version, VersionState state);
+void RemoveVersion(const std::string& model, int64_t version);
+void CountLoadFailure(const std::string& model);
+void CountStorageError(const std::string& model);
+void ObserveLoadSeconds(const std::string& model, double seconds);
+
+}  // namespace mf::server::repository_metrics

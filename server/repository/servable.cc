@@ -1,0 +1,16 @@
+#include "server/repository/servable.h"
+
+#include <utility>
+
+namespace mf::server {
+
+void Servable::RunAsync(std::vector<runtime::Tensor> inputs, Done done) const {
+  std::vector<const runtime::Tensor*> pointers;
+  pointers.reserve(inputs.size());
+  for (const auto& t : inputs) pointers.push_back(&t);
+  Outputs outputs;
+  Status status = Run(pointers, &outputs);
+  done(std::move(status), std::move(outputs));
+}
+
+}  // namespace mf::server

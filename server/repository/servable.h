@@ -1,0 +1,33 @@
+// Servable: one loaded model version as request handlers see it. The manager hands out
+// shared_ptrs to servables, so a request that holds one keeps that version alive through an
+// unload; the version's memory is freed when the last request using it finishes.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/session.h"
+#include "runtime/tensor.h"
+
+namespace mf::server {
+
+class Servable {
+ public:
+  using Outputs = std::vector<runtime::Tensor>;
+  using Done = std::function<void(Status, Outputs)>;
+
+  virtual ~Servable() = default;
+
+  virtual const runtime::Signature& signature() const = 0;
+  // Inputs in signature().inputs order. Thread-safe.
+  virtual Status Run(const std::vector<const runtime::Tensor*>& inputs, Outputs* outputs) const = 0;
+  // Asynchronous form for event-loop callers: `done` runs exactly once, possibly on another
+  // thread (a batching thread), possibly before RunAsync returns. The default runs inline.
+  virtual void RunAsync(std::vector<runtime::Tensor> inputs, Done done) const;
+  // Bytes held while loaded (weights and planned activations), for memory accounting.
+  virtual size_t memory_bytes() const = 0;
+};
+
+}  // namespace mf::server

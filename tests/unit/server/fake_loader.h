@@ -1,0 +1,74 @@
+// A Loader that needs no runtime: the "model file" is text; "bad..." fails to load, anything
+// else loads as a servable whose single output is its own version number. Counts loads and
+// live servables so tests can check swap order and memory use.
+#pragma once
+
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+
+#include "server/repository/loader.h"
+
+namespace mf::server::testing {
+
+class FakeServable : public Servable {
+ public:
+  FakeServable(int64_t version, std::atomic<int>* live) : version_(version), live_(live) { ++*live_; }
+  ~FakeServable() override { --*live_; }
+
+  const runtime::Signature& signature() const override { return signature_; }
+  Status Run(const std::vector<const runtime::Tensor*>&, Outputs* outputs) const override {
+    auto t = runtime::Tensor::Allocate(runtime::DataType::kInt64, {1});
+    if (!t.ok()) return t.status();
+    t->data<int64_t>()[0] = version_;
+    outputs->clear();
+    outputs->push_back(std::move(t).value());
+    return Status::Ok();
+  }
+  size_t memory_bytes() const override { return 1; }
+  int64_t version() const { return version_; }
+
+ private:
+  int64_t version_;
+  std::atomic<int>* live_;
+  runtime::Signature signature_;
+};
+
+class FakeLoader : public Loader {
+ public:
+  StatusOr<std::shared_ptr<const Servable>> Load(const std::string&, int64_t version,
+                                                 const std::string& path) override {
+    std::ifstream in(path);
+    std::stringstream contents;
+    contents << in.rdbuf();
+    {
+      std::lock_guard lock(mu_);
+      ++loads_[version];
+      max_live_at_load_ = std::max(max_live_at_load_, live_.load() + 1);
+    }
+    if (!in) return NotFound("cannot read " + path);
+    if (contents.str().rfind("bad", 0) == 0) return InvalidArgument("malformed model " + path);
+    return std::shared_ptr<const Servable>(std::make_shared<FakeServable>(version, &live_));
+  }
+
+  int loads(int64_t version) {
+    std::lock_guard lock(mu_);
+    return loads_[version];
+  }
+  int live() const { return live_.load(); }
+  int max_live_at_load() {
+    std::lock_guard lock(mu_);
+    return max_live_at_load_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<int64_t, int> loads_;
+  std::atomic<int> live_{0};
+  int max_live_at_load_ = 0;
+};
+
+}  // namespace mf::server::testing

@@ -1,0 +1,244 @@
+#include "server/repository/model_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "fake_loader.h"
+#include "temp_repository.h"
+
+namespace mf::server {
+namespace {
+
+using testing::FakeLoader;
+using testing::TempRepository;
+
+class ModelManagerTest : public ::testing::Test {
+ protected:
+  void MakeManager(ManagerOptions options = {}) {
+    options.retry_initial = std::chrono::milliseconds(50);
+    manager_ = std::make_unique<ModelManager>(loader_, options);
+    ASSERT_TRUE(manager_->SetModels({Config()}).ok());
+  }
+  ModelConfig Config() const {
+    return {"m", repo_.base(), VersionPolicy::Latest(1), {{"stable", 1}, {"canary", 2}}};
+  }
+  // Two polls: the first sees a new file, the second confirms it is complete and loads it.
+  void Poll2() {
+    manager_->PollOnce();
+    manager_->PollOnce();
+  }
+  int64_t LatestVersion() {
+    auto handle = manager_->GetServable("m", VersionRequest::Latest());
+    EXPECT_TRUE(handle.ok()) << handle.status().ToString();
+    return handle.ok() ? handle->version : -1;
+  }
+  VersionStatus StatusOf(int64_t version) {
+    auto status = manager_->GetModelStatus("m", version);
+    EXPECT_TRUE(status.ok()) << status.status().ToString();
+    return status.ok() ? status->at(0) : VersionStatus{};
+  }
+
+  TempRepository repo_;
+  std::shared_ptr<FakeLoader> loader_ = std::make_shared<FakeLoader>();
+  std::unique_ptr<ModelManager> manager_;
+};
+
+TEST_F(ModelManagerTest, LoadsOnlyCompleteFiles) {
+  repo_.WriteVersion(1, "ok");
+  MakeManager();
+  manager_->PollOnce();
+  EXPECT_EQ(loader_->loads(1), 0) << "a file seen once may still be being written";
+  EXPECT_EQ(StatusOf(1).state, VersionState::kStart);
+  manager_->PollOnce();
+  EXPECT_EQ(loader_->loads(1), 1);
+  EXPECT_EQ(LatestVersion(), 1);
+  EXPECT_EQ(StatusOf(1).state, VersionState::kAvailable);
+  EXPECT_TRUE(manager_->AllModelsAvailable());
+}
+
+TEST_F(ModelManagerTest, UnknownModelAndVersionErrorsAsTfServing) {
+  repo_.WriteVersion(1, "ok");
+  MakeManager();
+  Poll2();
+  auto missing = manager_->GetServable("other", VersionRequest::Latest());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().message(), "Servable not found for request: Latest(other)");
+  auto version = manager_->GetServable("m", VersionRequest::Number(7));
+  EXPECT_EQ(version.status().message(), "Servable not found for request: Specific(m, 7)");
+  auto label = manager_->GetServable("m", VersionRequest::Label("nope"));
+  EXPECT_EQ(label.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(manager_->GetModelStatus("other", std::nullopt).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(manager_->GetModelStatus("m", 7).status().message(), "Could not find version 7 of model m");
+}
+
+TEST_F(ModelManagerTest, SwapKeepsOldVersionAliveForInFlightRequests) {
+  repo_.WriteVersion(1, "ok");
+  MakeManager();
+  Poll2();
+  auto in_flight = manager_->GetServable("m", VersionRequest::Latest());
+  ASSERT_TRUE(in_flight.ok());
+
+  repo_.WriteVersion(2, "ok");
+  Poll2();
+  EXPECT_EQ(LatestVersion(), 2);
+  EXPECT_EQ(StatusOf(1).state, VersionState::kUnloading);
+  EXPECT_EQ(loader_->live(), 2) << "the in-flight request still holds version 1";
+  EXPECT_EQ(manager_->GetServable("m", VersionRequest::Number(1)).status().code(),
+            StatusCode::kNotFound);
+
+  in_flight->servable.reset();
+  manager_->PollOnce();
+  EXPECT_EQ(loader_->live(), 1);
+  auto statuses = manager_->GetModelStatus("m", std::nullopt);
+  ASSERT_TRUE(statuses.ok());
+  ASSERT_EQ(statuses->size(), 1u) << "version 1 is no longer aspired and was forgotten";
+  EXPECT_EQ(statuses->at(0).version, 2);
+}
+
+TEST_F(ModelManagerTest, DeletingNewestVersionRollsBack) {
+  repo_.WriteVersion(1, "ok");
+  repo_.WriteVersion(2, "ok");
+  MakeManager();
+  Poll2();
+  EXPECT_EQ(LatestVersion(), 2);
+  EXPECT_EQ(loader_->loads(1), 0);
+  repo_.RemoveVersion(2);
+  manager_->PollOnce();  // version 1's file has been stable all along: loads now
+  EXPECT_EQ(LatestVersion(), 1);
+  manager_->PollOnce();
+  EXPECT_EQ(manager_->GetModelStatus("m", std::nullopt)->size(), 1u);
+}
+
+TEST_F(ModelManagerTest, FailedLoadShowsInStatusAndOldKeepsServingThenRetries) {
+  repo_.WriteVersion(1, "ok");
+  MakeManager();
+  Poll2();
+  repo_.WriteVersion(2, "bad: truncated");
+  Poll2();
+  EXPECT_EQ(LatestVersion(), 1);
+  VersionStatus failed = StatusOf(2);
+  EXPECT_EQ(failed.state, VersionState::kEnd);
+  EXPECT_EQ(failed.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(failed.status.message().find("malformed"), std::string::npos);
+
+  manager_->PollOnce();
+  EXPECT_EQ(loader_->loads(2), 1) << "backoff: no retry right away";
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  manager_->PollOnce();
+  EXPECT_EQ(loader_->loads(2), 2) << "retried after the backoff";
+
+  repo_.WriteVersion(2, "ok, complete now");
+  Poll2();
+  EXPECT_EQ(LatestVersion(), 2);
+  EXPECT_TRUE(StatusOf(2).status.ok());
+}
+
+TEST_F(ModelManagerTest, StorageGlitchNeverUnloads) {
+  repo_.WriteVersion(3, "ok");
+  MakeManager();
+  Poll2();
+  auto moved = repo_.root() / "moved-away";
+  std::filesystem::rename(repo_.base(), moved);
+  for (int i = 0; i < 3; ++i) manager_->PollOnce();
+  EXPECT_EQ(LatestVersion(), 3);
+  VersionStatus during = StatusOf(3);
+  EXPECT_EQ(during.state, VersionState::kAvailable);
+  EXPECT_EQ(during.status.code(), StatusCode::kNotFound) << "the glitch shows in the status";
+  EXPECT_FALSE(manager_->StorageStatus("m").ok());
+
+  std::filesystem::rename(moved, repo_.base());
+  manager_->PollOnce();
+  EXPECT_EQ(LatestVersion(), 3);
+  EXPECT_TRUE(StatusOf(3).status.ok());
+  EXPECT_EQ(loader_->loads(3), 1) << "same version, never reloaded";
+}
+
+TEST_F(ModelManagerTest, EmptiedBasePathIsTreatedAsAGlitch) {
+  repo_.WriteVersion(1, "ok");
+  MakeManager();
+  Poll2();
+  repo_.RemoveVersion(1);
+  Poll2();
+  EXPECT_EQ(LatestVersion(), 1);
+  EXPECT_EQ(StatusOf(1).status.code(), StatusCode::kNotFound);
+}
+
+TEST_F(ModelManagerTest, LabelsResolveAndMayPointAtUnloadedVersions) {
+  repo_.WriteVersion(1, "ok");
+  MakeManager();
+  Poll2();
+  auto stable = manager_->GetServable("m", VersionRequest::Label("stable"));
+  ASSERT_TRUE(stable.ok());
+  EXPECT_EQ(stable->version, 1);
+  EXPECT_EQ(manager_->GetServable("m", VersionRequest::Label("canary")).status().message(),
+            "Servable not found for request: Specific(m, 2)");
+}
+
+TEST_F(ModelManagerTest, ResourcePreservingUnloadsBeforeLoading) {
+  repo_.WriteVersion(1, "ok");
+  ManagerOptions options;
+  options.swap_mode = SwapMode::kResourcePreserving;
+  MakeManager(options);
+  Poll2();
+  auto in_flight = manager_->GetServable("m", VersionRequest::Latest());
+  ASSERT_TRUE(in_flight.ok());
+  repo_.WriteVersion(2, "ok");
+  Poll2();
+  EXPECT_EQ(loader_->loads(2), 0) << "waits for the in-flight request on version 1";
+  EXPECT_EQ(manager_->GetServable("m", VersionRequest::Latest()).status().code(),
+            StatusCode::kNotFound);
+  in_flight->servable.reset();
+  manager_->PollOnce();
+  EXPECT_EQ(LatestVersion(), 2);
+  EXPECT_EQ(loader_->max_live_at_load(), 1) << "never two versions in memory";
+}
+
+TEST_F(ModelManagerTest, AllPolicyServesEveryVersion) {
+  repo_.WriteVersion(1, "ok");
+  repo_.WriteVersion(2, "ok");
+  MakeManager();
+  ModelConfig all = Config();
+  all.policy = VersionPolicy::All();
+  ASSERT_TRUE(manager_->SetModels({all}).ok());
+  Poll2();
+  EXPECT_TRUE(manager_->GetServable("m", VersionRequest::Number(1)).ok());
+  EXPECT_TRUE(manager_->GetServable("m", VersionRequest::Number(2)).ok());
+  EXPECT_EQ(LatestVersion(), 2);
+}
+
+TEST_F(ModelManagerTest, ConfigReloadReplacesTheSetAndRefusesBadConfigs) {
+  repo_.WriteVersion(1, "ok");
+  MakeManager();
+  Poll2();
+  ModelConfig dup = Config();
+  EXPECT_EQ(manager_->SetModels({dup, dup}).code(), StatusCode::kInvalidArgument);
+  ModelConfig bad = Config();
+  bad.policy = VersionPolicy::Latest(0);
+  EXPECT_EQ(manager_->SetModels({bad}).code(), StatusCode::kInvalidArgument);
+  manager_->PollOnce();
+  EXPECT_EQ(LatestVersion(), 1) << "refused configs change nothing";
+
+  ASSERT_TRUE(manager_->SetModels({}).ok());
+  manager_->PollOnce();
+  EXPECT_EQ(manager_->GetServable("m", VersionRequest::Latest()).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_TRUE(manager_->ModelNames().empty());
+}
+
+TEST_F(ModelManagerTest, BackgroundLoopLoadsWithoutManualPolls) {
+  repo_.WriteVersion(1, "ok");
+  ManagerOptions options;
+  options.poll_interval = std::chrono::milliseconds(20);
+  MakeManager(options);
+  manager_->Start();
+  for (int i = 0; i < 250 && !manager_->AllModelsAvailable(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(manager_->AllModelsAvailable());
+  manager_->Stop();
+}
+
+}  // namespace
+}  // namespace mf::server
