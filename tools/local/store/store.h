@@ -117,8 +117,7 @@ struct WatchOptions {
 // behind gets a final ERROR event (410 Expired) and the watch ends, as kube-apiserver does.
 class Watcher {
  public:
-  Watcher(GroupVersionResource gvr, std::string kind, std::string ns, ListOptions selectors,
-          bool allow_bookmarks, size_t max_queued);
+  Watcher(GroupVersionResource gvr, std::string kind, bool allow_bookmarks, size_t max_queued);
   Watcher(const Watcher&) = delete;
   Watcher& operator=(const Watcher&) = delete;
 
@@ -142,8 +141,6 @@ class Watcher {
 
   const GroupVersionResource gvr_;
   const std::string kind_;
-  const std::string ns_;
-  const ListOptions selectors_;
   const bool allow_bookmarks_;
   const size_t max_queued_;
 
