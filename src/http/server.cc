@@ -1,0 +1,773 @@
+// The Beast server: an acceptor hands each connection to one io thread (round robin); a Session
+// then lives on that thread only. Cross-thread entry points (Responder, Stream) post to the
+// session's io_context, so session state needs no lock; only a stream's chunk queue, which
+// producers fill from their own threads, has a mutex.
+#include "http/server.h"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/read.hpp>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <ctime>
+#include <cstdio>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "common/logging.h"
+#include "http/wire.h"
+#include "metrics/metrics.h"
+
+namespace mf::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace internal {
+
+class Session;
+
+// State every io thread shares; immutable after Start() except the atomics.
+struct Core {
+  ServerOptions options;
+  wire::Limits limits;
+  Handler handler;
+  std::atomic<bool> draining{false};
+  std::atomic<uint64_t> accepted{0};
+  std::atomic<uint64_t> open{0};
+  std::atomic<uint64_t> requests{0};
+  std::mutex idle_mu;
+  std::condition_variable all_closed;  // notified when `open` drops to zero
+  prometheus::Family<prometheus::Counter>* requests_total = nullptr;
+  prometheus::Histogram* duration = nullptr;
+
+  void ConnectionClosed() {
+    if (open.fetch_sub(1) == 1) {
+      std::lock_guard lock(idle_mu);
+      all_closed.notify_all();
+    }
+  }
+};
+
+// One io thread: its io_context and the sessions pinned to it (touched on that thread only).
+struct Worker {
+  asio::io_context ioc{1};
+  std::unordered_set<Session*> sessions;
+  std::unordered_map<uint32_t, prometheus::Counter*> counters;  // (method, code) -> counter
+  std::thread thread;
+};
+
+// The server's answer to a request it refuses (bad syntax, limits).
+Response RejectionResponse(const wire::Rejection& r) {
+  Response response = Response::FromStatus(Status(StatusCode::kInvalidArgument, r.message));
+  response.status = r.status;
+  return response;
+}
+
+// The Date header value, formatted at most once a second per io thread.
+std::string_view HttpDate() {
+  thread_local std::time_t cached_second = 0;
+  thread_local char text[64];
+  thread_local size_t length = 0;
+  std::time_t now = std::time(nullptr);
+  if (now != cached_second) {
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    length = std::strftime(text, sizeof(text), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    cached_second = now;
+  }
+  return std::string_view(text, length);
+}
+
+// A bounded, printable incoming x-request-id is propagated; anything else is replaced.
+bool UsableRequestId(std::string_view id) {
+  if (id.empty() || id.size() > 128) return false;
+  for (unsigned char c : id) {
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+uint32_t MethodIndex(std::string_view m) {
+  static constexpr std::array<std::string_view, 7> kKnown = {"GET", "POST", "PUT", "DELETE",
+                                                             "PATCH", "HEAD", "OPTIONS"};
+  for (uint32_t i = 0; i < kKnown.size(); ++i) {
+    if (kKnown[i] == m) return i;
+  }
+  return kKnown.size();
+}
+
+std::string_view MethodLabel(uint32_t index) {
+  static constexpr std::array<std::string_view, 8> kLabels = {"GET",  "POST", "PUT",     "DELETE",
+                                                              "PATCH", "HEAD", "OPTIONS", "OTHER"};
+  return kLabels[index];
+}
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(std::shared_ptr<Worker> worker, std::shared_ptr<Core> core, tcp::socket socket)
+      : worker_(std::move(worker)), core_(std::move(core)), stream_(std::move(socket)) {}
+
+  // All of the following run on the session's io thread unless they say otherwise.
+  void Start() {
+    worker_->sessions.insert(this);
+    beast::error_code ec;
+    auto endpoint = stream_.socket().remote_endpoint(ec);
+    if (!ec) remote_ = endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+    stream_.socket().set_option(tcp::no_delay(true), ec);
+    if (core_->draining) return Close();
+    ReadRequest();
+  }
+
+  void Drain() {
+    switch (state_) {
+      case State::kIdle:
+        return Close();
+      case State::kStreaming:
+        return StreamClose();
+      default:
+        return;  // finishes its request, then closes because the server is draining
+    }
+  }
+
+  void Close() {
+    if (state_ == State::kClosed) return;
+    bool was_streaming = state_ == State::kStreaming;
+    state_ = State::kClosed;
+    worker_->sessions.erase(this);
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.close();
+    if (was_streaming) EndStream();
+    core_->ConnectionClosed();
+  }
+
+  asio::io_context& context() { return worker_->ioc; }
+  bool stopped() const { return worker_->ioc.stopped(); }
+
+  // The answer to the current request (posted by the Exchange).
+  void WriteResponse(Response response) {
+    if (state_ != State::kHandling) return;  // connection already gone
+    if (core_->draining) keep_alive_ = false;
+    head_.clear();
+    if (!wire::AppendStatusAndHeaders(response, &head_)) {
+      mf::log::Error("http handler produced an invalid response; answering 500",
+                     {{"request_id", request_id_}, {"status", std::to_string(response.status)}});
+      response = Response::Text(500, "handler produced an invalid response header\n");
+      head_.clear();
+      (void)wire::AppendStatusAndHeaders(response, &head_);
+    }
+    AppendServerHeaders(response.headers);
+    bool bodyless = response.status < 200 || response.status == 204 || response.status == 304;
+    if (!bodyless) wire::AppendContentLength(response.body.size(), &head_);
+    if (!keep_alive_) wire::AppendHeader("Connection", "close", &head_);
+    head_.append("\r\n", 2);
+    body_ = std::move(response.body);
+    if (bodyless || head_request_) body_.clear();
+    status_ = response.status;
+    state_ = State::kWriting;
+    stream_.expires_after(core_->options.write_timeout);
+    std::array<asio::const_buffer, 2> buffers = {asio::buffer(head_), asio::buffer(body_)};
+    asio::async_write(stream_, buffers, [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->OnResponseWritten(ec);
+    });
+  }
+
+  // --- streaming (the chunk queue is shared with producer threads) ---
+
+  void StartStream(int status, Headers headers) {
+    if (state_ != State::kHandling) return EndStream();
+    Response response;
+    response.status = status;
+    response.headers = std::move(headers);
+    head_.clear();
+    if (!wire::AppendStatusAndHeaders(response, &head_)) {
+      mf::log::Error("http stream has an invalid header; closing", {{"request_id", request_id_}});
+      return Close();
+    }
+    AppendServerHeaders(response.headers);
+    wire::AppendHeader("Transfer-Encoding", "chunked", &head_);
+    // A stream ends the connection: the peer-gone watch below consumes the socket's input.
+    wire::AppendHeader("Connection", "close", &head_);
+    head_.append("\r\n", 2);
+    status_ = status;
+    state_ = State::kStreaming;
+    body_.clear();
+    LogAndCount();
+    stream_writing_ = true;
+    stream_.expires_after(core_->options.write_timeout);
+    asio::async_write(stream_, asio::buffer(head_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->OnStreamWritten(ec, 0, false);
+    });
+    WatchForPeerGone();  // a write is pending, so its expiry stays; the watch itself never expires
+  }
+
+  // Any thread.
+  bool StreamWrite(std::string chunk) {
+    if (chunk.empty()) return !stream_ended_.load();
+    std::lock_guard lock(stream_mu_);
+    if (stream_ended_ || stream_close_requested_) return false;
+    stream_buffered_ += chunk.size();
+    stream_queue_.push_back(std::move(chunk));
+    ScheduleFlushLocked();
+    return true;
+  }
+
+  // Any thread.
+  void StreamClose() {
+    std::lock_guard lock(stream_mu_);
+    if (stream_ended_ || stream_close_requested_) return;
+    stream_close_requested_ = true;
+    ScheduleFlushLocked();
+  }
+
+  bool stream_ended() const { return stream_ended_.load(); }
+  size_t stream_buffered() const {
+    std::lock_guard lock(stream_mu_);
+    return stream_buffered_;
+  }
+
+  // Any thread.
+  void StreamOnClose(std::function<void()> callback) {
+    {
+      std::lock_guard lock(stream_mu_);
+      if (!stream_ended_) {
+        stream_callbacks_.push_back(std::move(callback));
+        return;
+      }
+    }
+    callback();
+  }
+
+  // Ends the stream (peer gone, closed, drained) and runs the OnClose callbacks once.
+  void EndStream() {
+    std::vector<std::function<void()>> callbacks;
+    {
+      std::lock_guard lock(stream_mu_);
+      if (stream_ended_) return;
+      stream_ended_ = true;
+      stream_queue_.clear();
+      stream_buffered_ = 0;
+      callbacks.swap(stream_callbacks_);
+    }
+    for (auto& cb : callbacks) {
+      try {
+        cb();
+      } catch (const std::exception& e) {
+        mf::log::Error("http stream OnClose callback threw", {{"error", e.what()}});
+      }
+    }
+    Close();
+  }
+
+ private:
+  enum class State { kIdle, kReading, kHandling, kWriting, kStreaming, kClosed };
+
+  void ReadRequest() {
+    parser_.emplace();
+    wire::ConfigureParser(core_->limits, &*parser_);
+    if (buffer_.size() > 0) return ReadHeader();  // pipelined bytes already here
+    state_ = State::kIdle;
+    stream_.expires_after(core_->options.idle_timeout);
+    stream_.async_read_some(buffer_.prepare(16 * 1024),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              if (self->state_ == State::kClosed) return;
+                              if (ec) return self->Close();  // idle timeout, peer closed, drained
+                              self->buffer_.commit(n);
+                              self->ReadHeader();
+                            });
+  }
+
+  void ReadHeader() {
+    state_ = State::kReading;
+    stream_.expires_after(core_->options.read_timeout);
+    bhttp::async_read_header(stream_, buffer_, *parser_,
+                             [self = shared_from_this()](beast::error_code ec, size_t) {
+                               self->OnHeader(ec);
+                             });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (state_ == State::kClosed) return;
+    start_ = Clock::now();
+    if (ec) return OnReadError(ec);
+    const auto& header = parser_->get();
+    if (auto rejected = wire::CheckHeader(header)) return Reject(*rejected);
+    if (parser_->is_done()) return OnRequest();
+    auto expect = header.find(bhttp::field::expect);
+    if (expect != header.end()) {
+      // The header passed every check (size limits included), so invite the body.
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
+                        [self = shared_from_this()](beast::error_code ec, size_t) {
+                          if (self->state_ == State::kClosed) return;
+                          if (ec) return self->Close();
+                          self->ReadBody();
+                        });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    bhttp::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (self->state_ == State::kClosed) return;
+      if (ec) return self->OnReadError(ec);
+      self->OnRequest();
+    });
+  }
+
+  void OnReadError(beast::error_code ec) {
+    if (ec == bhttp::error::end_of_stream || ec == asio::error::eof || ec == beast::error::timeout ||
+        ec == asio::error::operation_aborted || ec == asio::error::connection_reset) {
+      return Close();  // nothing to answer: the peer left or was too slow (socket already shut)
+    }
+    Reject(wire::RejectionForParseError(ec, core_->limits));
+  }
+
+  // Answers a refused request and closes: the rest of the input is not trustworthy.
+  void Reject(const wire::Rejection& rejection) {
+    keep_alive_ = false;
+    head_request_ = false;
+    method_index_ = MethodIndex(parser_ ? wire::ToStd(parser_->get().method_string()) : "");
+    target_ = parser_ ? std::string(wire::ToStd(parser_->get().target())) : std::string();
+    request_id_ = mf::log::NewRequestId();
+    state_ = State::kHandling;
+    WriteResponse(RejectionResponse(rejection));
+  }
+
+  void OnRequest() {
+    state_ = State::kHandling;
+    keep_alive_ = parser_->get().keep_alive();
+    Request request;
+    if (auto rejected = wire::ToRequest(parser_->release(), core_->limits, &request)) {
+      return Reject(*rejected);
+    }
+    method_index_ = MethodIndex(request.method);
+    head_request_ = request.method == "HEAD";
+    if (mf::log::Enabled(mf::log::Level::kDebug)) target_ = request.target;
+    auto incoming_id = request.headers.Get("x-request-id");
+    request_id_ = incoming_id && UsableRequestId(*incoming_id) ? std::string(*incoming_id)
+                                                               : mf::log::NewRequestId();
+    request.request_id = request_id_;
+    request.remote_address = remote_;
+    core_->requests.fetch_add(1, std::memory_order_relaxed);
+    mf::log::RequestIdScope scope(request_id_);
+    try {
+      // Last statement touching the session: the handler may answer inline (and the answer may
+      // already be on its way to the socket when it returns).
+      core_->handler(std::move(request), Responder(std::make_shared<Exchange>(shared_from_this())));
+    } catch (const std::exception& e) {
+      // The Responder died with the handler's frame, so the client gets a 500.
+      mf::log::Error("http handler threw", {{"error", e.what()}});
+    }
+  }
+
+  void AppendServerHeaders(const Headers& headers) {
+    wire::AppendHeader("Date", HttpDate(), &head_);
+    if (!core_->options.server_header.empty()) wire::AppendHeader("Server", core_->options.server_header, &head_);
+    if (!headers.Has("x-request-id")) wire::AppendHeader("x-request-id", request_id_, &head_);
+  }
+
+  void LogAndCount() {
+    if (core_->requests_total != nullptr) {
+      uint32_t key = method_index_ * 1000 + static_cast<uint32_t>(status_);
+      auto [it, inserted] = worker_->counters.try_emplace(key, nullptr);
+      if (inserted) {
+        it->second = &core_->requests_total->Add({{"server", core_->options.metrics_label},
+                                                  {"method", std::string(MethodLabel(method_index_))},
+                                                  {"code", std::to_string(status_)}});
+      }
+      it->second->Increment();
+      core_->duration->Observe(std::chrono::duration<double>(Clock::now() - start_).count());
+    }
+    if (mf::log::Enabled(mf::log::Level::kDebug)) {
+      auto micros = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count();
+      mf::log::Debug("http request", {{"request_id", request_id_},
+                                      {"method", std::string(MethodLabel(method_index_))},
+                                      {"target", target_},
+                                      {"status", std::to_string(status_)},
+                                      {"bytes", std::to_string(body_.size())},
+                                      {"duration_us", std::to_string(micros)},
+                                      {"remote", remote_}});
+    }
+  }
+
+  void OnResponseWritten(beast::error_code ec) {
+    if (state_ == State::kClosed) return;
+    LogAndCount();
+    if (ec) return Close();
+    if (!keep_alive_ || core_->draining) return LingerClose();
+    body_.clear();
+    ReadRequest();
+  }
+
+  // Closes after the peer has seen our last bytes: half-close, then drain unread input briefly,
+  // so a client still sending a refused body receives the answer instead of a reset.
+  void LingerClose() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return Close();
+    state_ = State::kWriting;  // not idle: Drain() must not cut it short
+    stream_.expires_after(std::chrono::seconds(2));
+    DiscardUntilEof();
+  }
+
+  void DiscardUntilEof() {
+    discard_.resize(16 * 1024);
+    stream_.async_read_some(asio::buffer(discard_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (self->state_ == State::kClosed) return;
+      if (ec) return self->Close();
+      self->DiscardUntilEof();
+    });
+  }
+
+  // While streaming, a pending read tells us when the peer hangs up (its input is discarded).
+  void WatchForPeerGone() {
+    stream_.expires_never();  // with a write pending this only touches the read timer
+    discard_.resize(4096);
+    stream_.async_read_some(asio::buffer(discard_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (self->state_ != State::kStreaming) return;
+      if (ec) return self->EndStream();
+      self->WatchForPeerGone();
+    });
+  }
+
+  void ScheduleFlushLocked() {
+    if (stream_flush_scheduled_) return;
+    stream_flush_scheduled_ = true;
+    asio::post(worker_->ioc, [self = shared_from_this()] { self->FlushStream(); });
+  }
+
+  void FlushStream() {
+    if (state_ != State::kStreaming) return;
+    bool finish;
+    {
+      std::lock_guard lock(stream_mu_);
+      stream_flush_scheduled_ = false;
+      if (stream_writing_) return;  // the write in flight flushes again when done
+      finish = stream_close_requested_;
+      if (stream_queue_.empty() && !finish) return;
+      stream_out_.clear();
+      for (const std::string& chunk : stream_queue_) {
+        char size[20];
+        int n = std::snprintf(size, sizeof(size), "%zx\r\n", chunk.size());
+        stream_out_.append(size, static_cast<size_t>(n));
+        stream_out_.append(chunk);
+        stream_out_.append("\r\n", 2);
+      }
+      stream_queue_.clear();
+      if (finish) stream_out_.append("0\r\n\r\n");
+      stream_writing_ = true;
+    }
+    size_t payload = stream_out_.size();
+    stream_.expires_after(core_->options.write_timeout);
+    asio::async_write(stream_, asio::buffer(stream_out_),
+                      [self = shared_from_this(), payload, finish](beast::error_code ec, size_t) {
+                        self->OnStreamWritten(ec, payload, finish);
+                      });
+  }
+
+  void OnStreamWritten(beast::error_code ec, size_t framed_bytes, bool finished) {
+    {
+      std::lock_guard lock(stream_mu_);
+      stream_writing_ = false;
+      // framed_bytes counts the chunk framing too; clamp so the figure never wraps.
+      stream_buffered_ -= std::min(stream_buffered_, framed_bytes);
+    }
+    if (state_ != State::kStreaming) return;
+    if (ec || finished) return EndStream();
+    FlushStream();
+  }
+
+  std::shared_ptr<Worker> worker_;  // first member: keeps the io_context alive for the socket
+  std::shared_ptr<Core> core_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<wire::RequestParser> parser_;
+  State state_ = State::kIdle;
+  bool keep_alive_ = true;
+  bool head_request_ = false;
+  uint32_t method_index_ = 0;
+  int status_ = 0;
+  Clock::time_point start_;
+  std::string remote_;
+  std::string request_id_;
+  std::string target_;  // kept only for the debug access log
+  std::string head_;
+  std::string body_;
+  std::string discard_;
+
+  mutable std::mutex stream_mu_;
+  std::deque<std::string> stream_queue_;
+  size_t stream_buffered_ = 0;
+  bool stream_close_requested_ = false;
+  bool stream_flush_scheduled_ = false;
+  bool stream_writing_ = false;
+  std::atomic<bool> stream_ended_{false};
+  std::vector<std::function<void()>> stream_callbacks_;
+  std::string stream_out_;
+};
+
+// One request's answer slot, shared by the copies of its Responder.
+class Exchange {
+ public:
+  explicit Exchange(std::shared_ptr<Session> session) : session_(std::move(session)) {}
+  ~Exchange() {
+    if (answered_.load() || session_->stopped()) return;
+    Respond(Response::Text(500, "handler did not respond\n"));
+  }
+
+  bool answered() const { return answered_.load(); }
+
+  void Respond(Response response) {
+    if (answered_.exchange(true)) return;
+    asio::dispatch(session_->context(), [session = session_, response = std::move(response)]() mutable {
+      session->WriteResponse(std::move(response));
+    });
+  }
+
+  std::shared_ptr<Session> Stream(int status, Headers headers) {
+    if (answered_.exchange(true)) return nullptr;
+    asio::dispatch(session_->context(), [session = session_, status, headers = std::move(headers)]() mutable {
+      session->StartStream(status, std::move(headers));
+    });
+    return session_;
+  }
+
+ private:
+  std::shared_ptr<Session> session_;
+  std::atomic<bool> answered_{false};
+};
+
+// The Stream handed to handlers. Dropping the last reference closes the stream.
+class StreamHandle final : public Stream {
+ public:
+  explicit StreamHandle(std::shared_ptr<Session> session) : session_(std::move(session)) {}
+  ~StreamHandle() override {
+    if (session_ != nullptr) session_->StreamClose();
+  }
+  bool Write(std::string chunk) override { return session_ != nullptr && session_->StreamWrite(std::move(chunk)); }
+  void Close() override {
+    if (session_ != nullptr) session_->StreamClose();
+  }
+  bool closed() const override { return session_ == nullptr || session_->stream_ended(); }
+  size_t buffered_bytes() const override { return session_ == nullptr ? 0 : session_->stream_buffered(); }
+  void OnClose(std::function<void()> callback) override {
+    if (session_ == nullptr) return callback();
+    session_->StreamOnClose(std::move(callback));
+  }
+
+ private:
+  std::shared_ptr<Session> session_;  // null: the request had already been answered
+};
+
+}  // namespace internal
+
+Responder::Responder(std::shared_ptr<internal::Exchange> exchange) : exchange_(std::move(exchange)) {}
+
+void Responder::Respond(Response response) { exchange_->Respond(std::move(response)); }
+
+std::shared_ptr<Stream> Responder::StartStream(int status, Headers headers) {
+  return std::make_shared<internal::StreamHandle>(exchange_->Stream(status, std::move(headers)));
+}
+
+bool Responder::answered() const { return exchange_->answered(); }
+
+class Server::Impl {
+ public:
+  Impl(ServerOptions options, Handler handler) : core_(std::make_shared<internal::Core>()) {
+    core_->options = std::move(options);
+    core_->handler = std::move(handler);
+    core_->limits = {core_->options.max_header_bytes, core_->options.max_body_bytes,
+                     core_->options.decode_request_bodies};
+  }
+
+  ~Impl() { Stop(); }
+
+  Status Start() {
+    if (started_) return FailedPrecondition("http server already started");
+    if (!core_->handler) return InvalidArgument("http server needs a handler");
+    int threads = core_->options.io_threads > 0 ? core_->options.io_threads
+                                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    for (int i = 0; i < threads; ++i) workers_.push_back(std::make_shared<internal::Worker>());
+    beast::error_code ec;
+    auto address = asio::ip::make_address(core_->options.address, ec);
+    if (ec) return InvalidArgument("http server address '" + core_->options.address + "' is not an IP address");
+    tcp::endpoint endpoint(address, core_->options.port);
+    acceptor_.emplace(workers_[0]->ioc);
+    acceptor_->open(endpoint.protocol(), ec);
+    if (!ec) acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_->bind(endpoint, ec);
+    if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      acceptor_.reset();
+      workers_.clear();
+      return Unavailable("http server cannot listen on " + core_->options.address + ":" +
+                         std::to_string(core_->options.port) + ": " + ec.message());
+    }
+    port_ = acceptor_->local_endpoint().port();
+    if (!core_->options.metrics_label.empty()) {
+      auto registry = metrics::DefaultRegistry();
+      core_->requests_total = &prometheus::BuildCounter()
+                                   .Name("http_requests_total")
+                                   .Help("HTTP requests answered, by server, method and status code")
+                                   .Register(*registry);
+      core_->duration = &prometheus::BuildHistogram()
+                             .Name("http_request_duration_seconds")
+                             .Help("Time from the end of the request header to the end of the response")
+                             .Register(*registry)
+                             .Add({{"server", core_->options.metrics_label}}, metrics::LatencySecondsBuckets());
+    }
+    Accept();
+    for (auto& w : workers_) {
+      w->thread = std::thread([w = w.get()] {
+        auto guard = asio::make_work_guard(w->ioc);
+        w->ioc.run();
+      });
+    }
+    started_ = true;
+    mf::log::Info("http server listening", {{"address", core_->options.address},
+                                            {"port", std::to_string(port_)},
+                                            {"io_threads", std::to_string(threads)}});
+    return Status::Ok();
+  }
+
+  uint16_t port() const { return port_; }
+
+  bool Drain(std::chrono::milliseconds deadline) {
+    if (!started_ || stopped_) return true;
+    core_->draining = true;
+    asio::post(workers_[0]->ioc, [this] { CloseAcceptor(); });
+    for (auto& w : workers_) {
+      asio::post(w->ioc, [w = w.get()] {
+        std::vector<internal::Session*> sessions(w->sessions.begin(), w->sessions.end());
+        for (auto* s : sessions) s->Drain();
+      });
+    }
+    bool clean;
+    {
+      std::unique_lock lock(core_->idle_mu);
+      clean = core_->all_closed.wait_for(lock, deadline, [&] { return core_->open.load() == 0; });
+    }
+    if (!clean) {
+      mf::log::Warning("http server drain deadline passed; closing remaining connections",
+                       {{"open_connections", std::to_string(core_->open.load())}});
+    }
+    Stop();
+    return clean;
+  }
+
+  void Stop() {
+    if (!started_ || stopped_) return;
+    stopped_ = true;
+    core_->draining = true;
+    std::vector<std::future<void>> closed;
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      auto done = std::make_shared<std::promise<void>>();
+      closed.push_back(done->get_future());
+      asio::post(workers_[i]->ioc, [this, i, done] {
+        if (i == 0) CloseAcceptor();
+        auto* w = workers_[i].get();
+        std::vector<internal::Session*> sessions(w->sessions.begin(), w->sessions.end());
+        for (auto* s : sessions) s->Close();
+        done->set_value();
+      });
+    }
+    for (auto& f : closed) f.wait();
+    for (auto& w : workers_) w->ioc.stop();
+    for (auto& w : workers_) {
+      if (w->thread.joinable()) w->thread.join();
+    }
+    // Run the completions of the operations the closes aborted, so they release their sessions.
+    for (auto& w : workers_) {
+      w->ioc.restart();
+      while (w->ioc.poll() > 0) {
+      }
+    }
+    acceptor_.reset();
+  }
+
+  ServerStats stats() const {
+    return {core_->accepted.load(), core_->open.load(), core_->requests.load()};
+  }
+
+ private:
+  void CloseAcceptor() {
+    beast::error_code ec;
+    if (acceptor_) acceptor_->close(ec);
+  }
+
+  void Accept() {
+    auto& target = workers_[next_worker_++ % workers_.size()];
+    acceptor_->async_accept(target->ioc, [this, target](beast::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
+      if (ec) {
+        // EMFILE and friends: log, back off briefly instead of spinning.
+        mf::log::Warning("http accept failed", {{"error", ec.message()}});
+        auto timer = std::make_shared<asio::steady_timer>(workers_[0]->ioc, std::chrono::milliseconds(50));
+        timer->async_wait([this, timer](beast::error_code) {
+          if (acceptor_->is_open()) Accept();
+        });
+        return;
+      }
+      core_->accepted.fetch_add(1, std::memory_order_relaxed);
+      core_->open.fetch_add(1);
+      asio::post(target->ioc, [target, core = core_, socket = std::move(socket)]() mutable {
+        std::make_shared<internal::Session>(target, core, std::move(socket))->Start();
+      });
+      Accept();
+    });
+  }
+
+  std::shared_ptr<internal::Core> core_;
+  std::vector<std::shared_ptr<internal::Worker>> workers_;
+  std::optional<tcp::acceptor> acceptor_;
+  size_t next_worker_ = 0;
+  uint16_t port_ = 0;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+Server::Server(ServerOptions options, Handler handler)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(handler))) {}
+Server::~Server() = default;
+Status Server::Start() { return impl_->Start(); }
+uint16_t Server::port() const { return impl_->port(); }
+bool Server::Drain(std::chrono::milliseconds deadline) { return impl_->Drain(deadline); }
+void Server::Stop() { impl_->Stop(); }
+ServerStats Server::stats() const { return impl_->stats(); }
+
+int WaitForTerminationSignal() {
+  asio::io_context ioc(1);
+  asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  int received = 0;
+  signals.async_wait([&](const beast::error_code& ec, int signal) {
+    if (!ec) received = signal;
+  });
+  ioc.run();
+  return received;
+}
+
+}  // namespace mf::http
