@@ -1,0 +1,175 @@
+#include "server/batching/batch_scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "server/batching/tensor_batch.h"
+
+namespace mf::server::batching {
+
+using Clock = std::chrono::steady_clock;
+
+struct BatchScheduler::Batch {
+  std::vector<BatchTask> tasks;
+  int64_t rows = 0;
+  Clock::time_point opened;
+  bool closed = false;
+};
+
+class BatchScheduler::Queue {
+ public:
+  explicit Queue(BatchProcessor processor) : processor(std::move(processor)) {}
+  BatchProcessor processor;
+  std::deque<Batch> batches;  // guarded by the scheduler's mu_
+};
+
+Status ValidateBatchingOptions(const BatchingOptions& options) {
+  if (options.max_batch_size < 1) {
+    return InvalidArgument("batching parameters: max_batch_size must be positive, got " +
+                           std::to_string(options.max_batch_size));
+  }
+  if (options.batch_timeout.count() < 0) {
+    return InvalidArgument("batching parameters: batch_timeout_micros must be >= 0");
+  }
+  if (options.max_enqueued_batches < 1) {
+    return InvalidArgument("batching parameters: max_enqueued_batches must be positive, got " +
+                           std::to_string(options.max_enqueued_batches));
+  }
+  if (options.num_batch_threads < 0) {
+    return InvalidArgument("batching parameters: num_batch_threads must be >= 0");
+  }
+  const auto& allowed = options.allowed_batch_sizes;
+  for (size_t i = 0; i < allowed.size(); ++i) {
+    if (allowed[i] < 1 || (i > 0 && allowed[i] <= allowed[i - 1])) {
+      return InvalidArgument("batching parameters: allowed_batch_sizes must be positive and "
+                             "strictly increasing");
+    }
+  }
+  if (!allowed.empty() && allowed.back() != options.max_batch_size) {
+    return InvalidArgument("batching parameters: the last allowed_batch_sizes entry (" +
+                           std::to_string(allowed.back()) + ") must equal max_batch_size (" +
+                           std::to_string(options.max_batch_size) + ")");
+  }
+  return Status::Ok();
+}
+
+int64_t PaddedBatchSize(const BatchingOptions& options, int64_t rows) {
+  for (int64_t size : options.allowed_batch_sizes) {
+    if (size >= rows) return size;
+  }
+  return rows;
+}
+
+BatchScheduler::BatchScheduler(BatchingOptions options) : options_(std::move(options)) {
+  int threads = options_.num_batch_threads > 0
+                    ? options_.num_batch_threads
+                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
+}
+
+BatchScheduler::~BatchScheduler() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+std::shared_ptr<BatchScheduler::Queue> BatchScheduler::AddQueue(BatchProcessor processor) {
+  auto queue = std::make_shared<Queue>(std::move(processor));
+  std::lock_guard lock(mu_);
+  queues_.push_back(queue);
+  return queue;
+}
+
+Status BatchScheduler::Schedule(Queue& queue, BatchTask&& task) {
+  if (task.rows < 1 || task.inputs.empty()) {
+    return InvalidArgument("a batched request needs at least one input with at least one row");
+  }
+  if (task.rows > options_.max_batch_size) {
+    return InvalidArgument("Task size " + std::to_string(task.rows) +
+                           " is larger than maximum batch size " +
+                           std::to_string(options_.max_batch_size));
+  }
+  task.enqueued = Clock::now();
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return Unavailable("the server is shutting down");
+    auto fits = [&](const Batch& batch) {
+      if (batch.closed || batch.rows + task.rows > options_.max_batch_size) return false;
+      const auto& first = batch.tasks.front().inputs;
+      if (first.size() != task.inputs.size()) return false;
+      for (size_t i = 0; i < first.size(); ++i) {
+        if (!SameBatchShape(first[i], task.inputs[i])) return false;
+      }
+      return true;
+    };
+    if (queue.batches.empty() || !fits(queue.batches.back())) {
+      if (!queue.batches.empty()) queue.batches.back().closed = true;
+      if (static_cast<int64_t>(queue.batches.size()) >= options_.max_enqueued_batches) {
+        return Unavailable("The batch scheduling queue to which this task was submitted is full");
+      }
+      queue.batches.emplace_back();
+      queue.batches.back().opened = task.enqueued;
+    }
+    Batch& batch = queue.batches.back();
+    batch.rows += task.rows;
+    batch.tasks.push_back(std::move(task));
+    if (batch.rows == options_.max_batch_size) batch.closed = true;
+  }
+  cv_.notify_one();
+  return Status::Ok();
+}
+
+std::shared_ptr<BatchScheduler::Queue> BatchScheduler::PickReady(Clock::time_point now,
+                                                                 Clock::time_point* wake_at) {
+  std::shared_ptr<Queue> best;
+  Clock::time_point best_opened = Clock::time_point::max();
+  *wake_at = Clock::time_point::max();
+  for (auto it = queues_.begin(); it != queues_.end();) {
+    std::shared_ptr<Queue> queue = *it;
+    // Only the scheduler holds it and nothing is pending: its model version is gone.
+    if (queue.use_count() == 2 && queue->batches.empty()) {
+      it = queues_.erase(it);
+      continue;
+    }
+    ++it;
+    if (queue->batches.empty()) continue;
+    const Batch& front = queue->batches.front();
+    Clock::time_point due = front.opened + options_.batch_timeout;
+    bool ready = front.closed || stopping_ || now >= due;
+    if (!ready) {
+      *wake_at = std::min(*wake_at, due);
+    } else if (front.opened < best_opened) {
+      best_opened = front.opened;
+      best = queue;
+    }
+  }
+  return best;
+}
+
+void BatchScheduler::Work() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    Clock::time_point wake_at;
+    std::shared_ptr<Queue> queue = PickReady(Clock::now(), &wake_at);
+    if (queue) {
+      std::vector<BatchTask> tasks = std::move(queue->batches.front().tasks);
+      queue->batches.pop_front();
+      lock.unlock();
+      queue->processor(std::move(tasks));
+      queue.reset();
+      lock.lock();
+      continue;
+    }
+    if (stopping_) return;  // nothing ready while stopping means nothing is queued
+    if (wake_at == Clock::time_point::max()) {
+      cv_.wait(lock);
+    } else {
+      cv_.wait_until(lock, wake_at);
+    }
+  }
+}
+
+}  // namespace mf::server::batching

@@ -1,0 +1,53 @@
+#include "server/batching/batching_metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+
+#include "metrics/metrics.h"
+
+namespace mf::server::batching {
+namespace {
+
+struct Families {
+  prometheus::Family<prometheus::Histogram>& batch_size;
+  prometheus::Family<prometheus::Counter>& padding_rows;
+  prometheus::Family<prometheus::Histogram>& queue_latency;
+};
+
+Families& Get() {
+  static Families* families = [] {
+    auto& registry = *metrics::DefaultRegistry();
+    return new Families{
+        prometheus::BuildHistogram()
+            .Name("modelfleet_batch_size")
+            .Help("Requests' rows per executed batch, before padding")
+            .Register(registry),
+        prometheus::BuildCounter()
+            .Name("modelfleet_batch_padding_rows_total")
+            .Help("Rows added to batches to reach an allowed batch size")
+            .Register(registry),
+        prometheus::BuildHistogram()
+            .Name("modelfleet_queue_latency_seconds")
+            .Help("Time a request waited in the batching queue before its batch started")
+            .Register(registry),
+    };
+  }();
+  return *families;
+}
+
+}  // namespace
+
+void ObserveBatch(const std::string& model, int64_t rows, int64_t padding_rows) {
+  Get().batch_size.Add({{"model", model}}, metrics::ExponentialBuckets(1, 2, 12))
+      .Observe(static_cast<double>(rows));
+  if (padding_rows > 0) {
+    Get().padding_rows.Add({{"model", model}}).Increment(static_cast<double>(padding_rows));
+  }
+}
+
+void ObserveQueueLatency(const std::string& model, double seconds) {
+  Get().queue_latency.Add({{"model", model}}, metrics::LatencySecondsBuckets()).Observe(seconds);
+}
+
+}  // namespace mf::server::batching

@@ -1,0 +1,125 @@
+#include "server/batching/batching_servable.h"
+
+#include <future>
+#include <utility>
+
+#include "server/batching/batching_metrics.h"
+#include "server/batching/tensor_batch.h"
+
+namespace mf::server::batching {
+namespace {
+
+// The rows of a request when it can join a batch: every input has rank >= 1 and one dim 0.
+std::optional<int64_t> BatchRows(const std::vector<runtime::Tensor>& inputs) {
+  if (inputs.empty()) return std::nullopt;
+  int64_t rows = -1;
+  for (const runtime::Tensor& t : inputs) {
+    if (t.rank() < 1 || t.dim(0) < 1) return std::nullopt;
+    if (rows >= 0 && t.dim(0) != rows) return std::nullopt;
+    rows = t.dim(0);
+  }
+  return rows;
+}
+
+void FailAll(std::vector<BatchTask>& tasks, const Status& status) {
+  for (BatchTask& task : tasks) task.done(status, {});
+}
+
+}  // namespace
+
+BatchingServable::BatchingServable(std::shared_ptr<const Servable> inner,
+                                   std::shared_ptr<BatchScheduler> scheduler, std::string model_name)
+    : inner_(std::move(inner)), scheduler_(std::move(scheduler)) {
+  // The processor owns what a pending batch needs, so batches still queued when this servable
+  // is unloaded run to completion.
+  queue_ = scheduler_->AddQueue(
+      [inner = inner_, options = scheduler_->options(), name = std::move(model_name)](
+          std::vector<BatchTask> tasks) { ProcessBatch(*inner, options, name, std::move(tasks)); });
+}
+
+Status BatchingServable::Run(const std::vector<const runtime::Tensor*>& inputs,
+                             Outputs* outputs) const {
+  std::vector<runtime::Tensor> owned;
+  owned.reserve(inputs.size());
+  for (const runtime::Tensor* t : inputs) owned.push_back(t->Clone());
+  std::promise<std::pair<Status, Outputs>> promise;
+  auto future = promise.get_future();
+  RunAsync(std::move(owned), [&promise](Status status, Outputs result) {
+    promise.set_value({std::move(status), std::move(result)});
+  });
+  auto [status, result] = future.get();
+  *outputs = std::move(result);
+  return status;
+}
+
+void BatchingServable::RunAsync(std::vector<runtime::Tensor> inputs, Done done) const {
+  std::optional<int64_t> rows = BatchRows(inputs);
+  if (!rows || *rows > scheduler_->options().max_batch_size) {
+    // Not batchable, or larger than any batch: run it alone rather than refuse it.
+    inner_->RunAsync(std::move(inputs), std::move(done));
+    return;
+  }
+  BatchTask task{std::move(inputs), *rows, {}, std::move(done)};
+  // Schedule() leaves `task` intact on failure, so the request is answered here.
+  Status scheduled = scheduler_->Schedule(*queue_, std::move(task));
+  if (!scheduled.ok()) task.done(scheduled, {});
+}
+
+void BatchingServable::ProcessBatch(const Servable& inner, const BatchingOptions& options,
+                                    const std::string& model_name, std::vector<BatchTask> tasks) {
+  const auto started = std::chrono::steady_clock::now();
+  int64_t rows = 0;
+  for (const BatchTask& task : tasks) {
+    rows += task.rows;
+    ObserveQueueLatency(model_name, std::chrono::duration<double>(started - task.enqueued).count());
+  }
+  const int64_t padded = PaddedBatchSize(options, rows);
+  ObserveBatch(model_name, rows, padded - rows);
+
+  const size_t num_inputs = tasks.front().inputs.size();
+  std::vector<runtime::Tensor> batched;
+  batched.reserve(num_inputs);
+  for (size_t i = 0; i < num_inputs; ++i) {
+    std::vector<const runtime::Tensor*> parts;
+    parts.reserve(tasks.size());
+    for (const BatchTask& task : tasks) parts.push_back(&task.inputs[i]);
+    auto merged = ConcatAndPad(parts, padded - rows);
+    if (!merged.ok()) return FailAll(tasks, merged.status());
+    batched.push_back(std::move(merged).value());
+  }
+  std::vector<const runtime::Tensor*> pointers;
+  for (const runtime::Tensor& t : batched) pointers.push_back(&t);
+  Outputs outputs;
+  Status run = inner.Run(pointers, &outputs);
+  if (!run.ok()) return FailAll(tasks, run);
+  for (const runtime::Tensor& out : outputs) {
+    if (out.rank() < 1 || out.dim(0) != padded) {
+      return FailAll(tasks, FailedPrecondition(
+                                "model output of shape " + runtime::ShapeToString(out.shape()) +
+                                " has no batch dimension of size " + std::to_string(padded) +
+                                "; disable batching for this model"));
+    }
+  }
+  int64_t begin = 0;
+  for (BatchTask& task : tasks) {
+    Outputs mine;
+    mine.reserve(outputs.size());
+    Status sliced;
+    for (const runtime::Tensor& out : outputs) {
+      auto slice = SliceRows(out, begin, task.rows);
+      if (!slice.ok()) {
+        sliced = slice.status();
+        break;
+      }
+      mine.push_back(std::move(slice).value());
+    }
+    begin += task.rows;
+    if (sliced.ok()) {
+      task.done(Status::Ok(), std::move(mine));
+    } else {
+      task.done(sliced, {});
+    }
+  }
+}
+
+}  // namespace mf::server::batching

@@ -1,0 +1,38 @@
+// BatchingServable: a Servable decorator that sends every request through a BatchScheduler
+// queue of its own (one per model version), so concurrent requests run as one batch. Requests
+// whose inputs cannot be batched (rank 0, or inputs that disagree on dim 0) run on their own.
+//
+// Tasks share a batch only when every input has the same dtype and the same dims after dim 0
+// (SameBatchShape), so all tasks of a batch are valid or invalid together: a malformed request
+// can fail only requests shaped exactly like it, never a well-formed neighbour.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "server/batching/batch_scheduler.h"
+#include "server/repository/servable.h"
+
+namespace mf::server::batching {
+
+class BatchingServable : public Servable {
+ public:
+  BatchingServable(std::shared_ptr<const Servable> inner, std::shared_ptr<BatchScheduler> scheduler,
+                   std::string model_name);
+
+  const runtime::Signature& signature() const override { return inner_->signature(); }
+  Status Run(const std::vector<const runtime::Tensor*>& inputs, Outputs* outputs) const override;
+  void RunAsync(std::vector<runtime::Tensor> inputs, Done done) const override;
+  size_t memory_bytes() const override { return inner_->memory_bytes(); }
+
+ private:
+  static void ProcessBatch(const Servable& inner, const BatchingOptions& options,
+                           const std::string& model_name, std::vector<BatchTask> tasks);
+
+  std::shared_ptr<const Servable> inner_;
+  std::shared_ptr<BatchScheduler> scheduler_;
+  std::shared_ptr<BatchScheduler::Queue> queue_;
+};
+
+}  // namespace mf::server::batching

@@ -1,0 +1,24 @@
+// Concatenating request tensors along dim 0 into one batch, padding it up to an allowed batch
+// size, and splitting the model's outputs back per request. Pure functions on runtime::Tensor.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/tensor.h"
+
+namespace mf::server::batching {
+
+// True when `a` and `b` can share a batch: same dtype, same rank >= 1, same dims after dim 0.
+bool SameBatchShape(const runtime::Tensor& a, const runtime::Tensor& b);
+
+// Concatenates `parts` (all SameBatchShape) along dim 0 and appends `pad_rows` copies of the
+// first row, so padded rows hold realistic values (zeros can hit log/div edge cases).
+StatusOr<runtime::Tensor> ConcatAndPad(const std::vector<const runtime::Tensor*>& parts,
+                                       int64_t pad_rows);
+
+// Rows [begin, begin + rows) of `batch` (dim 0) as a new tensor.
+StatusOr<runtime::Tensor> SliceRows(const runtime::Tensor& batch, int64_t begin, int64_t rows);
+
+}  // namespace mf::server::batching

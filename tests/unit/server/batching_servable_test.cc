@@ -1,0 +1,229 @@
+#include "server/batching/batching_servable.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+
+namespace mf::server::batching {
+namespace {
+
+using runtime::DataType;
+using runtime::Tensor;
+
+// output = 2 * input + 1, row by row; records the batch sizes it ran; can be held at a gate.
+class AffineServable : public Servable {
+ public:
+  const runtime::Signature& signature() const override { return signature_; }
+  Status Run(const std::vector<const Tensor*>& inputs, Outputs* outputs) const override {
+    {
+      std::unique_lock lock(mu_);
+      ++entered_;
+      entered_cv_.notify_all();
+      gate_cv_.wait(lock, [this] { return open_; });
+      batch_sizes_.push_back(inputs[0]->dim(0));
+    }
+    auto out = Tensor::Allocate(DataType::kFloat32, inputs[0]->shape());
+    if (!out.ok()) return out.status();
+    for (int64_t i = 0; i < out->num_elements(); ++i) {
+      out->data<float>()[i] = 2 * inputs[0]->data<float>()[i] + 1;
+    }
+    outputs->clear();
+    outputs->push_back(std::move(out).value());
+    return Status::Ok();
+  }
+  size_t memory_bytes() const override { return 0; }
+
+  void Close() { std::lock_guard lock(mu_); open_ = false; }
+  void Open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    gate_cv_.notify_all();
+  }
+  void WaitEntered(int n) {
+    std::unique_lock lock(mu_);
+    entered_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return entered_ >= n; });
+  }
+  std::vector<int64_t> batch_sizes() const {
+    std::lock_guard lock(mu_);
+    return batch_sizes_;
+  }
+
+ private:
+  runtime::Signature signature_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable gate_cv_, entered_cv_;
+  mutable bool open_ = true;
+  mutable int entered_ = 0;
+  mutable std::vector<int64_t> batch_sizes_;
+};
+
+Tensor Rows(int64_t rows, float first, int64_t width = 2) {
+  auto t = Tensor::Allocate(DataType::kFloat32, {rows, width});
+  for (int64_t i = 0; i < t->num_elements(); ++i) t->data<float>()[i] = first + static_cast<float>(i);
+  return std::move(t).value();
+}
+
+std::pair<Status, std::vector<Tensor>> RunOne(const Servable& s, Tensor input) {
+  std::vector<Tensor> inputs;
+  inputs.push_back(std::move(input));
+  std::promise<std::pair<Status, std::vector<Tensor>>> p;
+  auto f = p.get_future();
+  s.RunAsync(std::move(inputs), [&](Status st, std::vector<Tensor> out) {
+    p.set_value({std::move(st), std::move(out)});
+  });
+  return f.get();
+}
+
+TEST(BatchingOptionsTest, Validation) {
+  BatchingOptions ok;
+  ok.max_batch_size = 8;
+  ok.allowed_batch_sizes = {2, 4, 8};
+  EXPECT_TRUE(ValidateBatchingOptions(ok).ok());
+  EXPECT_EQ(PaddedBatchSize(ok, 3), 4);
+  EXPECT_EQ(PaddedBatchSize(ok, 8), 8);
+  BatchingOptions bad = ok;
+  bad.allowed_batch_sizes = {2, 4};
+  EXPECT_NE(ValidateBatchingOptions(bad).message().find("must equal max_batch_size"), std::string::npos);
+  bad.allowed_batch_sizes = {4, 2, 8};
+  EXPECT_FALSE(ValidateBatchingOptions(bad).ok());
+  bad = ok;
+  bad.max_batch_size = 0;
+  EXPECT_FALSE(ValidateBatchingOptions(bad).ok());
+  bad = ok;
+  bad.max_enqueued_batches = 0;
+  EXPECT_FALSE(ValidateBatchingOptions(bad).ok());
+}
+
+TEST(BatchingServableTest, ConcurrentRequestsShareBatchesAndGetTheirOwnRows) {
+  BatchingOptions options;
+  options.max_batch_size = 16;
+  options.batch_timeout = std::chrono::milliseconds(50);
+  options.num_batch_threads = 2;
+  auto inner = std::make_shared<AffineServable>();
+  auto scheduler = std::make_shared<BatchScheduler>(options);
+  BatchingServable servable(inner, scheduler, "m");
+
+  constexpr int kClients = 12;
+  std::vector<std::thread> clients;
+  std::atomic<int> correct{0};
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      auto [status, out] = RunOne(servable, Rows(1, static_cast<float>(10 * c)));
+      if (status.ok() && out.size() == 1 && out[0].dim(0) == 1 &&
+          out[0].data<float>()[0] == 2 * (10.0f * c) + 1 &&
+          out[0].data<float>()[1] == 2 * (10.0f * c + 1) + 1) {
+        ++correct;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(correct.load(), kClients);
+  auto sizes = inner->batch_sizes();
+  int64_t total = 0, largest = 0;
+  for (int64_t s : sizes) {
+    total += s;
+    largest = std::max(largest, s);
+  }
+  EXPECT_EQ(total, kClients);
+  EXPECT_GT(largest, 1) << "a 50 ms window must catch more than one of 12 concurrent requests";
+}
+
+TEST(BatchingServableTest, PadsToAllowedBatchSize) {
+  BatchingOptions options;
+  options.max_batch_size = 8;
+  options.allowed_batch_sizes = {4, 8};
+  options.batch_timeout = std::chrono::microseconds(0);
+  options.num_batch_threads = 1;
+  auto inner = std::make_shared<AffineServable>();
+  BatchingServable servable(inner, std::make_shared<BatchScheduler>(options), "m");
+  auto [status, out] = RunOne(servable, Rows(3, 0));
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(out[0].dim(0), 3) << "padding rows are not returned";
+  EXPECT_EQ(inner->batch_sizes(), (std::vector<int64_t>{4}));
+}
+
+TEST(BatchingServableTest, FullQueueFailsFastWithUnavailable) {
+  BatchingOptions options;
+  options.max_batch_size = 1;
+  options.max_enqueued_batches = 1;
+  options.batch_timeout = std::chrono::microseconds(0);
+  options.num_batch_threads = 1;
+  auto inner = std::make_shared<AffineServable>();
+  BatchingServable servable(inner, std::make_shared<BatchScheduler>(options), "m");
+  inner->Close();
+  auto first = std::async(std::launch::async, [&] { return RunOne(servable, Rows(1, 0)); });
+  inner->WaitEntered(1);  // the only batch thread is now busy with the first request
+  // RunAsync returns at once either way: a queued request is answered later, a refused one
+  // inline.
+  std::promise<Status> second, third;
+  std::vector<Tensor> in2, in3;
+  in2.push_back(Rows(1, 1));
+  in3.push_back(Rows(1, 2));
+  servable.RunAsync(std::move(in2), [&](Status s, std::vector<Tensor>) { second.set_value(s); });
+  servable.RunAsync(std::move(in3), [&](Status s, std::vector<Tensor>) { third.set_value(s); });
+  auto third_status = third.get_future();
+  ASSERT_EQ(third_status.wait_for(std::chrono::seconds(0)), std::future_status::ready)
+      << "a full queue answers at once";
+  Status refused = third_status.get();
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
+  EXPECT_NE(refused.message().find("queue"), std::string::npos);
+  inner->Open();
+  EXPECT_TRUE(first.get().first.ok());
+  EXPECT_TRUE(second.get_future().get().ok());
+}
+
+TEST(BatchingServableTest, OversizedAndUnbatchableRequestsRunAlone) {
+  BatchingOptions options;
+  options.max_batch_size = 2;
+  options.num_batch_threads = 1;
+  auto inner = std::make_shared<AffineServable>();
+  BatchingServable servable(inner, std::make_shared<BatchScheduler>(options), "m");
+  auto [status, out] = RunOne(servable, Rows(5, 0));
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(out[0].dim(0), 5);
+  EXPECT_EQ(inner->batch_sizes(), (std::vector<int64_t>{5}));
+}
+
+TEST(BatchingServableTest, DifferentInnerShapesNeverShareABatch) {
+  BatchingOptions options;
+  options.max_batch_size = 8;
+  options.batch_timeout = std::chrono::milliseconds(100);
+  options.num_batch_threads = 1;
+  auto inner = std::make_shared<AffineServable>();
+  BatchingServable servable(inner, std::make_shared<BatchScheduler>(options), "m");
+  auto a = std::async(std::launch::async, [&] { return RunOne(servable, Rows(1, 0, 2)); });
+  auto b = std::async(std::launch::async, [&] { return RunOne(servable, Rows(1, 0, 3)); });
+  auto ra = a.get();
+  auto rb = b.get();
+  ASSERT_TRUE(ra.first.ok());
+  ASSERT_TRUE(rb.first.ok());
+  EXPECT_EQ(ra.second[0].dim(1), 2);
+  EXPECT_EQ(rb.second[0].dim(1), 3);
+  EXPECT_EQ(inner->batch_sizes().size(), 2u);
+}
+
+TEST(BatchingServableTest, PendingBatchesRunAfterTheServableIsUnloaded) {
+  BatchingOptions options;
+  options.max_batch_size = 8;
+  options.batch_timeout = std::chrono::milliseconds(50);
+  options.num_batch_threads = 1;
+  auto inner = std::make_shared<AffineServable>();
+  auto scheduler = std::make_shared<BatchScheduler>(options);
+  std::promise<Status> done;
+  {
+    BatchingServable servable(inner, scheduler, "m");
+    std::vector<Tensor> inputs;
+    inputs.push_back(Rows(1, 0));
+    servable.RunAsync(std::move(inputs), [&](Status s, std::vector<Tensor>) { done.set_value(s); });
+  }
+  auto f = done.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(f.get().ok());
+}
+
+}  // namespace
+}  // namespace mf::server::batching
