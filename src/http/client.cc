@@ -23,6 +23,7 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 
 #include <cerrno>
+#include <limits>
 #include <deque>
 #include <map>
 
@@ -90,6 +91,7 @@ struct Connection {
   beast::error_code Run(Start&& start) {
     beast::error_code result;
     bool done = false;
+    ioc.restart();  // a previous run_one() that ran out of work leaves the context stopped
     start([&](beast::error_code ec, auto&&...) {
       result = ec;
       done = true;
@@ -334,7 +336,7 @@ class Client::Impl {
 
     bhttp::response_parser<bhttp::buffer_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(options_.max_response_header_bytes));
-    parser.body_limit(boost::none);  // enforced below, where we know streamed from buffered
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // enforced below: streams are unbounded
     if (request.method == "HEAD") parser.skip(true);
     conn.tcp.expires_after(read_timeout);
     ec = conn.Run([&](auto handler) {

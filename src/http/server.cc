@@ -173,7 +173,7 @@ class Session : public std::enable_shared_from_this<Session> {
     head_.clear();
     if (!wire::AppendStatusAndHeaders(response, &head_)) {
       mf::log::Error("http handler produced an invalid response; answering 500",
-                     {{"request_id", request_id_}, {"status", std::to_string(response.status)}});
+                     {{"status", std::to_string(response.status)}});
       response = Response::Text(500, "handler produced an invalid response header\n");
       head_.clear();
       (void)wire::AppendStatusAndHeaders(response, &head_);
