@@ -18,6 +18,8 @@
 
 namespace mf::runtime {
 
+struct Graph;
+
 enum class Backend : uint8_t { kCpu, kCuda };
 // "cpu" | "cuda"; false when unknown.
 bool BackendFromName(std::string_view name, Backend* backend);
@@ -94,6 +96,7 @@ class Session {
 
  private:
   explicit Session(std::unique_ptr<Impl> impl);
+  static StatusOr<std::unique_ptr<Impl>> Build(Graph graph, const SessionOptions& options);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -61,7 +61,13 @@ std::string ShapeToString(const Shape& shape) {
 
 void Tensor::AlignedFree::operator()(void* p) const { std::free(p); }
 
-StatusOr<Tensor> Tensor::Allocate(DataType dtype, Shape shape) {
+StatusOr<Tensor> Tensor::Allocate(DataType dtype, Shape shape) { return AllocateImpl(dtype, std::move(shape), true); }
+
+StatusOr<Tensor> Tensor::AllocateUninitialized(DataType dtype, Shape shape) {
+  return AllocateImpl(dtype, std::move(shape), false);
+}
+
+StatusOr<Tensor> Tensor::AllocateImpl(DataType dtype, Shape shape, bool zero) {
   int64_t n = NumElements(shape);
   if (n < 0) return InvalidArgument("invalid tensor shape " + ShapeToString(shape));
   size_t elem = ElementSize(dtype);
@@ -83,7 +89,7 @@ StatusOr<Tensor> Tensor::Allocate(DataType dtype, Shape shape) {
     size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
     void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
     if (!p) return ResourceExhausted("out of memory allocating " + std::to_string(bytes) + " bytes");
-    std::memset(p, 0, rounded == 0 ? kAlignment : rounded);
+    if (zero) std::memset(p, 0, rounded == 0 ? kAlignment : rounded);
     t.data_.reset(p);
   }
   return t;
@@ -91,7 +97,7 @@ StatusOr<Tensor> Tensor::Allocate(DataType dtype, Shape shape) {
 
 StatusOr<Tensor> Tensor::FromBytes(DataType dtype, Shape shape, std::string_view bytes) {
   if (dtype == DataType::kString) return InvalidArgument("FromBytes cannot build a string tensor");
-  MF_ASSIGN_OR_RETURN(Tensor t, Allocate(dtype, std::move(shape)));
+  MF_ASSIGN_OR_RETURN(Tensor t, AllocateUninitialized(dtype, std::move(shape)));
   if (bytes.size() != t.byte_size()) {
     return InvalidArgument("expected " + std::to_string(t.byte_size()) + " bytes for a " +
                            std::string(DataTypeName(dtype)) + " tensor of shape " + ShapeToString(t.shape()) +

@@ -57,6 +57,8 @@ class Tensor {
 
   // Zero-filled (or empty strings). Refuses negative dims, overflow and more than kMaxTensorBytes.
   static StatusOr<Tensor> Allocate(DataType dtype, Shape shape);
+  // Same limits, contents unspecified (strings are still empty): for outputs a kernel overwrites.
+  static StatusOr<Tensor> AllocateUninitialized(DataType dtype, Shape shape);
   // Copies `bytes`, which must be exactly NumElements(shape) * ElementSize(dtype) long.
   static StatusOr<Tensor> FromBytes(DataType dtype, Shape shape, std::string_view bytes);
 
@@ -86,6 +88,8 @@ class Tensor {
   Status Reshape(Shape shape);
 
  private:
+  static StatusOr<Tensor> AllocateImpl(DataType dtype, Shape shape, bool zero);
+
   struct AlignedFree {
     void operator()(void* p) const;
   };

@@ -1,0 +1,42 @@
+#include "runtime/backend.h"
+
+#include "runtime/cpu/cpu_common.h"
+
+namespace mf::runtime {
+
+namespace cpu {
+const KernelRegistry& CpuKernels() {
+  static const KernelRegistry* registry = [] {
+    auto* r = new KernelRegistry();  // never destroyed: kernels may run during static teardown
+    RegisterElementwiseKernels(r);
+    RegisterMatMulKernels(r);
+    RegisterConvKernels(r);
+    RegisterPoolKernels(r);
+    RegisterNormKernels(r);
+    RegisterReduceKernels(r);
+    RegisterShapeKernels(r);
+    RegisterDataKernels(r);
+    return r;
+  }();
+  return *registry;
+}
+}  // namespace cpu
+
+StatusOr<const KernelRegistry*> KernelsFor(Backend backend) {
+  switch (backend) {
+    case Backend::kCpu: return &cpu::CpuKernels();
+    case Backend::kCuda: return Unavailable("the CUDA backend is not built into this runtime yet; use backend cpu");
+  }
+  return InvalidArgument("unknown backend");
+}
+
+bool BackendFromName(std::string_view name, Backend* backend) {
+  if (name == "cpu") *backend = Backend::kCpu;
+  else if (name == "cuda") *backend = Backend::kCuda;
+  else return false;
+  return true;
+}
+
+std::string_view BackendName(Backend backend) { return backend == Backend::kCpu ? "cpu" : "cuda"; }
+
+}  // namespace mf::runtime

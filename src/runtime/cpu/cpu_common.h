@@ -1,0 +1,95 @@
+// Helpers shared by the CPU kernels: element-type dispatch, axis normalisation, reading small
+// integer tensors (shapes, axes), broadcasting and parallel loops.
+#pragma once
+
+#include <omp.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/kernel.h"
+#include "runtime/tensor.h"
+
+namespace mf::runtime::cpu {
+
+void RegisterElementwiseKernels(KernelRegistry* r);
+void RegisterMatMulKernels(KernelRegistry* r);
+void RegisterConvKernels(KernelRegistry* r);
+void RegisterPoolKernels(KernelRegistry* r);
+void RegisterNormKernels(KernelRegistry* r);
+void RegisterReduceKernels(KernelRegistry* r);
+void RegisterShapeKernels(KernelRegistry* r);
+void RegisterDataKernels(KernelRegistry* r);
+
+// Calls fn(T{}) with T the C++ type of `dtype`, for the numeric types most ops accept.
+// Returns UNIMPLEMENTED for the others.
+template <typename Fn>
+Status DispatchNumeric(DataType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DataType::kFloat32: return fn(float{});
+    case DataType::kFloat64: return fn(double{});
+    case DataType::kInt32: return fn(int32_t{});
+    case DataType::kInt64: return fn(int64_t{});
+    case DataType::kInt8: return fn(int8_t{});
+    case DataType::kUInt8: return fn(uint8_t{});
+    case DataType::kInt16: return fn(int16_t{});
+    case DataType::kUInt16: return fn(uint16_t{});
+    case DataType::kUInt32: return fn(uint32_t{});
+    case DataType::kUInt64: return fn(uint64_t{});
+    default: return Unimplemented("element type " + std::string(DataTypeName(dtype)) + " is not supported");
+  }
+}
+
+// Same, by byte width only: for ops that move elements without looking at them.
+template <typename Fn>
+Status DispatchBySize(DataType dtype, Fn&& fn) {
+  switch (ElementSize(dtype)) {
+    case 1: return fn(uint8_t{});
+    case 2: return fn(uint16_t{});
+    case 4: return fn(uint32_t{});
+    case 8: return fn(uint64_t{});
+    default: return Unimplemented("element type " + std::string(DataTypeName(dtype)) + " is not supported");
+  }
+}
+
+inline bool IsFloat(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat64; }
+inline bool IsNumeric(DataType t) {
+  return t != DataType::kString && t != DataType::kBool && t != DataType::kFloat16 && t != DataType::kBFloat16;
+}
+
+// Maps a possibly negative axis into [0, rank); INVALID_ARGUMENT when out of range.
+StatusOr<int> NormalizeAxis(int64_t axis, int rank);
+
+// Reads a 0-D or 1-D int32/int64 tensor (shape, axes, pads inputs) into int64s.
+StatusOr<std::vector<int64_t>> ReadInts(const Tensor& t, const char* what);
+
+// Numpy-style broadcast of two shapes; INVALID_ARGUMENT when incompatible.
+StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b);
+
+// Row-major strides of `shape` as seen from an output of rank `out_rank` (leading missing dims
+// and dims of size 1 get stride 0): indexing an output position with them broadcasts the input.
+std::vector<int64_t> BroadcastStrides(const Shape& shape, const Shape& out_shape);
+
+// Runs fn(begin, end) over [0, n) split across the OpenMP team when n is large enough.
+template <typename Fn>
+void ParallelFor(int64_t n, int64_t grain, Fn&& fn) {
+  if (n <= 0) return;
+  int threads = omp_get_max_threads();
+  if (n < grain * 2 || threads <= 1 || omp_in_parallel()) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  int64_t chunks = std::min<int64_t>(threads, n / grain);
+#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    int64_t begin = n * c / chunks, end = n * (c + 1) / chunks;
+    fn(begin, end);
+  }
+}
+
+// Checks that input `i` is present and has one of the float types.
+Status RequireFloat(const KernelInit& init, size_t i);
+
+}  // namespace mf::runtime::cpu

@@ -1,0 +1,353 @@
+// Operators that select, create or convert data: Gather, Slice, Pad, Cast, Constant,
+// ConstantOfShape, Range.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "runtime/cpu/cpu_common.h"
+
+namespace mf::runtime::cpu {
+namespace {
+
+Status Require(const KernelInit& init, size_t i) {
+  if (!init.has_input(i)) return init.Error(StatusCode::kInvalidArgument, "missing input " + std::to_string(i));
+  if (init.dtype(i) == DataType::kString) return init.Error(StatusCode::kUnimplemented, "string tensors are not supported");
+  return Status::Ok();
+}
+
+StatusOr<BoundKernel> GatherFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(Require(init, 0));
+  MF_RETURN_IF_ERROR(Require(init, 1));
+  if (init.dtype(1) != DataType::kInt64 && init.dtype(1) != DataType::kInt32) {
+    return init.Error(StatusCode::kInvalidArgument, "indices must be int32 or int64");
+  }
+  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 0));
+  return Bind(
+      [axis_attr](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor& data = *in[0];
+        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, data.rank()));
+        if (data.rank() == 0) return InvalidArgument("Gather data must be at least 1-D");
+        std::vector<int64_t> idx(static_cast<size_t>(in[1]->num_elements()));
+        int64_t dim = data.dim(axis);
+        for (size_t i = 0; i < idx.size(); ++i) {
+          int64_t v = in[1]->dtype() == DataType::kInt64 ? in[1]->data<int64_t>()[i] : in[1]->data<int32_t>()[i];
+          if (v < -dim || v >= dim) return InvalidArgument("Gather index " + std::to_string(v) + " is out of range for a dim of " + std::to_string(dim));
+          idx[i] = v < 0 ? v + dim : v;
+        }
+        Shape shape(data.shape().begin(), data.shape().begin() + axis);
+        shape.insert(shape.end(), in[1]->shape().begin(), in[1]->shape().end());
+        shape.insert(shape.end(), data.shape().begin() + axis + 1, data.shape().end());
+        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(data.dtype(), shape));
+        int64_t outer = 1;
+        for (int i = 0; i < axis; ++i) outer *= data.dim(i);
+        size_t inner = ElementSize(data.dtype());
+        for (int i = axis + 1; i < data.rank(); ++i) inner *= static_cast<size_t>(data.dim(i));
+        const char* src = static_cast<const char*>(data.raw_data());
+        char* dst = static_cast<char*>(out[0].raw_data());
+        for (int64_t o = 0; o < outer; ++o) {
+          for (size_t j = 0; j < idx.size(); ++j) {
+            std::memcpy(dst + (static_cast<size_t>(o) * idx.size() + j) * inner,
+                        src + (static_cast<size_t>(o * dim + idx[j])) * inner, inner);
+          }
+        }
+        return Status::Ok();
+      },
+      {init.dtype(0)});
+}
+
+// Slice from opset 10: starts, ends, axes, steps as inputs.
+StatusOr<BoundKernel> SliceFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(Require(init, 0));
+  MF_RETURN_IF_ERROR(Require(init, 1));
+  MF_RETURN_IF_ERROR(Require(init, 2));
+  return Bind(
+      [](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor& x = *in[0];
+        MF_ASSIGN_OR_RETURN(std::vector<int64_t> starts, ReadInts(*in[1], "starts"));
+        MF_ASSIGN_OR_RETURN(std::vector<int64_t> ends, ReadInts(*in[2], "ends"));
+        std::vector<int64_t> axes, steps;
+        if (in.size() > 3 && in[3]) {
+          MF_ASSIGN_OR_RETURN(axes, ReadInts(*in[3], "axes"));
+        }
+        if (in.size() > 4 && in[4]) {
+          MF_ASSIGN_OR_RETURN(steps, ReadInts(*in[4], "steps"));
+        }
+        if (ends.size() != starts.size()) return InvalidArgument("Slice starts and ends differ in length");
+        if (axes.empty()) {
+          for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+        }
+        if (steps.empty()) steps.assign(starts.size(), 1);
+        if (axes.size() != starts.size() || steps.size() != starts.size()) return InvalidArgument("Slice axes/steps length mismatch");
+        int rank = x.rank();
+        std::vector<int64_t> start(static_cast<size_t>(rank), 0), step(static_cast<size_t>(rank), 1);
+        Shape shape = x.shape();
+        std::vector<bool> seen(static_cast<size_t>(rank), false);
+        for (size_t i = 0; i < starts.size(); ++i) {
+          MF_ASSIGN_OR_RETURN(int a, NormalizeAxis(axes[i], rank));
+          if (seen[static_cast<size_t>(a)]) return InvalidArgument("Slice axes repeat");
+          seen[static_cast<size_t>(a)] = true;
+          int64_t dim = x.dim(a), st = steps[i];
+          if (st == 0) return InvalidArgument("Slice step must not be 0");
+          int64_t s = starts[i], e = ends[i];
+          if (s < 0) s += dim;  // no overflow: dim >= 0
+          if (e < 0) e += dim;
+          if (st > 0) {
+            s = std::clamp<int64_t>(s, 0, dim);
+            e = std::clamp<int64_t>(e, 0, dim);
+          } else {
+            s = std::clamp<int64_t>(s, -1, dim - 1);
+            e = std::clamp<int64_t>(e, -1, dim - 1);
+          }
+          // Written so that huge steps (INT64_MAX) cannot overflow.
+          int64_t n = st > 0 ? (e > s ? 1 + (e - s - 1) / st : 0) : (s > e ? (st == std::numeric_limits<int64_t>::min() ? 1 : 1 + (s - e - 1) / -st) : 0);
+          shape[static_cast<size_t>(a)] = std::max<int64_t>(0, n);
+          start[static_cast<size_t>(a)] = s;
+          step[static_cast<size_t>(a)] = st;
+        }
+        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(x.dtype(), shape));
+        std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
+        for (int i = rank - 1; i > 0; --i) strides[static_cast<size_t>(i - 1)] = strides[static_cast<size_t>(i)] * x.dim(i);
+        return DispatchBySize(x.dtype(), [&](auto tag) -> Status {
+          using T = decltype(tag);
+          const T* px = x.data<T>();
+          T* po = out[0].data<T>();
+          int64_t n = out[0].num_elements();
+          for (int64_t i = 0; i < n; ++i) {
+            int64_t rem = i, off = 0;
+            for (int d = rank; d-- > 0;) {
+              int64_t idx = rem % shape[static_cast<size_t>(d)];
+              rem /= shape[static_cast<size_t>(d)];
+              off += (start[static_cast<size_t>(d)] + idx * step[static_cast<size_t>(d)]) * strides[static_cast<size_t>(d)];
+            }
+            po[i] = px[off];
+          }
+          return Status::Ok();
+        });
+      },
+      {init.dtype(0)});
+}
+
+// Pad from opset 11: pads (and the constant value) are inputs; modes constant, reflect, edge.
+StatusOr<BoundKernel> PadFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(Require(init, 0));
+  MF_RETURN_IF_ERROR(Require(init, 1));
+  if (init.has_input(3)) return init.Error(StatusCode::kUnimplemented, "the axes input of Pad is not supported");
+  MF_ASSIGN_OR_RETURN(std::string mode, init.attrs().GetString("mode", "constant"));
+  if (mode != "constant" && mode != "reflect" && mode != "edge") {
+    return init.Error(StatusCode::kInvalidArgument, "unknown mode '" + mode + "'");
+  }
+  return Bind(
+      [mode](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor& x = *in[0];
+        int rank = x.rank();
+        MF_ASSIGN_OR_RETURN(std::vector<int64_t> pads, ReadInts(*in[1], "pads"));
+        if (static_cast<int>(pads.size()) != 2 * rank) return InvalidArgument("pads must have 2 * rank entries");
+        Shape shape(static_cast<size_t>(rank));
+        for (int i = 0; i < rank; ++i) {
+          int64_t d = x.dim(i) + pads[static_cast<size_t>(i)] + pads[static_cast<size_t>(i + rank)];
+          if (d < 0) return InvalidArgument("negative pads remove more than the whole dim");
+          if (mode != "constant" && x.dim(i) == 0 && d > 0) return InvalidArgument("cannot " + mode + "-pad an empty dim");
+          if (mode == "reflect" && (pads[static_cast<size_t>(i)] >= x.dim(i) || pads[static_cast<size_t>(i + rank)] >= x.dim(i)) &&
+              (pads[static_cast<size_t>(i)] > 0 || pads[static_cast<size_t>(i + rank)] > 0)) {
+            return InvalidArgument("reflect pads must be smaller than the dim");
+          }
+          shape[static_cast<size_t>(i)] = d;
+        }
+        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(x.dtype(), shape));
+        std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
+        for (int i = rank - 1; i > 0; --i) strides[static_cast<size_t>(i - 1)] = strides[static_cast<size_t>(i)] * x.dim(i);
+        return DispatchBySize(x.dtype(), [&](auto tag) -> Status {
+          using T = decltype(tag);
+          T value{};
+          if (in.size() > 2 && in[2] && in[2]->num_elements() > 0) {
+            if (in[2]->dtype() != x.dtype()) return InvalidArgument("Pad constant_value type differs from the data");
+            value = in[2]->data<T>()[0];
+          }
+          const T* px = x.data<T>();
+          T* po = out[0].data<T>();
+          for (int64_t i = 0; i < out[0].num_elements(); ++i) {
+            int64_t rem = i, off = 0;
+            bool inside = true;
+            for (int d = rank; d-- > 0;) {
+              int64_t o = rem % shape[static_cast<size_t>(d)];
+              rem /= shape[static_cast<size_t>(d)];
+              int64_t src = o - pads[static_cast<size_t>(d)], dim = x.dim(d);
+              if (src < 0 || src >= dim) {
+                if (mode == "constant") {
+                  inside = false;
+                  break;
+                }
+                if (mode == "edge") {
+                  src = src < 0 ? 0 : dim - 1;
+                } else {
+                  src = src < 0 ? -src : 2 * (dim - 1) - src;
+                }
+              }
+              off += src * strides[static_cast<size_t>(d)];
+            }
+            po[i] = inside ? px[off] : value;
+          }
+          return Status::Ok();
+        });
+      },
+      {init.dtype(0)});
+}
+
+template <typename S, typename D>
+D Convert(S v) {
+  if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>) {
+    // Out-of-range float -> int conversion is undefined in C++; saturate (NaN -> 0).
+    if (std::isnan(v)) return D{0};
+    if (v <= static_cast<S>(std::numeric_limits<D>::lowest())) return std::numeric_limits<D>::lowest();
+    if (v >= static_cast<S>(std::numeric_limits<D>::max())) return std::numeric_limits<D>::max();
+  }
+  return static_cast<D>(v);
+}
+
+// Calls fn(T{}) for numeric types and bool.
+template <typename Fn>
+Status DispatchCastable(DataType t, Fn&& fn) {
+  if (t == DataType::kBool) return fn(bool{});
+  return DispatchNumeric(t, fn);
+}
+
+StatusOr<BoundKernel> CastFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(Require(init, 0));
+  MF_ASSIGN_OR_RETURN(int64_t to_attr, init.attrs().GetInt("to", 0));
+  // ONNX TensorProto codes; 1..13 except 8 (string) and 10 (float16) are handled.
+  static const std::pair<int64_t, DataType> kCodes[] = {
+      {1, DataType::kFloat32}, {2, DataType::kUInt8}, {3, DataType::kInt8}, {4, DataType::kUInt16},
+      {5, DataType::kInt16}, {6, DataType::kInt32}, {7, DataType::kInt64}, {9, DataType::kBool},
+      {11, DataType::kFloat64}, {12, DataType::kUInt32}, {13, DataType::kUInt64}};
+  std::optional<DataType> to;
+  for (const auto& [code, t] : kCodes) {
+    if (code == to_attr) to = t;
+  }
+  if (!to) return init.Error(StatusCode::kUnimplemented, "cast to ONNX type " + std::to_string(to_attr) + " is not supported");
+  DataType from = init.dtype(0);
+  if (from != DataType::kBool && !IsNumeric(from)) {
+    return init.Error(StatusCode::kUnimplemented, "cast from " + std::string(DataTypeName(from)) + " is not supported");
+  }
+  DataType dst_type = *to;
+  return Bind(
+      [dst_type](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor& x = *in[0];
+        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(dst_type, x.shape()));
+        return DispatchCastable(x.dtype(), [&](auto s) -> Status {
+          using S = decltype(s);
+          return DispatchCastable(dst_type, [&](auto d) -> Status {
+            using D = decltype(d);
+            const S* ps = x.data<S>();
+            D* pd = out[0].data<D>();
+            for (int64_t i = 0; i < x.num_elements(); ++i) pd[i] = Convert<S, D>(ps[i]);
+            return Status::Ok();
+          });
+        });
+      },
+      {dst_type});
+}
+
+// Constant: the value is fixed at bind time; constant folding replaces the node by its value.
+StatusOr<BoundKernel> ConstantFactory(const KernelInit& init) {
+  const Attributes& a = init.attrs();
+  std::shared_ptr<const Tensor> value;
+  if (a.Has("value")) {
+    MF_ASSIGN_OR_RETURN(value, a.GetTensor("value"));
+  } else if (a.Has("value_float")) {
+    MF_ASSIGN_OR_RETURN(float f, a.GetFloat("value_float", 0.f));
+    MF_ASSIGN_OR_RETURN(Tensor t, Tensor::FromBytes(DataType::kFloat32, {}, {reinterpret_cast<const char*>(&f), sizeof f}));
+    value = std::make_shared<const Tensor>(std::move(t));
+  } else if (a.Has("value_int")) {
+    MF_ASSIGN_OR_RETURN(int64_t i, a.GetInt("value_int", 0));
+    MF_ASSIGN_OR_RETURN(Tensor t, Tensor::FromBytes(DataType::kInt64, {}, {reinterpret_cast<const char*>(&i), sizeof i}));
+    value = std::make_shared<const Tensor>(std::move(t));
+  } else if (a.Has("value_floats")) {
+    MF_ASSIGN_OR_RETURN(std::vector<float> f, a.GetFloats("value_floats", {}));
+    MF_ASSIGN_OR_RETURN(Tensor t, Tensor::FromBytes(DataType::kFloat32, {static_cast<int64_t>(f.size())},
+                                                    {reinterpret_cast<const char*>(f.data()), f.size() * sizeof(float)}));
+    value = std::make_shared<const Tensor>(std::move(t));
+  } else if (a.Has("value_ints")) {
+    MF_ASSIGN_OR_RETURN(std::vector<int64_t> v, a.GetInts("value_ints", {}));
+    MF_ASSIGN_OR_RETURN(Tensor t, Tensor::FromBytes(DataType::kInt64, {static_cast<int64_t>(v.size())},
+                                                    {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t)}));
+    value = std::make_shared<const Tensor>(std::move(t));
+  }
+  if (!value) return init.Error(StatusCode::kUnimplemented, "needs a value, value_float(s) or value_int(s) attribute");
+  DataType t = value->dtype();
+  return Bind(
+      [value](const std::vector<const Tensor*>&, std::vector<Tensor>& out) -> Status {
+        out[0] = value->Clone();
+        return Status::Ok();
+      },
+      {t});
+}
+
+StatusOr<BoundKernel> ConstantOfShapeFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(Require(init, 0));
+  MF_ASSIGN_OR_RETURN(std::shared_ptr<const Tensor> value, init.attrs().GetTensor("value"));
+  if (value && (value->num_elements() != 1 || value->dtype() == DataType::kString)) {
+    return init.Error(StatusCode::kInvalidArgument, "value must be a one-element numeric tensor");
+  }
+  DataType t = value ? value->dtype() : DataType::kFloat32;
+  return Bind(
+      [value, t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        MF_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ReadInts(*in[0], "shape"));
+        for (int64_t d : shape) {
+          if (d < 0) return InvalidArgument("ConstantOfShape dims must not be negative");
+        }
+        MF_ASSIGN_OR_RETURN(out[0], Tensor::Allocate(t, shape));
+        if (!value) return Status::Ok();
+        return DispatchBySize(t, [&](auto tag) -> Status {
+          using T = decltype(tag);
+          T v = value->data<T>()[0];
+          T* p = out[0].data<T>();
+          for (int64_t i = 0; i < out[0].num_elements(); ++i) p[i] = v;
+          return Status::Ok();
+        });
+      },
+      {t});
+}
+
+StatusOr<BoundKernel> RangeFactory(const KernelInit& init) {
+  for (size_t i = 0; i < 3; ++i) {
+    MF_RETURN_IF_ERROR(Require(init, i));
+    if (init.dtype(i) != init.dtype(0)) return init.Error(StatusCode::kInvalidArgument, "start, limit and delta types differ");
+  }
+  DataType t = init.dtype(0);
+  if (!IsNumeric(t)) return init.Error(StatusCode::kUnimplemented, "Range of " + std::string(DataTypeName(t)) + " is not supported");
+  return Bind(
+      [t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        for (size_t i = 0; i < 3; ++i) {
+          if (in[i]->num_elements() != 1) return InvalidArgument("Range start, limit and delta must be scalars");
+        }
+        return DispatchNumeric(t, [&](auto tag) -> Status {
+          using T = decltype(tag);
+          double start = static_cast<double>(in[0]->data<T>()[0]), limit = static_cast<double>(in[1]->data<T>()[0]),
+                 delta = static_cast<double>(in[2]->data<T>()[0]);
+          if (delta == 0) return InvalidArgument("Range delta must not be 0");
+          double count = std::ceil((limit - start) / delta);
+          if (!(count >= 0)) count = 0;  // also catches NaN
+          if (count > static_cast<double>(kMaxTensorBytes)) return ResourceExhausted("Range would produce too many elements");
+          MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(t, {static_cast<int64_t>(count)}));
+          T* p = out[0].data<T>();
+          T s = in[0]->data<T>()[0], d = in[2]->data<T>()[0];
+          for (int64_t i = 0; i < out[0].num_elements(); ++i) p[i] = static_cast<T>(s + static_cast<T>(i) * d);
+          return Status::Ok();
+        });
+      },
+      {t});
+}
+
+}  // namespace
+
+void RegisterDataKernels(KernelRegistry* r) {
+  r->Register({"Gather", 1, GatherFactory, "any fixed-width"});
+  r->Register({"Slice", 10, SliceFactory, "any fixed-width"});
+  r->Register({"Pad", 11, PadFactory, "any fixed-width"});
+  r->Register({"Cast", 6, CastFactory, "numeric, bool"});
+  r->Register({"Constant", 1, ConstantFactory, "any"});
+  r->Register({"ConstantOfShape", 9, ConstantOfShapeFactory, "numeric, bool"});
+  r->Register({"Range", 11, RangeFactory, "numeric"});
+}
+
+}  // namespace mf::runtime::cpu

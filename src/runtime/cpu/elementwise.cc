@@ -1,0 +1,337 @@
+// Pointwise operators: unary math and activations, broadcasting binary arithmetic and
+// comparisons, and Where.
+#include <cmath>
+#include <limits>
+
+#include "runtime/cpu/activation.h"
+#include "runtime/cpu/cpu_common.h"
+
+namespace mf::runtime::cpu {
+
+StatusOr<Activation> ActivationFromName(const std::string& name) {
+  if (name.empty()) return Activation::kNone;
+  if (name == "Relu") return Activation::kRelu;
+  if (name == "LeakyRelu") return Activation::kLeakyRelu;
+  if (name == "Sigmoid") return Activation::kSigmoid;
+  if (name == "Tanh") return Activation::kTanh;
+  if (name == "Clip") return Activation::kClip;
+  return InvalidArgument("unknown fused activation '" + name + "'");
+}
+
+void ApplyActivation(const ActivationParams& p, float* data, int64_t n) {
+  if (p.kind == Activation::kNone) return;
+  ParallelFor(n, 1 << 14, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) data[i] = Activate(p, data[i]);
+  });
+}
+
+namespace {
+
+// Calls fn(out_offset, in_offsets, count) for each innermost row of a broadcast over
+// `out_shape`; in_offsets[k] is where input k's row starts and strides[k].back() its step.
+template <size_t N, typename Fn>
+void ForEachBroadcastRow(const Shape& out_shape, const std::array<std::vector<int64_t>, N>& strides, Fn&& fn) {
+  int rank = static_cast<int>(out_shape.size());
+  int64_t inner = rank == 0 ? 1 : out_shape.back();
+  int64_t total = NumElements(out_shape);
+  if (total <= 0 || inner == 0) return;
+  int64_t rows = total / inner;
+  ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1)), [&](int64_t rb, int64_t re) {
+    std::array<int64_t, N> offsets;
+    for (int64_t row = rb; row < re; ++row) {
+      offsets.fill(0);
+      int64_t rem = row;
+      for (int d = rank - 2; d >= 0; --d) {
+        int64_t idx = rem % out_shape[static_cast<size_t>(d)];
+        rem /= out_shape[static_cast<size_t>(d)];
+        for (size_t k = 0; k < N; ++k) offsets[k] += idx * strides[k][static_cast<size_t>(d)];
+      }
+      fn(row * inner, offsets, inner);
+    }
+  });
+}
+
+template <typename T, typename R, typename Op>
+Status BinaryBroadcast(const Tensor& a, const Tensor& b, DataType out_dtype, Tensor& out, Op op) {
+  MF_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(a.shape(), b.shape()));
+  MF_ASSIGN_OR_RETURN(out, Tensor::AllocateUninitialized(out_dtype, shape));
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  R* po = out.data<R>();
+  if (a.shape() == b.shape()) {
+    ParallelFor(out.num_elements(), 1 << 14, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) po[i] = op(pa[i], pb[i]);
+    });
+    return Status::Ok();
+  }
+  std::array<std::vector<int64_t>, 2> strides{BroadcastStrides(a.shape(), shape), BroadcastStrides(b.shape(), shape)};
+  int64_t sa = shape.empty() ? 0 : strides[0].back(), sb = shape.empty() ? 0 : strides[1].back();
+  ForEachBroadcastRow<2>(shape, strides, [&](int64_t o, const std::array<int64_t, 2>& in, int64_t n) {
+    const T* ra = pa + in[0];
+    const T* rb = pb + in[1];
+    R* ro = po + o;
+    if (sa == 1 && sb == 1) {
+      for (int64_t i = 0; i < n; ++i) ro[i] = op(ra[i], rb[i]);
+    } else if (sa == 1) {
+      T vb = rb[0];
+      for (int64_t i = 0; i < n; ++i) ro[i] = op(ra[i], vb);
+    } else if (sb == 1) {
+      T va = ra[0];
+      for (int64_t i = 0; i < n; ++i) ro[i] = op(va, rb[i]);
+    } else {
+      R v = op(ra[0], rb[0]);
+      for (int64_t i = 0; i < n; ++i) ro[i] = v;
+    }
+  });
+  return Status::Ok();
+}
+
+enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow, kEqual, kGreater, kLess, kGreaterOrEqual, kLessOrEqual, kMax, kMin };
+
+template <typename T>
+Status RunArithmetic(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  DataType dt = a.dtype();
+  switch (op) {
+    case BinaryOp::kAdd: return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return static_cast<T>(x + y); });
+    case BinaryOp::kSub: return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return static_cast<T>(x - y); });
+    case BinaryOp::kMul: return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return static_cast<T>(x * y); });
+    case BinaryOp::kMax: return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return x < y ? y : x; });
+    case BinaryOp::kMin: return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return y < x ? y : x; });
+    case BinaryOp::kDiv:
+      if constexpr (std::is_integral_v<T>) {
+        // Integer division by zero (or INT_MIN / -1) is undefined behaviour in C++: refuse it.
+        const T* pb = b.data<T>();
+        for (int64_t i = 0; i < b.num_elements(); ++i) {
+          if (pb[i] == 0) return InvalidArgument("integer division by zero");
+          if constexpr (std::is_signed_v<T>) {
+            if (pb[i] == T(-1)) {
+              const T* pa = a.data<T>();
+              for (int64_t j = 0; j < a.num_elements(); ++j) {
+                if (pa[j] == std::numeric_limits<T>::min()) return InvalidArgument("integer division overflows");
+              }
+            }
+          }
+        }
+      }
+      return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return static_cast<T>(x / y); });
+    case BinaryOp::kPow:
+      return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) {
+        return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+      });
+    case BinaryOp::kEqual: return BinaryBroadcast<T, bool>(a, b, DataType::kBool, out, [](T x, T y) { return x == y; });
+    case BinaryOp::kGreater: return BinaryBroadcast<T, bool>(a, b, DataType::kBool, out, [](T x, T y) { return x > y; });
+    case BinaryOp::kLess: return BinaryBroadcast<T, bool>(a, b, DataType::kBool, out, [](T x, T y) { return x < y; });
+    case BinaryOp::kGreaterOrEqual:
+      return BinaryBroadcast<T, bool>(a, b, DataType::kBool, out, [](T x, T y) { return x >= y; });
+    case BinaryOp::kLessOrEqual:
+      return BinaryBroadcast<T, bool>(a, b, DataType::kBool, out, [](T x, T y) { return x <= y; });
+  }
+  return Internal("unknown binary op");
+}
+
+// Float Pow with a float exponent is the common case (x^2 in LayerNorm-style graphs); fast path.
+Status PowFloat(const Tensor& a, const Tensor& b, Tensor& out) {
+  return BinaryBroadcast<float, float>(a, b, DataType::kFloat32, out, [](float x, float y) {
+    return y == 2.f ? x * x : (y == 0.5f ? std::sqrt(x) : std::pow(x, y));
+  });
+}
+
+bool IsComparison(BinaryOp op) {
+  return op == BinaryOp::kEqual || op == BinaryOp::kGreater || op == BinaryOp::kLess ||
+         op == BinaryOp::kGreaterOrEqual || op == BinaryOp::kLessOrEqual;
+}
+
+KernelFactory BinaryFactory(BinaryOp op) {
+  return [op](const KernelInit& init) -> StatusOr<BoundKernel> {
+    if (init.num_inputs() != 2 || !init.has_input(0) || !init.has_input(1)) {
+      return init.Error(StatusCode::kInvalidArgument, "needs exactly two inputs");
+    }
+    DataType ta = init.dtype(0), tb = init.dtype(1);
+    bool pow_mixed = op == BinaryOp::kPow && IsNumeric(ta) && IsNumeric(tb);
+    if (ta != tb && !pow_mixed) {
+      return init.Error(StatusCode::kInvalidArgument, "input types differ: " + std::string(DataTypeName(ta)) +
+                                                          " and " + std::string(DataTypeName(tb)));
+    }
+    bool bool_ok = op == BinaryOp::kEqual && ta == DataType::kBool;
+    if (!IsNumeric(ta) && !bool_ok) {
+      return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(ta)) + " is not supported");
+    }
+    DataType out_type = IsComparison(op) ? DataType::kBool : ta;
+    return Bind(
+        [op, ta, tb](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+          if (op == BinaryOp::kPow && ta == DataType::kFloat32 && tb == DataType::kFloat32) {
+            return PowFloat(*in[0], *in[1], out[0]);
+          }
+          if (ta != tb) {
+            // Pow with a differently typed exponent: compute in double, store in the base type.
+            Tensor b64;
+            MF_ASSIGN_OR_RETURN(b64, Tensor::AllocateUninitialized(ta, in[1]->shape()));
+            MF_RETURN_IF_ERROR(DispatchNumeric(tb, [&](auto src) -> Status {
+              using S = decltype(src);
+              return DispatchNumeric(ta, [&](auto dst) -> Status {
+                using D = decltype(dst);
+                for (int64_t i = 0; i < b64.num_elements(); ++i) b64.data<D>()[i] = static_cast<D>(in[1]->data<S>()[i]);
+                return Status::Ok();
+              });
+            }));
+            return DispatchNumeric(ta, [&](auto t) { return RunArithmetic<decltype(t)>(op, *in[0], b64, out[0]); });
+          }
+          if (ta == DataType::kBool) return RunArithmetic<uint8_t>(op, *in[0], *in[1], out[0]);
+          return DispatchNumeric(ta, [&](auto t) { return RunArithmetic<decltype(t)>(op, *in[0], *in[1], out[0]); });
+        },
+        {out_type});
+  };
+}
+
+// Float-only unary ops; `fn` may read attributes captured by the factory.
+using UnaryFn = std::function<float(float)>;
+using UnaryMaker = std::function<StatusOr<UnaryFn>(const KernelInit&)>;
+
+KernelFactory UnaryFactory(UnaryMaker make) {
+  return [make](const KernelInit& init) -> StatusOr<BoundKernel> {
+    MF_RETURN_IF_ERROR(RequireFloat(init, 0));
+    auto fn = make(init);
+    if (!fn.ok()) return fn.status().WithContext(Graph::Describe(init.node));
+    return Bind(
+        [f = std::move(fn).value()](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+          const Tensor& x = *in[0];
+          MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, x.shape()));
+          const float* px = x.data<float>();
+          float* po = out[0].data<float>();
+          ParallelFor(x.num_elements(), 1 << 13, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) po[i] = f(px[i]);
+          });
+          return Status::Ok();
+        },
+        {DataType::kFloat32});
+  };
+}
+
+UnaryMaker Simple(float (*fn)(float)) {
+  return [fn](const KernelInit&) -> StatusOr<UnaryFn> { return UnaryFn(fn); };
+}
+
+// Activations share one implementation with the fused path.
+UnaryMaker ActivationMaker(Activation kind) {
+  return [kind](const KernelInit& init) -> StatusOr<UnaryFn> {
+    ActivationParams p{kind, 0.f, 0.f};
+    if (kind == Activation::kLeakyRelu) {
+      MF_ASSIGN_OR_RETURN(p.alpha, init.attrs().GetFloat("alpha", 0.01f));
+    }
+    return UnaryFn([p](float x) { return Activate(p, x); });
+  };
+}
+
+// Clip: min/max are attributes before opset 11 and optional scalar inputs from 11 on.
+StatusOr<BoundKernel> ClipFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(RequireFloat(init, 0));
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  if (init.opset < 11) {
+    MF_ASSIGN_OR_RETURN(lo, init.attrs().GetFloat("min", lo));
+    MF_ASSIGN_OR_RETURN(hi, init.attrs().GetFloat("max", hi));
+  }
+  for (size_t i = 1; i < init.num_inputs(); ++i) {
+    if (init.has_input(i) && init.dtype(i) != DataType::kFloat32) {
+      return init.Error(StatusCode::kUnimplemented, "min/max must be float32");
+    }
+  }
+  return Bind(
+      [lo, hi](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        float mn = lo, mx = hi;
+        for (size_t i = 1; i < in.size() && i < 3; ++i) {
+          if (!in[i]) continue;
+          if (in[i]->num_elements() != 1) return InvalidArgument("Clip min/max must be scalars");
+          (i == 1 ? mn : mx) = in[i]->data<float>()[0];
+        }
+        const Tensor& x = *in[0];
+        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, x.shape()));
+        const float* px = x.data<float>();
+        float* po = out[0].data<float>();
+        ParallelFor(x.num_elements(), 1 << 14, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) po[i] = std::min(std::max(px[i], mn), mx);
+        });
+        return Status::Ok();
+      },
+      {DataType::kFloat32});
+}
+
+StatusOr<BoundKernel> WhereFactory(const KernelInit& init) {
+  if (init.num_inputs() != 3 || !init.has_input(0) || !init.has_input(1) || !init.has_input(2)) {
+    return init.Error(StatusCode::kInvalidArgument, "needs three inputs");
+  }
+  if (init.dtype(0) != DataType::kBool) return init.Error(StatusCode::kInvalidArgument, "condition must be bool");
+  DataType t = init.dtype(1);
+  if (t != init.dtype(2)) return init.Error(StatusCode::kInvalidArgument, "X and Y types differ");
+  if (t == DataType::kString) return init.Error(StatusCode::kUnimplemented, "string Where is not supported");
+  return Bind(
+      [t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        MF_ASSIGN_OR_RETURN(Shape s01, BroadcastShapes(in[0]->shape(), in[1]->shape()));
+        MF_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(s01, in[2]->shape()));
+        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(t, shape));
+        std::array<std::vector<int64_t>, 3> strides{BroadcastStrides(in[0]->shape(), shape),
+                                                    BroadcastStrides(in[1]->shape(), shape),
+                                                    BroadcastStrides(in[2]->shape(), shape)};
+        std::array<int64_t, 3> inner{};
+        for (size_t k = 0; k < 3; ++k) inner[k] = shape.empty() ? 0 : strides[k].back();
+        return DispatchBySize(t, [&](auto tag) -> Status {
+          using T = decltype(tag);
+          const bool* c = in[0]->data<bool>();
+          const T* x = in[1]->data<T>();
+          const T* y = in[2]->data<T>();
+          T* o = out[0].data<T>();
+          ForEachBroadcastRow<3>(shape, strides, [&](int64_t off, const std::array<int64_t, 3>& io, int64_t n) {
+            for (int64_t i = 0; i < n; ++i) {
+              o[off + i] = c[io[0] + i * inner[0]] ? x[io[1] + i * inner[1]] : y[io[2] + i * inner[2]];
+            }
+          });
+          return Status::Ok();
+        });
+      },
+      {t});
+}
+
+float Relu(float x) { return x > 0.f ? x : 0.f; }
+float Sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
+float Tanh(float x) { return std::tanh(x); }
+float Erf(float x) { return std::erf(x); }
+float Sqrt(float x) { return std::sqrt(x); }
+float Exp(float x) { return std::exp(x); }
+float Log(float x) { return std::log(x); }
+float Neg(float x) { return -x; }
+float Abs(float x) { return std::fabs(x); }
+float Reciprocal(float x) { return 1.f / x; }
+float Floor(float x) { return std::floor(x); }
+float Ceil(float x) { return std::ceil(x); }
+
+}  // namespace
+
+void RegisterElementwiseKernels(KernelRegistry* r) {
+  const std::pair<const char*, BinaryOp> binary[] = {
+      {"Add", BinaryOp::kAdd}, {"Sub", BinaryOp::kSub}, {"Mul", BinaryOp::kMul}, {"Div", BinaryOp::kDiv},
+      {"Pow", BinaryOp::kPow}, {"Equal", BinaryOp::kEqual}, {"Greater", BinaryOp::kGreater},
+      {"Less", BinaryOp::kLess}, {"GreaterOrEqual", BinaryOp::kGreaterOrEqual},
+      {"LessOrEqual", BinaryOp::kLessOrEqual}};
+  // Opset 7 introduced numpy broadcasting (earlier versions used the `broadcast` attribute).
+  for (const auto& [name, op] : binary) r->Register({name, 7, BinaryFactory(op), "numeric"});
+  r->Register({"Relu", 6, UnaryFactory(Simple(Relu)), "float"});
+  r->Register({"LeakyRelu", 6, UnaryFactory(ActivationMaker(Activation::kLeakyRelu)), "float"});
+  r->Register({"Sigmoid", 6, UnaryFactory(Simple(Sigmoid)), "float"});
+  r->Register({"Tanh", 6, UnaryFactory(Simple(Tanh)), "float"});
+  r->Register({"Erf", 9, UnaryFactory(Simple(Erf)), "float"});
+  r->Register({"Sqrt", 6, UnaryFactory(Simple(Sqrt)), "float"});
+  r->Register({"Exp", 6, UnaryFactory(Simple(Exp)), "float"});
+  r->Register({"Log", 6, UnaryFactory(Simple(Log)), "float"});
+  r->Register({"Neg", 6, UnaryFactory(Simple(Neg)), "float"});
+  r->Register({"Abs", 6, UnaryFactory(Simple(Abs)), "float"});
+  r->Register({"Reciprocal", 6, UnaryFactory(Simple(Reciprocal)), "float"});
+  r->Register({"Floor", 6, UnaryFactory(Simple(Floor)), "float"});
+  r->Register({"Ceil", 6, UnaryFactory(Simple(Ceil)), "float"});
+  r->Register({"Elu", 6, UnaryFactory([](const KernelInit& init) -> StatusOr<UnaryFn> {
+                 MF_ASSIGN_OR_RETURN(float alpha, init.attrs().GetFloat("alpha", 1.f));
+                 return UnaryFn([alpha](float x) { return x >= 0.f ? x : alpha * (std::exp(x) - 1.f); });
+               }), "float"});
+  r->Register({"Clip", 6, ClipFactory, "float"});
+  r->Register({"Where", 9, WhereFactory, "any but string"});
+}
+
+}  // namespace mf::runtime::cpu

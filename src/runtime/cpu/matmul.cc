@@ -1,0 +1,127 @@
+// Gemm and MatMul on oneDNN's row-major sgemm (packed, multi-threaded, AVX-512 where present).
+#include <oneapi/dnnl/dnnl.h>
+
+#include "runtime/cpu/activation.h"
+#include "runtime/cpu/cpu_common.h"
+
+namespace mf::runtime::cpu {
+namespace {
+
+Status Sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+             const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return Status::Ok();
+  dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (s != dnnl_success) return Internal("oneDNN sgemm failed with status " + std::to_string(static_cast<int>(s)));
+  return Status::Ok();
+}
+
+StatusOr<ActivationParams> FusedActivation(const KernelInit& init) {
+  MF_ASSIGN_OR_RETURN(Activation kind, ActivationFromName(init.node.fused_activation));
+  return ActivationParams{kind, init.node.fused_alpha, init.node.fused_beta};
+}
+
+StatusOr<BoundKernel> GemmFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(RequireFloat(init, 0));
+  MF_RETURN_IF_ERROR(RequireFloat(init, 1));
+  if (init.has_input(2)) MF_RETURN_IF_ERROR(RequireFloat(init, 2));
+  const Attributes& a = init.attrs();
+  MF_ASSIGN_OR_RETURN(float alpha, a.GetFloat("alpha", 1.f));
+  MF_ASSIGN_OR_RETURN(float beta, a.GetFloat("beta", 1.f));
+  MF_ASSIGN_OR_RETURN(int64_t trans_a, a.GetInt("transA", 0));
+  MF_ASSIGN_OR_RETURN(int64_t trans_b, a.GetInt("transB", 0));
+  MF_ASSIGN_OR_RETURN(ActivationParams act, FusedActivation(init));
+  return Bind(
+      [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor& A = *in[0];
+        const Tensor& B = *in[1];
+        if (A.rank() != 2 || B.rank() != 2) {
+          return InvalidArgument("Gemm needs 2-D A and B, got " + ShapeToString(A.shape()) + " and " +
+                                 ShapeToString(B.shape()));
+        }
+        int64_t m = trans_a ? A.dim(1) : A.dim(0), k = trans_a ? A.dim(0) : A.dim(1);
+        int64_t kb = trans_b ? B.dim(1) : B.dim(0), n = trans_b ? B.dim(0) : B.dim(1);
+        if (k != kb) {
+          return InvalidArgument("Gemm inner dims differ: A " + ShapeToString(A.shape()) + ", B " +
+                                 ShapeToString(B.shape()));
+        }
+        const Tensor* C = in.size() > 2 ? in[2] : nullptr;
+        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, {m, n}));
+        float* y = out[0].data<float>();
+        float gemm_beta = 0.f;
+        if (C && beta != 0.f) {
+          MF_ASSIGN_OR_RETURN(Shape bs, BroadcastShapes(C->shape(), {m, n}));
+          if (bs != Shape{m, n}) return InvalidArgument("Gemm C of shape " + ShapeToString(C->shape()) + " does not broadcast to [M, N]");
+          std::vector<int64_t> st = BroadcastStrides(C->shape(), {m, n});
+          const float* c = C->data<float>();
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < n; ++j) y[i * n + j] = beta * c[i * st[0] + j * st[1]];
+          }
+          gemm_beta = 1.f;
+        }
+        MF_RETURN_IF_ERROR(Sgemm(trans_a, trans_b, m, n, k, alpha, A.data<float>(), A.dim(1), B.data<float>(),
+                                 B.dim(1), gemm_beta, y, n));
+        ApplyActivation(act, y, m * n);
+        return Status::Ok();
+      },
+      {DataType::kFloat32});
+}
+
+StatusOr<BoundKernel> MatMulFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(RequireFloat(init, 0));
+  MF_RETURN_IF_ERROR(RequireFloat(init, 1));
+  MF_ASSIGN_OR_RETURN(ActivationParams act, FusedActivation(init));
+  return Bind(
+      [act](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor& A = *in[0];
+        const Tensor& B = *in[1];
+        if (A.rank() == 0 || B.rank() == 0) return InvalidArgument("MatMul inputs must be at least 1-D");
+        // Promote 1-D operands to matrices as numpy does, remembering to drop the dim after.
+        Shape sa = A.shape(), sb = B.shape();
+        bool drop_m = sa.size() == 1, drop_n = sb.size() == 1;
+        if (drop_m) sa.insert(sa.begin(), 1);
+        if (drop_n) sb.push_back(1);
+        int64_t m = sa[sa.size() - 2], k = sa.back(), kb = sb[sb.size() - 2], n = sb.back();
+        if (k != kb) {
+          return InvalidArgument("MatMul inner dims differ: " + ShapeToString(A.shape()) + " x " + ShapeToString(B.shape()));
+        }
+        Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
+        MF_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes(batch_a, batch_b));
+        Shape out_shape = batch;
+        if (!drop_m) out_shape.push_back(m);
+        if (!drop_n) out_shape.push_back(n);
+        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, out_shape));
+        float* y = out[0].data<float>();
+        const float* pa = A.data<float>();
+        const float* pb = B.data<float>();
+        int64_t batches = NumElements(batch);
+        if (NumElements(batch_b) == 1 && batches > 0) {
+          // Shared right operand (weights): one big GEMM over all batch rows of A.
+          MF_RETURN_IF_ERROR(Sgemm(false, false, batches * m, n, k, 1.f, pa, k, pb, n, 0.f, y, n));
+        } else {
+          std::vector<int64_t> st_a = BroadcastStrides(batch_a, batch), st_b = BroadcastStrides(batch_b, batch);
+          for (int64_t bi = 0; bi < batches; ++bi) {
+            int64_t rem = bi, oa = 0, ob = 0;
+            for (size_t d = batch.size(); d-- > 0;) {
+              int64_t idx = rem % batch[d];
+              rem /= batch[d];
+              oa += idx * st_a[d];
+              ob += idx * st_b[d];
+            }
+            MF_RETURN_IF_ERROR(Sgemm(false, false, m, n, k, 1.f, pa + oa * m * k, k, pb + ob * k * n, n, 0.f,
+                                     y + bi * m * n, n));
+          }
+        }
+        ApplyActivation(act, y, out[0].num_elements());
+        return Status::Ok();
+      },
+      {DataType::kFloat32});
+}
+
+}  // namespace
+
+void RegisterMatMulKernels(KernelRegistry* r) {
+  r->Register({"Gemm", 7, GemmFactory, "float"});
+  r->Register({"MatMul", 1, MatMulFactory, "float"});
+}
+
+}  // namespace mf::runtime::cpu

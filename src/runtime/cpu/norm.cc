@@ -1,0 +1,176 @@
+// Normalisations: BatchNormalization (inference form), LayerNormalization, Softmax, LogSoftmax.
+#include <cmath>
+#include <limits>
+
+#include "runtime/cpu/cpu_common.h"
+
+namespace mf::runtime::cpu {
+namespace {
+
+StatusOr<BoundKernel> BatchNormFactory(const KernelInit& init) {
+  for (size_t i = 0; i < 5; ++i) MF_RETURN_IF_ERROR(RequireFloat(init, i));
+  MF_ASSIGN_OR_RETURN(float eps, init.attrs().GetFloat("epsilon", 1e-5f));
+  MF_ASSIGN_OR_RETURN(int64_t training, init.attrs().GetInt("training_mode", 0));
+  MF_ASSIGN_OR_RETURN(int64_t spatial, init.attrs().GetInt("spatial", 1));
+  if (training || spatial != 1) return init.Error(StatusCode::kUnimplemented, "only inference mode (spatial) is supported");
+  for (size_t i = 1; i < init.node.outputs.size(); ++i) {
+    if (init.node.outputs[i] != kNoValue) return init.Error(StatusCode::kUnimplemented, "training outputs are not supported");
+  }
+  std::vector<DataType> outs(init.node.outputs.size(), DataType::kFloat32);
+  return Bind(
+      [eps](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor& x = *in[0];
+        if (x.rank() < 2) return InvalidArgument("BatchNormalization input must be at least 2-D");
+        int64_t n = x.dim(0), c = x.dim(1);
+        for (size_t i = 1; i < 5; ++i) {
+          if (in[i]->num_elements() != c) return InvalidArgument("BatchNormalization parameter " + std::to_string(i) + " must have C elements");
+        }
+        int64_t inner = n * c == 0 ? 0 : x.num_elements() / (n * c);
+        std::vector<float> scale(static_cast<size_t>(c)), shift(static_cast<size_t>(c));
+        for (int64_t ch = 0; ch < c; ++ch) {
+          float s = in[1]->data<float>()[ch] / std::sqrt(in[4]->data<float>()[ch] + eps);
+          scale[static_cast<size_t>(ch)] = s;
+          shift[static_cast<size_t>(ch)] = in[2]->data<float>()[ch] - in[3]->data<float>()[ch] * s;
+        }
+        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, x.shape()));
+        const float* px = x.data<float>();
+        float* po = out[0].data<float>();
+        ParallelFor(n * c, std::max<int64_t>(1, 4096 / std::max<int64_t>(inner, 1)), [&](int64_t b, int64_t e) {
+          for (int64_t p = b; p < e; ++p) {
+            float s = scale[static_cast<size_t>(p % c)], t = shift[static_cast<size_t>(p % c)];
+            for (int64_t i = 0; i < inner; ++i) po[p * inner + i] = px[p * inner + i] * s + t;
+          }
+        });
+        return Status::Ok();
+      },
+      outs);
+}
+
+StatusOr<BoundKernel> LayerNormFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(RequireFloat(init, 0));
+  MF_RETURN_IF_ERROR(RequireFloat(init, 1));
+  if (init.has_input(2)) MF_RETURN_IF_ERROR(RequireFloat(init, 2));
+  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", -1));
+  MF_ASSIGN_OR_RETURN(float eps, init.attrs().GetFloat("epsilon", 1e-5f));
+  std::vector<DataType> outs(init.node.outputs.size(), DataType::kFloat32);
+  return Bind(
+      [axis_attr, eps](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor& x = *in[0];
+        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, x.rank()));
+        int64_t rows = 1, cols = 1;
+        for (int i = 0; i < x.rank(); ++i) (i < axis ? rows : cols) *= x.dim(i);
+        // Scale and bias broadcast over the normalised dims ([cols] in the common case).
+        auto expand = [&](const Tensor* t, std::vector<float>* v) -> Status {
+          v->assign(static_cast<size_t>(cols), 0.f);
+          if (!t) return Status::Ok();
+          Shape norm_shape(x.shape().begin() + axis, x.shape().end());
+          MF_ASSIGN_OR_RETURN(Shape bs, BroadcastShapes(t->shape(), norm_shape));
+          if (bs != norm_shape) return InvalidArgument("LayerNormalization scale/bias " + ShapeToString(t->shape()) + " does not broadcast to " + ShapeToString(norm_shape));
+          std::vector<int64_t> st = BroadcastStrides(t->shape(), norm_shape);
+          for (int64_t i = 0; i < cols; ++i) {
+            int64_t rem = i, off = 0;
+            for (size_t d = norm_shape.size(); d-- > 0;) {
+              off += (rem % norm_shape[d]) * st[d];
+              rem /= norm_shape[d];
+            }
+            (*v)[static_cast<size_t>(i)] = t->data<float>()[off];
+          }
+          return Status::Ok();
+        };
+        std::vector<float> scale, bias;
+        MF_RETURN_IF_ERROR(expand(in[1], &scale));
+        MF_RETURN_IF_ERROR(expand(in.size() > 2 ? in[2] : nullptr, &bias));
+        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, x.shape()));
+        Shape stat_shape = x.shape();
+        for (int i = axis; i < x.rank(); ++i) stat_shape[static_cast<size_t>(i)] = 1;
+        float* mean_out = nullptr;
+        float* inv_out = nullptr;
+        if (out.size() > 1) {
+          MF_ASSIGN_OR_RETURN(out[1], Tensor::AllocateUninitialized(DataType::kFloat32, stat_shape));
+          mean_out = out[1].data<float>();
+        }
+        if (out.size() > 2) {
+          MF_ASSIGN_OR_RETURN(out[2], Tensor::AllocateUninitialized(DataType::kFloat32, stat_shape));
+          inv_out = out[2].data<float>();
+        }
+        const float* px = x.data<float>();
+        float* po = out[0].data<float>();
+        ParallelFor(rows, 8, [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) {
+            const float* s = px + r * cols;
+            double sum = 0;
+            for (int64_t i = 0; i < cols; ++i) sum += s[i];
+            float mean = static_cast<float>(sum / static_cast<double>(cols));
+            double var = 0;
+            for (int64_t i = 0; i < cols; ++i) var += (s[i] - mean) * (s[i] - mean);
+            float inv = 1.f / std::sqrt(static_cast<float>(var / static_cast<double>(cols)) + eps);
+            for (int64_t i = 0; i < cols; ++i) {
+              po[r * cols + i] = (s[i] - mean) * inv * scale[static_cast<size_t>(i)] + bias[static_cast<size_t>(i)];
+            }
+            if (mean_out) mean_out[r] = mean;
+            if (inv_out) inv_out[r] = inv;
+          }
+        });
+        return Status::Ok();
+      },
+      outs);
+}
+
+// Softmax before opset 13 flattens to 2-D at `axis` (default 1); from 13 it runs along `axis`
+// (default -1). Both reduce to: for each (outer, inner) pair, normalise `len` elements spaced
+// `inner` apart.
+StatusOr<BoundKernel> SoftmaxFactory(const KernelInit& init, bool log) {
+  MF_RETURN_IF_ERROR(RequireFloat(init, 0));
+  bool legacy = init.opset < 13;
+  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", legacy ? 1 : -1));
+  return Bind(
+      [axis_attr, legacy, log](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor& x = *in[0];
+        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, x.rank()));
+        int64_t outer = 1, len = 1, inner = 1;
+        for (int i = 0; i < x.rank(); ++i) {
+          int64_t d = x.dim(i);
+          if (i < axis) outer *= d;
+          else if (i == axis || legacy) len *= d;
+          else inner *= d;
+        }
+        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, x.shape()));
+        const float* px = x.data<float>();
+        float* po = out[0].data<float>();
+        ParallelFor(outer * inner, 16, [&](int64_t b, int64_t e) {
+          for (int64_t oi = b; oi < e; ++oi) {
+            int64_t o = oi / inner, i = oi % inner;
+            const float* s = px + o * len * inner + i;
+            float* d = po + o * len * inner + i;
+            float mx = -std::numeric_limits<float>::infinity();
+            for (int64_t j = 0; j < len; ++j) mx = std::max(mx, s[j * inner]);
+            double sum = 0;
+            for (int64_t j = 0; j < len; ++j) {
+              float ex = std::exp(s[j * inner] - mx);
+              if (!log) d[j * inner] = ex;
+              sum += ex;
+            }
+            if (log) {
+              float lse = static_cast<float>(std::log(sum));
+              for (int64_t j = 0; j < len; ++j) d[j * inner] = s[j * inner] - mx - lse;
+            } else {
+              float inv = static_cast<float>(1.0 / sum);
+              for (int64_t j = 0; j < len; ++j) d[j * inner] *= inv;
+            }
+          }
+        });
+        return Status::Ok();
+      },
+      {DataType::kFloat32});
+}
+
+}  // namespace
+
+void RegisterNormKernels(KernelRegistry* r) {
+  r->Register({"BatchNormalization", 7, BatchNormFactory, "float"});
+  r->Register({"LayerNormalization", 17, LayerNormFactory, "float"});
+  r->Register({"Softmax", 1, [](const KernelInit& i) { return SoftmaxFactory(i, false); }, "float"});
+  r->Register({"LogSoftmax", 1, [](const KernelInit& i) { return SoftmaxFactory(i, true); }, "float"});
+}
+
+}  // namespace mf::runtime::cpu

@@ -1,0 +1,131 @@
+// Reductions over a set of axes: ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd,
+// ReduceSumSquare. Axes come from an attribute in older opsets and from an optional input in
+// newer ones (ReduceSum from 13, the others from 18).
+#include <cmath>
+#include <limits>
+
+#include "runtime/cpu/cpu_common.h"
+
+namespace mf::runtime::cpu {
+namespace {
+
+enum class ReduceKind { kMean, kSum, kMax, kMin, kProd, kSumSquare };
+
+template <typename T>
+Status Reduce(ReduceKind kind, const Tensor& x, const std::vector<bool>& reduced, bool keepdims, Tensor& out) {
+  Shape out_shape, kept_shape;
+  int64_t count = 1;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (reduced[static_cast<size_t>(i)]) {
+      count *= x.dim(i);
+      if (keepdims) out_shape.push_back(1);
+    } else {
+      out_shape.push_back(x.dim(i));
+      kept_shape.push_back(x.dim(i));
+    }
+  }
+  MF_ASSIGN_OR_RETURN(out, Tensor::AllocateUninitialized(x.dtype(), out_shape));
+  int64_t n_out = out.num_elements();
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+  Acc init = kind == ReduceKind::kMax ? static_cast<Acc>(std::numeric_limits<T>::lowest())
+           : kind == ReduceKind::kMin ? static_cast<Acc>(std::numeric_limits<T>::max())
+           : kind == ReduceKind::kProd ? Acc(1) : Acc(0);
+  if constexpr (std::is_floating_point_v<T>) {
+    if (kind == ReduceKind::kMax) init = -std::numeric_limits<Acc>::infinity();
+    if (kind == ReduceKind::kMin) init = std::numeric_limits<Acc>::infinity();
+  }
+  std::vector<Acc> acc(static_cast<size_t>(n_out), init);
+  // Strides of the output index space, seen from each input dim (0 for reduced dims).
+  std::vector<int64_t> ostride(static_cast<size_t>(x.rank()), 0);
+  int64_t s = 1;
+  for (int i = x.rank(); i-- > 0;) {
+    if (!reduced[static_cast<size_t>(i)]) {
+      ostride[static_cast<size_t>(i)] = s;
+      s *= x.dim(i);
+    }
+  }
+  const T* px = x.data<T>();
+  auto combine = [kind](Acc a, Acc v) -> Acc {
+    switch (kind) {
+      case ReduceKind::kMax: return v > a ? v : a;
+      case ReduceKind::kMin: return v < a ? v : a;
+      case ReduceKind::kProd: return a * v;
+      case ReduceKind::kSumSquare: return a + v * v;
+      default: return a + v;
+    }
+  };
+  bool trailing = true;  // reduced axes are exactly the trailing ones: contiguous rows
+  for (int i = 0, seen = 0; i < x.rank(); ++i) {
+    if (reduced[static_cast<size_t>(i)]) seen = 1;
+    else if (seen) trailing = false;
+  }
+  if (trailing) {
+    ParallelFor(n_out, 16, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        Acc a = init;
+        for (int64_t j = 0; j < count; ++j) a = combine(a, static_cast<Acc>(px[r * count + j]));
+        acc[static_cast<size_t>(r)] = a;
+      }
+    });
+  } else {
+    std::vector<int64_t> idx(static_cast<size_t>(x.rank()), 0);
+    int64_t o = 0;
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      acc[static_cast<size_t>(o)] = combine(acc[static_cast<size_t>(o)], static_cast<Acc>(px[i]));
+      for (int d = x.rank(); d-- > 0;) {  // odometer increment
+        ++idx[static_cast<size_t>(d)];
+        o += ostride[static_cast<size_t>(d)];
+        if (idx[static_cast<size_t>(d)] < x.dim(d)) break;
+        o -= ostride[static_cast<size_t>(d)] * x.dim(d);
+        idx[static_cast<size_t>(d)] = 0;
+      }
+    }
+  }
+  T* po = out.data<T>();
+  for (int64_t i = 0; i < n_out; ++i) {
+    Acc a = acc[static_cast<size_t>(i)];
+    if (kind == ReduceKind::kMean) a = count ? static_cast<Acc>(a / static_cast<Acc>(count)) : a;
+    po[i] = static_cast<T>(a);
+  }
+  return Status::Ok();
+}
+
+KernelFactory ReduceFactory(ReduceKind kind, int64_t axes_input_since) {
+  return [kind, axes_input_since](const KernelInit& init) -> StatusOr<BoundKernel> {
+    if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input");
+    DataType t = init.dtype(0);
+    if (!IsNumeric(t)) return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(t)) + " is not supported");
+    bool axes_from_input = init.opset >= axes_input_since;
+    MF_ASSIGN_OR_RETURN(std::vector<int64_t> attr_axes, init.attrs().GetInts("axes", {}));
+    MF_ASSIGN_OR_RETURN(int64_t keepdims, init.attrs().GetInt("keepdims", 1));
+    MF_ASSIGN_OR_RETURN(int64_t noop_empty, init.attrs().GetInt("noop_with_empty_axes", 0));
+    return Bind(
+        [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+          const Tensor& x = *in[0];
+          std::vector<int64_t> axes = attr_axes;
+          if (axes_from_input && in.size() > 1 && in[1]) {
+            MF_ASSIGN_OR_RETURN(axes, ReadInts(*in[1], "axes"));
+          }
+          std::vector<bool> reduced(static_cast<size_t>(x.rank()), axes.empty() && !noop_empty);
+          for (int64_t a : axes) {
+            MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(a, x.rank()));
+            reduced[static_cast<size_t>(axis)] = true;
+          }
+          return DispatchNumeric(x.dtype(), [&](auto tag) { return Reduce<decltype(tag)>(kind, x, reduced, keepdims != 0, out[0]); });
+        },
+        {t});
+  };
+}
+
+}  // namespace
+
+void RegisterReduceKernels(KernelRegistry* r) {
+  r->Register({"ReduceMean", 1, ReduceFactory(ReduceKind::kMean, 18), "numeric"});
+  r->Register({"ReduceSum", 1, ReduceFactory(ReduceKind::kSum, 13), "numeric"});
+  r->Register({"ReduceMax", 1, ReduceFactory(ReduceKind::kMax, 18), "numeric"});
+  r->Register({"ReduceMin", 1, ReduceFactory(ReduceKind::kMin, 18), "numeric"});
+  r->Register({"ReduceProd", 1, ReduceFactory(ReduceKind::kProd, 18), "numeric"});
+  r->Register({"ReduceSumSquare", 1, ReduceFactory(ReduceKind::kSumSquare, 18), "numeric"});
+}
+
+}  // namespace mf::runtime::cpu

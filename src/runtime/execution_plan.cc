@@ -1,0 +1,99 @@
+#include "runtime/execution_plan.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "runtime/graph/bind.h"
+
+namespace mf::runtime {
+
+StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Create(Graph graph, const KernelRegistry& registry) {
+  std::unique_ptr<ExecutionPlan> plan(new ExecutionPlan());
+  plan->graph_ = std::move(graph);
+  Graph& g = plan->graph_;
+  std::vector<int> last_use(g.values.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    MF_ASSIGN_OR_RETURN(BoundKernel bound, BindNode(g, g.nodes[i], registry));
+    plan->steps_.push_back(Step{i, std::move(bound.kernel), {}});
+    for (int in : g.nodes[i].inputs) {
+      if (in != kNoValue) last_use[static_cast<size_t>(in)] = static_cast<int>(i);
+    }
+  }
+  std::unordered_set<int> keep(g.outputs.begin(), g.outputs.end());
+  std::unordered_set<const Tensor*> counted;
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const Value& val = g.values[v];
+    if (val.constant) {
+      // Only constants something still reads count toward the model's memory.
+      bool read = last_use[v] >= 0 || keep.count(static_cast<int>(v));
+      if (read && counted.insert(val.constant.get()).second) plan->constant_bytes_ += val.constant->byte_size();
+      continue;
+    }
+    if (last_use[v] >= 0 && !keep.count(static_cast<int>(v))) {
+      plan->steps_[static_cast<size_t>(last_use[v])].release.push_back(static_cast<int>(v));
+    }
+  }
+  return plan;
+}
+
+Status ExecutionPlan::Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
+                          size_t* peak_bytes) const {
+  const Graph& g = graph_;
+  // The frame: owned intermediates plus a read pointer for every value.
+  std::vector<Tensor> owned(g.values.size());
+  std::vector<const Tensor*> ptr(g.values.size(), nullptr);
+  for (size_t v = 0; v < g.values.size(); ++v) ptr[v] = g.values[v].constant.get();
+  for (size_t i = 0; i < g.inputs.size(); ++i) ptr[static_cast<size_t>(g.inputs[i])] = inputs[i];
+  size_t live = 0, peak = 0;
+
+  std::vector<const Tensor*> in;
+  std::vector<Tensor> out;
+  for (const Step& step : steps_) {
+    const Node& node = g.nodes[step.node];
+    in.clear();
+    for (int v : node.inputs) {
+      const Tensor* t = v == kNoValue ? nullptr : ptr[static_cast<size_t>(v)];
+      if (v != kNoValue && !t) return Internal(Graph::Describe(node) + ": input '" + g.values[static_cast<size_t>(v)].name + "' was not computed");
+      in.push_back(t);
+    }
+    out.clear();
+    out.resize(node.outputs.size());
+    Status s = step.kernel->Run(in, out);
+    if (!s.ok()) return s.WithContext(Graph::Describe(node));
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      int v = node.outputs[k];
+      if (v == kNoValue) continue;
+      live += out[k].byte_size();
+      owned[static_cast<size_t>(v)] = std::move(out[k]);
+      ptr[static_cast<size_t>(v)] = &owned[static_cast<size_t>(v)];
+    }
+    peak = std::max(peak, live);
+    for (int v : step.release) {
+      live -= owned[static_cast<size_t>(v)].byte_size();
+      owned[static_cast<size_t>(v)] = Tensor();
+      ptr[static_cast<size_t>(v)] = nullptr;
+    }
+  }
+  if (peak_bytes) *peak_bytes = peak;
+
+  outputs->clear();
+  outputs->reserve(g.outputs.size());
+  std::vector<bool> moved(g.values.size(), false);
+  for (int v : g.outputs) {
+    size_t idx = static_cast<size_t>(v);
+    bool is_owned = ptr[idx] == &owned[idx];
+    if (is_owned && !moved[idx]) {
+      // Moved out unless a later output names the same value again.
+      if (std::count(g.outputs.begin(), g.outputs.end(), v) == 1) {
+        outputs->push_back(std::move(owned[idx]));
+        moved[idx] = true;
+        continue;
+      }
+    }
+    if (!ptr[idx]) return Internal("graph output '" + g.values[idx].name + "' was not computed");
+    outputs->push_back(ptr[idx]->Clone());
+  }
+  return Status::Ok();
+}
+
+}  // namespace mf::runtime

@@ -1,0 +1,43 @@
+// ExecutionPlan: a rewritten graph bound to kernels, with each intermediate value's lifetime
+// precomputed so a run frees every buffer right after its last reader (peak memory is the
+// widest "cut" of the graph, not the sum of all activations). Immutable and thread-safe: each
+// Run() keeps its values in its own frame.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/graph/graph.h"
+#include "runtime/kernel.h"
+
+namespace mf::runtime {
+
+class ExecutionPlan {
+ public:
+  // Binds every node of `graph` (after the passes) to a kernel of `registry`.
+  static StatusOr<std::unique_ptr<ExecutionPlan>> Create(Graph graph, const KernelRegistry& registry);
+
+  const Graph& graph() const { return graph_; }
+
+  // `inputs` are the graph inputs in order (already validated by the caller). When
+  // `peak_bytes` is set it receives the largest number of intermediate bytes alive at once.
+  Status Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs, size_t* peak_bytes) const;
+
+  // Bytes of all constant values the plan reads (weights after folding and fusion).
+  size_t constant_bytes() const { return constant_bytes_; }
+
+ private:
+  struct Step {
+    size_t node;                      // index into graph_.nodes
+    std::unique_ptr<Kernel> kernel;
+    std::vector<int> release;         // values whose last reader is this step
+  };
+  ExecutionPlan() = default;
+
+  Graph graph_;
+  std::vector<Step> steps_;
+  size_t constant_bytes_ = 0;
+};
+
+}  // namespace mf::runtime

@@ -1,0 +1,55 @@
+#include "runtime/graph/bind.h"
+
+namespace mf::runtime {
+
+StatusOr<BoundKernel> BindNode(Graph& graph, const Node& node, const KernelRegistry& registry) {
+  const KernelDef* def = registry.Find(node.op_type, graph.opset);
+  if (!def) {
+    return Unimplemented(Graph::Describe(node) + ": operator " + node.op_type + " (opset " +
+                         std::to_string(graph.opset) + ") is not supported by this backend");
+  }
+  KernelInit init{node, graph.opset, {}, {}};
+  for (int in : node.inputs) {
+    if (in == kNoValue) {
+      init.input_dtypes.push_back(std::nullopt);
+      init.constant_inputs.push_back(nullptr);
+      continue;
+    }
+    const Value& v = graph.values[static_cast<size_t>(in)];
+    if (!v.dtype_known) return Internal(Graph::Describe(node) + ": type of input '" + v.name + "' is unknown");
+    init.input_dtypes.push_back(v.dtype);
+    init.constant_inputs.push_back(v.constant.get());
+  }
+  auto bound = def->factory(init);
+  if (!bound.ok()) {
+    const std::string prefix = Graph::Describe(node);
+    const std::string& m = bound.status().message();
+    if (m.compare(0, prefix.size(), prefix) == 0) return bound.status();
+    return bound.status().WithContext(prefix);
+  }
+  if (bound->output_dtypes.size() != node.outputs.size()) {
+    return Internal(Graph::Describe(node) + ": kernel declared " + std::to_string(bound->output_dtypes.size()) +
+                    " outputs, the node has " + std::to_string(node.outputs.size()));
+  }
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    int o = node.outputs[i];
+    if (o == kNoValue) continue;
+    Value& v = graph.values[static_cast<size_t>(o)];
+    v.dtype = bound->output_dtypes[i];
+    v.dtype_known = true;
+  }
+  return bound;
+}
+
+std::vector<int> CountUses(const Graph& graph) {
+  std::vector<int> uses(graph.values.size(), 0);
+  for (const Node& n : graph.nodes) {
+    for (int in : n.inputs) {
+      if (in != kNoValue) ++uses[static_cast<size_t>(in)];
+    }
+  }
+  for (int o : graph.outputs) ++uses[static_cast<size_t>(o)];
+  return uses;
+}
+
+}  // namespace mf::runtime

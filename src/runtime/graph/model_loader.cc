@@ -1,0 +1,240 @@
+#include "runtime/graph/model_loader.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unordered_map>
+
+#include "runtime/onnx_tensor.h"
+
+namespace mf::runtime {
+namespace {
+
+StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& a, const std::string& model_dir) {
+  using AP = onnx::AttributeProto;
+  if (!a.ref_attr_name().empty()) return Unimplemented("attribute references (functions) are not supported");
+  switch (a.type()) {
+    case AP::INT: return Attribute{a.i()};
+    case AP::FLOAT: return Attribute{a.f()};
+    case AP::STRING: return Attribute{a.s()};
+    case AP::INTS: return Attribute{std::vector<int64_t>(a.ints().begin(), a.ints().end())};
+    case AP::FLOATS: return Attribute{std::vector<float>(a.floats().begin(), a.floats().end())};
+    case AP::STRINGS: return Attribute{std::vector<std::string>(a.strings().begin(), a.strings().end())};
+    case AP::TENSOR: {
+      MF_ASSIGN_OR_RETURN(Tensor t, TensorFromProto(a.t(), model_dir));
+      return Attribute{std::make_shared<const Tensor>(std::move(t))};
+    }
+    case AP::GRAPH:
+    case AP::GRAPHS: return Unimplemented("graph-valued attributes (control flow) are not supported");
+    default:
+      return Unimplemented("attribute type " + std::to_string(static_cast<int>(a.type())) + " is not supported");
+  }
+}
+
+// Declared element type and shape of a graph input/output (-1 for symbolic or unknown dims).
+Status ReadValueInfo(const onnx::ValueInfoProto& info, Value* v) {
+  if (!info.type().has_tensor_type()) {
+    return Unimplemented("graph input/output '" + info.name() + "' is not a tensor (sequences and maps are not supported)");
+  }
+  const auto& tt = info.type().tensor_type();
+  if (tt.elem_type() != 0) {
+    auto dtype = DataTypeFromOnnx(tt.elem_type());
+    if (!dtype.ok()) return dtype.status().WithContext("graph input/output '" + info.name() + "'");
+    v->dtype = *dtype;
+    v->dtype_known = true;
+  }
+  if (tt.has_shape()) {
+    Shape shape;
+    for (const auto& d : tt.shape().dim()) {
+      if (d.has_dim_value() && d.dim_value() < 0) {
+        return InvalidArgument("graph input/output '" + info.name() + "' has a negative dim");
+      }
+      shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    }
+    v->shape = std::move(shape);
+  }
+  return Status::Ok();
+}
+
+StatusOr<Graph> ConvertModel(const onnx::ModelProto& model, const std::string& model_dir) {
+  Graph g;
+  for (const auto& op : model.opset_import()) {
+    if (op.domain().empty() || op.domain() == "ai.onnx") g.opset = op.version();
+  }
+  if (g.opset == 0) {
+    for (const auto& op : model.opset_import()) {
+      return Unimplemented("operator set domain '" + op.domain() + "' is not supported");
+    }
+    return InvalidArgument("the model imports no operator set");
+  }
+  if (g.opset < kMinOpset || g.opset > kMaxOpset) {
+    return Unimplemented("opset " + std::to_string(g.opset) + " is not supported (supported: " +
+                         std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
+  }
+  const onnx::GraphProto& gp = model.graph();
+  std::unordered_map<std::string, int> by_name;
+  auto define = [&](const std::string& name, Value v) -> StatusOr<int> {
+    if (name.empty()) return InvalidArgument("a value has an empty name");
+    if (by_name.count(name)) return InvalidArgument("value '" + name + "' is defined more than once");
+    v.name = name;
+    int id = g.AddValue(std::move(v));
+    by_name[name] = id;
+    return id;
+  };
+
+  for (const auto& init : gp.initializer()) {
+    auto t = TensorFromProto(init, model_dir);
+    if (!t.ok()) return t.status().WithContext("initializer '" + init.name() + "'");
+    Value v;
+    v.dtype = t->dtype();
+    v.dtype_known = true;
+    v.shape = t->shape();
+    v.constant = std::make_shared<const Tensor>(std::move(t).value());
+    MF_RETURN_IF_ERROR(define(init.name(), std::move(v)).status());
+  }
+  if (gp.sparse_initializer_size() > 0) return Unimplemented("sparse initializers are not supported");
+  for (const auto& in : gp.input()) {
+    auto it = by_name.find(in.name());
+    if (it != by_name.end()) continue;  // an initializer listed as input (IR < 4): a constant here
+    Value v;
+    MF_RETURN_IF_ERROR(ReadValueInfo(in, &v));
+    if (!v.dtype_known) return InvalidArgument("graph input '" + in.name() + "' has no element type");
+    MF_ASSIGN_OR_RETURN(int id, define(in.name(), std::move(v)));
+    g.inputs.push_back(id);
+  }
+
+  // Create every node and its outputs first, then resolve inputs: the file's node order need
+  // not be topological, so an input may be produced by a later node.
+  std::vector<Node> nodes(static_cast<size_t>(gp.node_size()));
+  for (int i = 0; i < gp.node_size(); ++i) {
+    const auto& np = gp.node(i);
+    Node& n = nodes[static_cast<size_t>(i)];
+    n.op_type = np.op_type();
+    n.name = np.name().empty() ? np.op_type() + "#" + std::to_string(i) : np.name();
+    if (!np.domain().empty() && np.domain() != "ai.onnx") {
+      return Unimplemented(Graph::Describe(n) + ": operator domain '" + np.domain() + "' is not supported");
+    }
+    for (const auto& a : np.attribute()) {
+      auto attr = ConvertAttribute(a, model_dir);
+      if (!attr.ok()) return attr.status().WithContext(Graph::Describe(n) + ": attribute '" + a.name() + "'");
+      n.attributes.Set(a.name(), std::move(attr).value());
+    }
+    for (const auto& out : np.output()) {
+      if (out.empty()) {
+        n.outputs.push_back(kNoValue);
+        continue;
+      }
+      auto id = define(out, Value{});
+      if (!id.ok()) return id.status().WithContext(Graph::Describe(n));
+      n.outputs.push_back(*id);
+    }
+  }
+  std::vector<int> producer(g.values.size(), -1);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (int o : nodes[i].outputs) {
+      if (o != kNoValue) producer[static_cast<size_t>(o)] = static_cast<int>(i);
+    }
+  }
+  for (int i = 0; i < gp.node_size(); ++i) {
+    Node& n = nodes[static_cast<size_t>(i)];
+    for (const auto& in : gp.node(i).input()) {
+      if (in.empty()) {
+        n.inputs.push_back(kNoValue);
+        continue;
+      }
+      auto it = by_name.find(in);
+      if (it == by_name.end()) {
+        return InvalidArgument(Graph::Describe(n) + ": input '" + in +
+                               "' is not a graph input, an initializer or any node's output");
+      }
+      n.inputs.push_back(it->second);
+    }
+  }
+
+  // Kahn's algorithm: a stable topological order, or the name of a node on a cycle.
+  std::vector<int> pending(nodes.size(), 0);
+  std::vector<std::vector<int>> consumers(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (int in : nodes[i].inputs) {
+      if (in == kNoValue) continue;
+      int p = producer[static_cast<size_t>(in)];
+      if (p < 0) continue;
+      if (p == static_cast<int>(i)) return InvalidArgument(Graph::Describe(nodes[i]) + ": consumes its own output");
+      ++pending[i];
+      consumers[static_cast<size_t>(p)].push_back(static_cast<int>(i));
+    }
+  }
+  std::vector<int> ready;
+  for (size_t i = nodes.size(); i-- > 0;) {
+    if (pending[i] == 0) ready.push_back(static_cast<int>(i));
+  }
+  std::vector<int> order;
+  order.reserve(nodes.size());
+  // Process ready nodes lowest index first so a sorted file keeps its order.
+  while (!ready.empty()) {
+    auto min_it = std::min_element(ready.begin(), ready.end());
+    int cur = *min_it;
+    ready.erase(min_it);
+    order.push_back(cur);
+    for (int c : consumers[static_cast<size_t>(cur)]) {
+      if (--pending[static_cast<size_t>(c)] == 0) ready.push_back(c);
+    }
+  }
+  if (order.size() != nodes.size()) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (pending[i] > 0) return InvalidArgument(Graph::Describe(nodes[i]) + ": is part of a cycle");
+    }
+  }
+  g.nodes.reserve(nodes.size());
+  for (int i : order) g.nodes.push_back(std::move(nodes[static_cast<size_t>(i)]));
+
+  for (const auto& out : gp.output()) {
+    auto it = by_name.find(out.name());
+    if (it == by_name.end()) {
+      return InvalidArgument("graph output '" + out.name() + "' is not produced by any node");
+    }
+    Value declared;
+    MF_RETURN_IF_ERROR(ReadValueInfo(out, &declared));
+    Value& v = g.values[static_cast<size_t>(it->second)];
+    if (!v.shape && declared.shape) v.shape = declared.shape;
+    if (!v.dtype_known && declared.dtype_known) {
+      v.dtype = declared.dtype;
+      v.dtype_known = true;
+    }
+    g.outputs.push_back(it->second);
+  }
+  if (g.outputs.empty()) return InvalidArgument("the model declares no graph outputs");
+  return g;
+}
+
+}  // namespace
+
+StatusOr<Graph> LoadModelBytes(std::string_view bytes, const std::string& model_dir) {
+  if (bytes.size() >= kMaxModelFileBytes) return ResourceExhausted("model is 2 GiB or larger; use external data");
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return InvalidArgument("not a valid ONNX model (protobuf parse failed)");
+  }
+  return ConvertModel(model, model_dir);
+}
+
+StatusOr<Graph> LoadModelFile(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return NotFound("model file '" + path + "' does not exist");
+  uintmax_t size = fs::file_size(path, ec);
+  if (ec) return NotFound("model file '" + path + "': " + ec.message());
+  if (size >= kMaxModelFileBytes) return ResourceExhausted("model file '" + path + "' is 2 GiB or larger");
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) {
+    return DataLoss("cannot read model file '" + path + "'");
+  }
+  std::string dir = fs::path(path).parent_path().string();
+  auto g = LoadModelBytes(bytes, dir.empty() ? "." : dir);
+  if (!g.ok()) return g.status().WithContext(path);
+  return g;
+}
+
+}  // namespace mf::runtime

@@ -1,0 +1,94 @@
+// Kernel: the one interface every backend implements per operator. A KernelFactory binds a
+// graph node to a kernel at load time (reading attributes, checking input element types, and
+// pre-packing constant inputs such as weights); Kernel::Run then computes the node on tensors
+// whose shapes are only known per request. Kernels are immutable after creation, so one kernel
+// serves concurrent Run() calls; any per-shape cache inside must be internally synchronized.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/graph/graph.h"
+#include "runtime/tensor.h"
+
+namespace mf::runtime {
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // `inputs` has one entry per node input (nullptr for an omitted optional input); `outputs`
+  // is sized to the node's outputs and the kernel assigns each present one.
+  virtual Status Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) const = 0;
+};
+
+// What a factory may look at when binding a node.
+struct KernelInit {
+  const Node& node;
+  int64_t opset = 0;
+  // One per node input: nullopt for omitted optional inputs.
+  std::vector<std::optional<DataType>> input_dtypes;
+  // One per node input: the value when the input is a constant (initializer or folded).
+  std::vector<const Tensor*> constant_inputs;
+
+  size_t num_inputs() const { return input_dtypes.size(); }
+  bool has_input(size_t i) const { return i < input_dtypes.size() && input_dtypes[i].has_value(); }
+  DataType dtype(size_t i) const { return *input_dtypes[i]; }
+  const Attributes& attrs() const { return node.attributes; }
+  // "node 'x' (Op): <message>" with the given code.
+  Status Error(StatusCode code, const std::string& message) const {
+    return Status(code, Graph::Describe(node) + ": " + message);
+  }
+};
+
+struct BoundKernel {
+  std::unique_ptr<Kernel> kernel;
+  std::vector<DataType> output_dtypes;  // one per node output
+};
+
+using KernelFactory = std::function<StatusOr<BoundKernel>(const KernelInit&)>;
+
+struct KernelDef {
+  std::string op_type;
+  // The oldest default-domain opset whose semantics this kernel implements (it handles every
+  // later version up to kMaxOpset).
+  int64_t since_opset = 1;
+  KernelFactory factory;
+  std::string types;  // element types it accepts, for docs/ops.md ("float", "numeric", ...)
+};
+
+class KernelRegistry {
+ public:
+  void Register(KernelDef def);
+  // The kernel for `op_type` at `opset`, or nullptr.
+  const KernelDef* Find(const std::string& op_type, int64_t opset) const;
+  // Every registered op, sorted by name.
+  std::vector<const KernelDef*> List() const;
+
+ private:
+  std::map<std::string, KernelDef> defs_;
+};
+
+// A kernel from a function: most CPU kernels are a function of their inputs and a few attributes
+// captured at bind time.
+class FunctionKernel final : public Kernel {
+ public:
+  using Fn = std::function<Status(const std::vector<const Tensor*>&, std::vector<Tensor>&)>;
+  explicit FunctionKernel(Fn fn) : fn_(std::move(fn)) {}
+  Status Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) const override {
+    return fn_(inputs, outputs);
+  }
+
+ private:
+  Fn fn_;
+};
+
+inline BoundKernel Bind(FunctionKernel::Fn fn, std::vector<DataType> output_dtypes) {
+  return BoundKernel{std::make_unique<FunctionKernel>(std::move(fn)), std::move(output_dtypes)};
+}
+
+}  // namespace mf::runtime

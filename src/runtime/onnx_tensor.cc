@@ -1,0 +1,213 @@
+#include "runtime/onnx_tensor.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+
+namespace mf::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Reads [offset, offset+length) of `location` under `model_dir`, refusing any path that leaves
+// the model directory (absolute paths, "..", symlinks pointing outside).
+StatusOr<std::string> ReadExternalData(const onnx::TensorProto& proto, const std::string& model_dir) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& entry : proto.external_data()) {
+    try {
+      if (entry.key() == "location") location = entry.value();
+      else if (entry.key() == "offset") offset = std::stoll(entry.value());
+      else if (entry.key() == "length") length = std::stoll(entry.value());
+    } catch (const std::exception&) {
+      return InvalidArgument("external data entry '" + entry.key() + "' is not a number: '" + entry.value() + "'");
+    }
+  }
+  if (model_dir.empty()) return InvalidArgument("external data is not allowed for a model loaded from bytes");
+  if (location.empty()) return InvalidArgument("external data without a location");
+  fs::path rel(location);
+  if (rel.is_absolute()) return InvalidArgument("external data location '" + location + "' must be relative");
+  for (const auto& part : rel) {
+    if (part == "..") return InvalidArgument("external data location '" + location + "' escapes the model directory");
+  }
+  std::error_code ec;
+  fs::path dir = fs::canonical(model_dir, ec);
+  if (ec) return NotFound("model directory '" + model_dir + "': " + ec.message());
+  fs::path file = fs::canonical(dir / rel, ec);
+  if (ec) return NotFound("external data file '" + location + "': " + ec.message());
+  auto [mismatch, unused] = std::mismatch(dir.begin(), dir.end(), file.begin(), file.end());
+  if (mismatch != dir.end()) {
+    return InvalidArgument("external data location '" + location + "' resolves outside the model directory");
+  }
+  uintmax_t size = fs::file_size(file, ec);
+  if (ec) return NotFound("external data file '" + location + "': " + ec.message());
+  if (offset < 0 || static_cast<uintmax_t>(offset) > size) {
+    return InvalidArgument("external data offset " + std::to_string(offset) + " is outside '" + location + "'");
+  }
+  if (length < 0) length = static_cast<int64_t>(size - static_cast<uintmax_t>(offset));
+  if (static_cast<uintmax_t>(length) > size - static_cast<uintmax_t>(offset) ||
+      static_cast<uint64_t>(length) > kMaxTensorBytes) {
+    return InvalidArgument("external data length " + std::to_string(length) + " exceeds '" + location + "'");
+  }
+  std::ifstream in(file, std::ios::binary);
+  in.seekg(offset);
+  std::string data(static_cast<size_t>(length), '\0');
+  if (!in.read(data.data(), length)) return DataLoss("cannot read external data '" + location + "'");
+  return data;
+}
+
+// Copies a typed repeated field into the tensor, converting each element to T.
+template <typename T, typename Field>
+Status CopyField(const Field& field, Tensor* t, const char* field_name) {
+  if (field.size() != t->num_elements()) {
+    return InvalidArgument(std::string(field_name) + " holds " + std::to_string(field.size()) +
+                           " values, the shape " + ShapeToString(t->shape()) + " needs " +
+                           std::to_string(t->num_elements()));
+  }
+  T* out = t->data<T>();
+  for (int i = 0; i < field.size(); ++i) out[i] = static_cast<T>(field.Get(i));
+  return Status::Ok();
+}
+
+// int32_data carries float16/bfloat16 as their bit patterns.
+template <typename T>
+Status CopyBits16(const google::protobuf::RepeatedField<int32_t>& field, Tensor* t) {
+  if (field.size() != t->num_elements()) return InvalidArgument("int32_data size does not match the shape");
+  auto* out = t->data<uint16_t>();
+  for (int i = 0; i < field.size(); ++i) out[i] = static_cast<uint16_t>(field.Get(i));
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<DataType> DataTypeFromOnnx(int onnx_type) {
+  using TP = onnx::TensorProto;
+  switch (onnx_type) {
+    case TP::FLOAT: return DataType::kFloat32;
+    case TP::UINT8: return DataType::kUInt8;
+    case TP::INT8: return DataType::kInt8;
+    case TP::UINT16: return DataType::kUInt16;
+    case TP::INT16: return DataType::kInt16;
+    case TP::INT32: return DataType::kInt32;
+    case TP::INT64: return DataType::kInt64;
+    case TP::STRING: return DataType::kString;
+    case TP::BOOL: return DataType::kBool;
+    case TP::FLOAT16: return DataType::kFloat16;
+    case TP::DOUBLE: return DataType::kFloat64;
+    case TP::UINT32: return DataType::kUInt32;
+    case TP::UINT64: return DataType::kUInt64;
+    case TP::BFLOAT16: return DataType::kBFloat16;
+    default: return Unimplemented("ONNX element type " + std::to_string(onnx_type) + " is not supported");
+  }
+}
+
+int DataTypeToOnnx(DataType dtype) {
+  using TP = onnx::TensorProto;
+  switch (dtype) {
+    case DataType::kFloat32: return TP::FLOAT;
+    case DataType::kFloat16: return TP::FLOAT16;
+    case DataType::kBFloat16: return TP::BFLOAT16;
+    case DataType::kFloat64: return TP::DOUBLE;
+    case DataType::kInt8: return TP::INT8;
+    case DataType::kInt16: return TP::INT16;
+    case DataType::kInt32: return TP::INT32;
+    case DataType::kInt64: return TP::INT64;
+    case DataType::kUInt8: return TP::UINT8;
+    case DataType::kUInt16: return TP::UINT16;
+    case DataType::kUInt32: return TP::UINT32;
+    case DataType::kUInt64: return TP::UINT64;
+    case DataType::kBool: return TP::BOOL;
+    case DataType::kString: return TP::STRING;
+  }
+  return TP::UNDEFINED;
+}
+
+StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& model_dir) {
+  const std::string what = proto.name().empty() ? std::string("tensor") : "tensor '" + proto.name() + "'";
+  if (proto.has_segment()) return Unimplemented(what + ": segmented tensors are not supported");
+  auto dtype_or = DataTypeFromOnnx(proto.data_type());
+  if (!dtype_or.ok()) return dtype_or.status().WithContext(what);
+  DataType dtype = *dtype_or;
+  Shape shape(proto.dims().begin(), proto.dims().end());
+  for (int64_t d : shape) {
+    if (d < 0) return InvalidArgument(what + ": negative dim in shape " + ShapeToString(shape));
+  }
+  int64_t n = NumElements(shape);
+  if (n < 0) return InvalidArgument(what + ": shape " + ShapeToString(shape) + " overflows");
+
+  std::string external;
+  const std::string* raw = nullptr;
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    auto data = ReadExternalData(proto, model_dir);
+    if (!data.ok()) return data.status().WithContext(what);
+    external = std::move(data).value();
+    raw = &external;
+  } else if (proto.has_raw_data()) {
+    raw = &proto.raw_data();
+  }
+
+  if (dtype == DataType::kString) {
+    if (raw) return InvalidArgument(what + ": string tensors cannot use raw_data");
+    if (proto.string_data_size() != n) return InvalidArgument(what + ": string_data size does not match the shape");
+    MF_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, shape));
+    for (int i = 0; i < proto.string_data_size(); ++i) t.strings()[static_cast<size_t>(i)] = proto.string_data(i);
+    return t;
+  }
+  if (raw) {
+    // Check the size before allocating: the raw bytes bound the allocation.
+    if (raw->size() != static_cast<uint64_t>(n) * ElementSize(dtype)) {
+      return InvalidArgument(what + ": holds " + std::to_string(raw->size()) + " bytes of data, shape " +
+                             ShapeToString(shape) + " of " + std::string(DataTypeName(dtype)) + " needs " +
+                             std::to_string(static_cast<uint64_t>(n) * ElementSize(dtype)));
+    }
+    auto t = Tensor::FromBytes(dtype, shape, *raw);
+    if (!t.ok()) return t.status().WithContext(what);
+    return t;
+  }
+  // Typed fields: their element count bounds the allocation too (checked in CopyField before
+  // any write, and n is compared to the field size before Allocate below).
+  int64_t available = 0;
+  switch (dtype) {
+    case DataType::kFloat32: available = proto.float_data_size(); break;
+    case DataType::kFloat64: available = proto.double_data_size(); break;
+    case DataType::kInt64: available = proto.int64_data_size(); break;
+    case DataType::kUInt32: case DataType::kUInt64: available = proto.uint64_data_size(); break;
+    default: available = proto.int32_data_size(); break;
+  }
+  if (available != n) {
+    return InvalidArgument(what + ": has " + std::to_string(available) + " values, shape " + ShapeToString(shape) +
+                           " needs " + std::to_string(n));
+  }
+  MF_ASSIGN_OR_RETURN(Tensor t, Tensor::AllocateUninitialized(dtype, shape));
+  Status s;
+  switch (dtype) {
+    case DataType::kFloat32: s = CopyField<float>(proto.float_data(), &t, "float_data"); break;
+    case DataType::kFloat64: s = CopyField<double>(proto.double_data(), &t, "double_data"); break;
+    case DataType::kInt64: s = CopyField<int64_t>(proto.int64_data(), &t, "int64_data"); break;
+    case DataType::kUInt32: s = CopyField<uint32_t>(proto.uint64_data(), &t, "uint64_data"); break;
+    case DataType::kUInt64: s = CopyField<uint64_t>(proto.uint64_data(), &t, "uint64_data"); break;
+    case DataType::kInt32: s = CopyField<int32_t>(proto.int32_data(), &t, "int32_data"); break;
+    case DataType::kInt16: s = CopyField<int16_t>(proto.int32_data(), &t, "int32_data"); break;
+    case DataType::kInt8: s = CopyField<int8_t>(proto.int32_data(), &t, "int32_data"); break;
+    case DataType::kUInt16: s = CopyField<uint16_t>(proto.int32_data(), &t, "int32_data"); break;
+    case DataType::kUInt8: s = CopyField<uint8_t>(proto.int32_data(), &t, "int32_data"); break;
+    case DataType::kBool: s = CopyField<bool>(proto.int32_data(), &t, "int32_data"); break;
+    case DataType::kFloat16: case DataType::kBFloat16: s = CopyBits16<uint16_t>(proto.int32_data(), &t); break;
+    case DataType::kString: break;
+  }
+  if (!s.ok()) return s.WithContext(what);
+  return t;
+}
+
+StatusOr<Tensor> TensorFromProtoBytes(std::string_view bytes) {
+  onnx::TensorProto proto;
+  if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return InvalidArgument("not a serialized onnx.TensorProto");
+  }
+  return TensorFromProto(proto, "");
+}
+
+}  // namespace mf::runtime

@@ -1,0 +1,153 @@
+#include <cmath>
+#include <cstring>
+
+#include "runtime/graph/bind.h"
+#include "runtime/passes/passes.h"
+
+namespace mf::runtime {
+namespace {
+
+// The node index that reads value `v`, when exactly one node does and `v` is no graph output.
+std::vector<int> SoleConsumers(const Graph& g) {
+  std::vector<int> consumer(g.values.size(), -1);
+  std::vector<int> uses = CountUses(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (int in : g.nodes[i].inputs) {
+      if (in != kNoValue && uses[static_cast<size_t>(in)] == 1) consumer[static_cast<size_t>(in)] = static_cast<int>(i);
+    }
+  }
+  return consumer;
+}
+
+const Tensor* ConstFloat(const Graph& g, const Node& n, size_t i) {
+  if (i >= n.inputs.size() || n.inputs[i] == kNoValue) return nullptr;
+  const Tensor* t = g.values[static_cast<size_t>(n.inputs[i])].constant.get();
+  return t && t->dtype() == DataType::kFloat32 ? t : nullptr;
+}
+
+int AddConstant(Graph* g, const std::string& name, Tensor t) {
+  Value v;
+  v.name = name;
+  v.dtype = t.dtype();
+  v.dtype_known = true;
+  v.shape = t.shape();
+  v.constant = std::make_shared<const Tensor>(std::move(t));
+  return g->AddValue(std::move(v));
+}
+
+// Rewrites conv (W, B) so that it computes BN(conv(x)) for inference-mode `bn`; false when the
+// shapes do not allow it (the graph is then left as it was).
+bool FoldBatchNormInto(Graph* g, Node& conv, const Node& bn) {
+  const Tensor* w = ConstFloat(*g, conv, 1);
+  const Tensor* b = conv.inputs.size() > 2 ? ConstFloat(*g, conv, 2) : nullptr;
+  if (!w || w->rank() < 3 || (conv.inputs.size() > 2 && conv.inputs[2] != kNoValue && !b)) return false;
+  const Tensor* p[4];
+  for (size_t i = 0; i < 4; ++i) {
+    p[i] = ConstFloat(*g, bn, i + 1);
+    if (!p[i] || p[i]->num_elements() != w->dim(0)) return false;
+  }
+  if (b && b->num_elements() != w->dim(0)) return false;
+  auto eps = bn.attributes.GetFloat("epsilon", 1e-5f);
+  auto training = bn.attributes.GetInt("training_mode", 0);
+  auto spatial = bn.attributes.GetInt("spatial", 1);
+  if (!eps.ok() || !training.ok() || *training != 0 || !spatial.ok() || *spatial != 1) return false;
+  for (size_t i = 1; i < bn.outputs.size(); ++i) {
+    if (bn.outputs[i] != kNoValue) return false;
+  }
+  int64_t m = w->dim(0), per = w->num_elements() / std::max<int64_t>(m, 1);
+  auto nw = Tensor::AllocateUninitialized(DataType::kFloat32, w->shape());
+  auto nb = Tensor::AllocateUninitialized(DataType::kFloat32, {m});
+  if (!nw.ok() || !nb.ok()) return false;
+  for (int64_t o = 0; o < m; ++o) {
+    float s = p[0]->data<float>()[o] / std::sqrt(p[3]->data<float>()[o] + *eps);
+    for (int64_t i = 0; i < per; ++i) nw->data<float>()[o * per + i] = w->data<float>()[o * per + i] * s;
+    float bias = b ? b->data<float>()[o] : 0.f;
+    nb->data<float>()[o] = (bias - p[2]->data<float>()[o]) * s + p[1]->data<float>()[o];
+  }
+  int wi = AddConstant(g, conv.name + "/folded_bn_weights", std::move(nw).value());
+  int bi = AddConstant(g, conv.name + "/folded_bn_bias", std::move(nb).value());
+  conv.inputs.resize(3, kNoValue);
+  conv.inputs[1] = wi;
+  conv.inputs[2] = bi;
+  conv.outputs = {bn.outputs[0]};
+  return true;
+}
+
+}  // namespace
+
+void FuseConvBatchNorm(Graph* g) {
+  std::vector<int> consumer = SoleConsumers(*g);
+  std::vector<bool> removed(g->nodes.size(), false);
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    Node& conv = g->nodes[i];
+    if (conv.op_type != "Conv" || conv.outputs.size() != 1 || !conv.fused_activation.empty()) continue;
+    int c = consumer[static_cast<size_t>(conv.outputs[0])];
+    if (c < 0 || g->nodes[static_cast<size_t>(c)].op_type != "BatchNormalization") continue;
+    const Node& bn = g->nodes[static_cast<size_t>(c)];
+    if (bn.inputs.empty() || bn.inputs[0] != conv.outputs[0]) continue;
+    if (FoldBatchNormInto(g, conv, bn)) removed[static_cast<size_t>(c)] = true;
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    if (!removed[i]) kept.push_back(std::move(g->nodes[i]));
+  }
+  g->nodes = std::move(kept);
+}
+
+void FuseActivations(Graph* g) {
+  std::vector<int> consumer = SoleConsumers(*g);
+  std::vector<bool> removed(g->nodes.size(), false);
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    Node& prod = g->nodes[i];
+    if ((prod.op_type != "Conv" && prod.op_type != "Gemm" && prod.op_type != "MatMul") || prod.outputs.size() != 1 ||
+        !prod.fused_activation.empty()) {
+      continue;
+    }
+    if (g->values[static_cast<size_t>(prod.outputs[0])].dtype != DataType::kFloat32) continue;
+    int c = consumer[static_cast<size_t>(prod.outputs[0])];
+    if (c < 0) continue;
+    const Node& act = g->nodes[static_cast<size_t>(c)];
+    if (act.inputs.empty() || act.inputs[0] != prod.outputs[0]) continue;
+    float alpha = 0.f, beta = 0.f;
+    if (act.op_type == "LeakyRelu") {
+      auto a = act.attributes.GetFloat("alpha", 0.01f);
+      if (!a.ok()) continue;
+      alpha = *a;
+    } else if (act.op_type == "Clip") {
+      alpha = -INFINITY;
+      beta = INFINITY;
+      if (g->opset < 11) {
+        auto lo = act.attributes.GetFloat("min", alpha), hi = act.attributes.GetFloat("max", beta);
+        if (!lo.ok() || !hi.ok()) continue;
+        alpha = *lo;
+        beta = *hi;
+      } else {
+        bool ok = true;
+        for (size_t k = 1; k < act.inputs.size() && k < 3; ++k) {
+          if (act.inputs[k] == kNoValue) continue;
+          const Tensor* t = ConstFloat(*g, act, k);
+          if (!t || t->num_elements() != 1) {
+            ok = false;
+            break;
+          }
+          (k == 1 ? alpha : beta) = t->data<float>()[0];
+        }
+        if (!ok) continue;
+      }
+    } else if (act.op_type != "Relu" && act.op_type != "Sigmoid" && act.op_type != "Tanh") {
+      continue;
+    }
+    prod.fused_activation = act.op_type;
+    prod.fused_alpha = alpha;
+    prod.fused_beta = beta;
+    prod.outputs = {act.outputs[0]};
+    removed[static_cast<size_t>(c)] = true;
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    if (!removed[i]) kept.push_back(std::move(g->nodes[i]));
+  }
+  g->nodes = std::move(kept);
+}
+
+}  // namespace mf::runtime

@@ -1,0 +1,24 @@
+// Graph rewrites run at load time. Each keeps the Graph invariants (SSA, topological order)
+// and leaves the model's results unchanged up to float rounding.
+#pragma once
+
+#include "common/status.h"
+#include "runtime/graph/graph.h"
+#include "runtime/kernel.h"
+
+namespace mf::runtime {
+
+// Binds every node once (which also infers element types) and evaluates nodes whose inputs are
+// all constant, replacing them by their values. With `fold` false only the types are inferred.
+// A node that fails on its constant inputs is a broken model: INVALID_ARGUMENT naming the node.
+Status FoldConstants(Graph* graph, const KernelRegistry& registry, bool fold);
+
+// Folds BatchNormalization into the preceding Conv's weights and bias (constant weights, a
+// single consumer), then Conv/Gemm/MatMul + Relu/LeakyRelu/Sigmoid/Tanh/Clip into one node.
+void FuseConvBatchNorm(Graph* graph);
+void FuseActivations(Graph* graph);
+
+// Drops nodes none of whose outputs is used.
+void RemoveDeadNodes(Graph* graph);
+
+}  // namespace mf::runtime

@@ -1,0 +1,156 @@
+#include "runtime/session.h"
+
+#include <omp.h>
+
+#include "common/logging.h"
+#include "runtime/backend.h"
+#include "runtime/execution_plan.h"
+#include "runtime/graph/model_loader.h"
+#include "runtime/passes/passes.h"
+
+namespace mf::runtime {
+
+int Signature::InputIndex(std::string_view name) const {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int Signature::OutputIndex(std::string_view name) const {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+class Session::Impl {
+ public:
+  SessionOptions options;
+  Signature signature;
+  std::unique_ptr<ExecutionPlan> plan;
+  size_t arena_bytes = 0;
+
+  Status CheckInputs(const std::vector<const Tensor*>& inputs) const {
+    if (inputs.size() != signature.inputs.size()) {
+      return InvalidArgument("the model takes " + std::to_string(signature.inputs.size()) + " inputs, got " +
+                             std::to_string(inputs.size()));
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const TensorInfo& info = signature.inputs[i];
+      const Tensor* t = inputs[i];
+      if (!t) return InvalidArgument("input '" + info.name + "' is missing");
+      if (t->dtype() != info.dtype) {
+        return InvalidArgument("input '" + info.name + "' must be " + std::string(DataTypeName(info.dtype)) + ", got " +
+                               std::string(DataTypeName(t->dtype())));
+      }
+      if (info.shape.empty() && t->rank() != 0 && !declared_rank_[i]) continue;
+      if (declared_rank_[i] && t->shape().size() != info.shape.size()) {
+        return InvalidArgument("input '" + info.name + "' must have shape " + ShapeToString(info.shape) + ", got " +
+                               ShapeToString(t->shape()));
+      }
+      for (size_t d = 0; declared_rank_[i] && d < info.shape.size(); ++d) {
+        if (info.shape[d] >= 0 && info.shape[d] != t->shape()[d]) {
+          return InvalidArgument("input '" + info.name + "' must have shape " + ShapeToString(info.shape) + ", got " +
+                                 ShapeToString(t->shape()));
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  std::vector<bool> declared_rank_;  // per input: whether the model declared a shape at all
+};
+
+namespace {
+
+// Builds a zero-filled batch-1 example of each input (symbolic dims = 1), to measure the
+// activation arena. nullopt when an input's rank is unknown.
+std::optional<std::vector<Tensor>> ExampleInputs(const Signature& sig, const std::vector<bool>& declared) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    if (!declared[i] || sig.inputs[i].dtype == DataType::kString) return std::nullopt;
+    Shape s = sig.inputs[i].shape;
+    for (int64_t& d : s) d = d < 0 ? 1 : d;
+    auto t = Tensor::Allocate(sig.inputs[i].dtype, s);
+    if (!t.ok()) return std::nullopt;
+    out.push_back(std::move(t).value());
+  }
+  return out;
+}
+
+}  // namespace
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+StatusOr<std::unique_ptr<Session::Impl>> Session::Build(Graph graph, const SessionOptions& options) {
+  MF_ASSIGN_OR_RETURN(const KernelRegistry* registry, KernelsFor(options.backend));
+  if (options.threads < 0) return InvalidArgument("threads must be >= 0");
+
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  for (int v : graph.inputs) {
+    const Value& val = graph.values[static_cast<size_t>(v)];
+    impl->signature.inputs.push_back({val.name, val.dtype, val.shape.value_or(Shape{})});
+    impl->declared_rank_.push_back(val.shape.has_value());
+  }
+  MF_RETURN_IF_ERROR(FoldConstants(&graph, *registry, options.optimize));
+  if (options.optimize) {
+    FuseConvBatchNorm(&graph);
+    FuseActivations(&graph);
+    RemoveDeadNodes(&graph);
+  }
+  for (int v : graph.outputs) {
+    const Value& val = graph.values[static_cast<size_t>(v)];
+    impl->signature.outputs.push_back({val.name, val.dtype, val.shape.value_or(Shape{})});
+  }
+  MF_ASSIGN_OR_RETURN(impl->plan, ExecutionPlan::Create(std::move(graph), *registry));
+
+  // One batch-1 run measures the activation arena (and warms the per-shape primitive caches).
+  // A model that cannot run on zeros (e.g. data-dependent shapes) is still served; its arena is
+  // then unknown and not counted.
+  if (auto example = ExampleInputs(impl->signature, impl->declared_rank_)) {
+    std::vector<const Tensor*> ptrs;
+    for (const Tensor& t : *example) ptrs.push_back(&t);
+    std::vector<Tensor> outs;
+    Status s = impl->plan->Run(ptrs, &outs, &impl->arena_bytes);
+    if (!s.ok()) {
+      impl->arena_bytes = 0;
+      // Expected for models whose inputs are shapes or indices; not a load failure.
+      log::Info("runtime: warm-up run on zero inputs failed; memory_bytes() counts weights only",
+                   {{"error", s.ToString()}});
+    }
+  }
+  return impl;
+}
+
+StatusOr<std::unique_ptr<Session>> Session::Load(const std::string& model_path, const SessionOptions& options) {
+  MF_ASSIGN_OR_RETURN(Graph graph, LoadModelFile(model_path));
+  auto impl = Build(std::move(graph), options);
+  if (!impl.ok()) return impl.status().WithContext(model_path);
+  return std::unique_ptr<Session>(new Session(std::move(impl).value()));
+}
+
+StatusOr<std::unique_ptr<Session>> Session::LoadFromBytes(std::string_view model_bytes, const std::string& model_dir,
+                                                          const SessionOptions& options) {
+  MF_ASSIGN_OR_RETURN(Graph graph, LoadModelBytes(model_bytes, model_dir));
+  MF_ASSIGN_OR_RETURN(std::unique_ptr<Impl> impl, Build(std::move(graph), options));
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+const Signature& Session::signature() const { return impl_->signature; }
+const SessionOptions& Session::options() const { return impl_->options; }
+
+Status Session::Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs) const {
+  MF_RETURN_IF_ERROR(impl_->CheckInputs(inputs));
+  if (impl_->options.threads > 0) omp_set_num_threads(impl_->options.threads);
+  std::vector<Tensor> result;
+  MF_RETURN_IF_ERROR(impl_->plan->Run(inputs, &result, nullptr));
+  *outputs = std::move(result);
+  return Status::Ok();
+}
+
+size_t Session::memory_bytes() const { return impl_->plan->constant_bytes() + impl_->arena_bytes; }
+
+}  // namespace mf::runtime
