@@ -1,0 +1,404 @@
+#include "tools/local/kubelet/pod_worker.h"
+
+#include <signal.h>
+
+#include <cstdlib>
+
+#include "common/logging.h"
+#include "tools/local/controllers/resources.h"
+#include "tools/local/kubelet/container_env.h"
+#include "tools/local/kubelet/pod_paths.h"
+
+namespace mf::local {
+namespace {
+
+using State = ContainerRuntimeState::State;
+using SteadyClock = std::chrono::steady_clock;
+
+std::chrono::milliseconds GracePeriod(const Json& pod) {
+  int64_t secs = IntAt(pod, {"metadata", "deletionGracePeriodSeconds"},
+                       IntAt(pod, {"spec", "terminationGracePeriodSeconds"}, 30));
+  return std::chrono::seconds(std::max<int64_t>(secs, 0));
+}
+
+// Variables every container inherits from the kubelet's own environment.
+EnvList HostEnv() {
+  EnvList env;
+  for (const char* name : {"PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LD_LIBRARY_PATH"}) {
+    if (const char* v = std::getenv(name)) env.emplace_back(name, v);
+  }
+  return env;
+}
+
+void SetEnv(EnvList& env, const std::string& name, std::string value) {
+  for (auto& [k, v] : env) {
+    if (k == name) {
+      v = std::move(value);
+      return;
+    }
+  }
+  env.emplace_back(name, std::move(value));
+}
+
+std::string GetEnv(const EnvList& env, const std::string& name) {
+  for (const auto& [k, v] : env) {
+    if (k == name) return v;
+  }
+  return "";
+}
+
+}  // namespace
+
+PodWorker::PodWorker(Store* store, const KubeletOptions* options, PodIpAllocator* ips, Json pod)
+    : store_(store), options_(options), ips_(ips), latest_(std::move(pod)) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+PodWorker::~PodWorker() {
+  {
+    std::lock_guard lock(mu_);
+    shutdown_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void PodWorker::Update(Json pod) {
+  {
+    std::lock_guard lock(mu_);
+    latest_ = std::move(pod);
+  }
+  wake_.notify_all();
+}
+
+void PodWorker::PodRemoved() {
+  {
+    std::lock_guard lock(mu_);
+    removed_ = true;
+  }
+  wake_.notify_all();
+}
+
+std::vector<pid_t> PodWorker::RunningPids() const {
+  std::lock_guard lock(mu_);
+  return running_pids_;
+}
+
+std::string PodWorker::Key() const {
+  std::lock_guard lock(mu_);
+  return NamespaceOf(latest_) + "/" + NameOf(latest_);
+}
+
+std::optional<Json> PodWorker::Lookup(std::string_view resource, std::string_view name) const {
+  Json pod;
+  {
+    std::lock_guard lock(mu_);
+    pod = latest_;
+  }
+  const GroupVersionResource& gvr = resource == "secrets" ? resources::kSecrets : resources::kConfigMaps;
+  auto obj = store_->Get({gvr, NamespaceOf(pod), std::string(name)});
+  if (!obj.ok()) return std::nullopt;
+  return *obj;
+}
+
+void PodWorker::Run() {
+  while (true) {
+    Json pod;
+    bool removed, shutdown;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, options_->pod_sync_interval);
+      pod = latest_;
+      removed = removed_;
+      shutdown = shutdown_;
+    }
+    if (shutdown) {
+      // The kubelet stops, the pod stays: its processes must not outlive the cluster.
+      StopAll(GracePeriod(pod));
+      break;
+    }
+    if (removed || IsBeingDeleted(pod)) {
+      Terminate(pod, !removed);
+      break;
+    }
+    SyncContainers(pod);
+    WriteStatus(pod);
+    std::vector<pid_t> pids;
+    for (const Container& c : containers_) {
+      if (c.pid) pids.push_back(*c.pid);
+    }
+    std::lock_guard lock(mu_);
+    running_pids_ = std::move(pids);
+  }
+  {
+    std::lock_guard lock(mu_);
+    running_pids_.clear();
+  }
+  finished_ = true;
+}
+
+Status PodWorker::Prepare(const Json& pod) {
+  const std::string key = NamespaceOf(pod) + "/" + NameOf(pod);
+  std::string ip = StringAt(pod, {"status", "podIP"});
+  if (ip.empty() || !ips_->Claim(key, ip)) {
+    auto allocated = ips_->Allocate(key);
+    if (!allocated) return ResourceExhausted("no free loopback address for pod " + key);
+    ip = *allocated;
+  }
+  pod_ip_ = ip;
+  std::error_code ec;
+  std::filesystem::create_directories(PodDirectory(options_->data_dir, NamespaceOf(pod), NameOf(pod)), ec);
+  if (ec) return Internal("cannot create the pod directory: " + ec.message());
+  auto lookup = [this](std::string_view r, std::string_view n) { return Lookup(r, n); };
+  MF_ASSIGN_OR_RETURN(volumes_, PrepareVolumes(pod, options_->data_dir, lookup));
+  start_time_ = StringAt(pod, {"status", "startTime"}, FormatTime(Clock::now()));
+  // Restart counts survive a kubelet restart: they live in the stored status.
+  std::map<std::string, int> restarts;
+  const Json statuses = ObjectAt(pod, {"status"}).value("containerStatuses", Json::array());
+  if (statuses.is_array()) {
+    for (const Json& s : statuses) restarts[StringAt(s, {"name"})] = static_cast<int>(IntAt(s, {"restartCount"}, 0));
+  }
+  containers_.clear();
+  for (const Json& spec : ObjectAt(pod, {"spec"}).value("containers", Json::array())) {
+    Container c{.spec = spec, .state = {}, .pid = std::nullopt, .started = {},
+                .backoff = RestartBackoff(options_->backoff), .liveness = std::nullopt,
+                .readiness = std::nullopt, .spawn = {}};
+    c.state.name = StringAt(spec, {"name"});
+    c.state.reason = "ContainerCreating";
+    c.state.restart_count = restarts[c.state.name];
+    for (auto [field, slot, initial] : {std::make_tuple("livenessProbe", &c.liveness, true),
+                                        std::make_tuple("readinessProbe", &c.readiness, false)}) {
+      if (!spec.contains(field)) continue;
+      MF_ASSIGN_OR_RETURN(ProbeTiming timing, ParseProbeTiming(spec[field]));
+      slot->emplace(timing, initial);
+    }
+    containers_.push_back(std::move(c));
+  }
+  prepared_ = true;
+  return Status::Ok();
+}
+
+void PodWorker::SyncContainers(const Json& pod) {
+  if (!prepared_) {
+    if (Status s = Prepare(pod); !s.ok()) {
+      log::Warning("pod cannot start yet", {{"pod", NamespaceOf(pod) + "/" + NameOf(pod)}, {"error", s.message()}});
+      for (const Json& spec : ObjectAt(pod, {"spec"}).value("containers", Json::array())) {
+        ContainerRuntimeState st;
+        st.name = StringAt(spec, {"name"});
+        st.reason = "CreateContainerConfigError";
+        st.message = s.message();
+        bool seen = false;
+        for (Container& c : containers_) {
+          if (c.state.name == st.name) {
+            c.state = st;
+            seen = true;
+          }
+        }
+        if (!seen) containers_.push_back(Container{.spec = spec, .state = st, .pid = std::nullopt,
+                                                   .started = {}, .backoff = RestartBackoff(options_->backoff),
+                                                   .liveness = std::nullopt, .readiness = std::nullopt, .spawn = {}});
+      }
+      return;
+    }
+  }
+  const std::string policy = StringAt(pod, {"spec", "restartPolicy"}, "Always");
+  for (Container& c : containers_) {
+    if (c.pid) {
+      if (auto code = TryReap(*c.pid)) {
+        OnExit(pod, c, *code, *code == 0 ? "Completed" : "Error", "");
+      } else {
+        RunProbes(pod, c);
+        continue;
+      }
+    }
+    if (c.finished_for_good) continue;
+    if (c.state.state == State::kTerminated || c.state.last_state.contains("terminated")) {
+      bool restart = policy == "Always" || (policy == "OnFailure" && c.state.exit_code != 0);
+      if (c.state.state == State::kTerminated && !restart) {
+        c.finished_for_good = true;
+        continue;
+      }
+      if (!c.backoff.CanStart(SteadyClock::now())) {
+        if (c.state.state == State::kTerminated) {
+          // Keep the exit visible in lastState while waiting out the back-off.
+          c.state.last_state = {{"terminated", ContainerStateJson(c.state)["terminated"]}};
+        }
+        c.state.state = State::kWaiting;
+        c.state.reason = "CrashLoopBackOff";
+        c.state.message = "back-off " + std::to_string(c.backoff.current_delay().count() / 1000) +
+                          "s restarting failed container=" + c.state.name + " pod=" + NameOf(pod) +
+                          "_" + NamespaceOf(pod) + "(" + Uid(pod) + ")";
+        continue;
+      }
+    }
+    StartContainer(pod, c);
+  }
+}
+
+void PodWorker::StartContainer(const Json& pod, Container& c) {
+  const bool restarting = c.state.state == State::kTerminated || c.state.last_state.contains("terminated");
+  if (c.state.state == State::kTerminated) {
+    c.state.last_state = {{"terminated", ContainerStateJson(c.state)["terminated"]}};
+  }
+  auto fail = [&](std::string reason, const Status& s) {
+    c.state.state = State::kWaiting;
+    c.state.reason = std::move(reason);
+    c.state.message = s.message();
+  };
+  Json pod_with_ip = pod;
+  pod_with_ip["status"]["podIP"] = pod_ip_;
+  pod_with_ip["status"]["hostIP"] = options_->host_ip;
+  auto lookup = [this](std::string_view r, std::string_view n) { return Lookup(r, n); };
+  auto own_env = BuildContainerEnv(pod_with_ip, c.spec, lookup);
+  if (!own_env.ok()) return fail("CreateContainerConfigError", own_env.status());
+  auto mounts = MountTable::ForContainer(c.spec, volumes_);
+  if (!mounts.ok()) return fail("CreateContainerConfigError", mounts.status());
+
+  const std::string ns = NamespaceOf(pod);
+  EnvList env = HostEnv();
+  for (const auto& [k, v] : options_->extra_env) SetEnv(env, k, v);
+  SetEnv(env, "HOSTNAME", StringAt(pod, {"spec", "hostname"}, NameOf(pod)));
+  SetEnv(env, "MODELFLEET_POD_IP", pod_ip_);
+  SetEnv(env, "MODELFLEET_HOSTS_FILE", HostsFilePath(options_->data_dir, ns).string());
+  for (const auto& [k, v] : mounts->VolumeEnv()) SetEnv(env, k, v);
+  for (const auto& [k, v] : *own_env) SetEnv(env, k, mounts->Rewrite(v));
+  std::string python_path = PythonResolverDirectory(options_->data_dir).string();
+  if (std::string user = GetEnv(*own_env, "PYTHONPATH"); !user.empty()) python_path += ":" + user;
+  SetEnv(env, "PYTHONPATH", python_path);
+
+  auto argv = BuildContainerArgv(c.spec, options_->images, *own_env);
+  if (!argv.ok()) return fail("ErrImagePull", argv.status());
+  for (std::string& a : *argv) a = mounts->Rewrite(a);
+
+  SpawnSpec spawn;
+  spawn.argv = std::move(*argv);
+  spawn.env = std::move(env);
+  std::string working_dir = StringAt(c.spec, {"workingDir"});
+  spawn.working_dir = working_dir.empty() ? PodDirectory(options_->data_dir, ns, NameOf(pod))
+                                          : std::filesystem::path(mounts->Rewrite(working_dir));
+  spawn.log_path = ContainerLogPath(options_->data_dir, ns, NameOf(pod), c.state.name);
+  if (restarting) {
+    std::error_code ec;  // keep one previous instance for `kubectl logs --previous`
+    std::filesystem::rename(spawn.log_path,
+                            ContainerLogPath(options_->data_dir, ns, NameOf(pod), c.state.name, true), ec);
+  }
+  auto pid = SpawnProcessGroup(spawn);
+  if (restarting) c.state.restart_count++;
+  c.started = SteadyClock::now();
+  c.state.started_at = FormatTime(Clock::now());
+  if (!pid.ok()) {
+    // As container runtimes do: the container "ran" and terminated with 128 / StartError.
+    OnExit(pod, c, 128, "StartError", pid.status().message());
+    return;
+  }
+  c.spawn = std::move(spawn);
+  c.pid = *pid;
+  c.state.state = State::kRunning;
+  c.state.reason.clear();
+  c.state.message.clear();
+  c.state.container_id = "local://" + std::to_string(*pid);
+  c.state.ready = !c.readiness.has_value();
+  if (c.readiness) c.readiness.emplace(c.readiness->timing(), false);
+  if (c.liveness) c.liveness.emplace(c.liveness->timing(), true);
+  log::Info("container started", {{"pod", ns + "/" + NameOf(pod)}, {"container", c.state.name},
+                                  {"pid", std::to_string(*pid)}, {"ip", pod_ip_}});
+}
+
+void PodWorker::OnExit(const Json& pod, Container& c, int exit_code, std::string reason, std::string message) {
+  c.pid.reset();
+  c.state.state = State::kTerminated;
+  c.state.exit_code = exit_code;
+  c.state.reason = std::move(reason);
+  c.state.message = std::move(message);
+  c.state.finished_at = FormatTime(Clock::now());
+  c.state.ready = false;
+  c.backoff.OnExit(c.started, SteadyClock::now());
+  log::Info("container exited", {{"pod", NamespaceOf(pod) + "/" + NameOf(pod)},
+                                 {"container", c.state.name}, {"exit_code", std::to_string(exit_code)}});
+}
+
+void PodWorker::RunProbes(const Json& pod, Container& c) {
+  auto now = SteadyClock::now();
+  for (bool liveness : {true, false}) {
+    auto& tracker = liveness ? c.liveness : c.readiness;
+    if (!tracker || !tracker->Due(c.started, now)) continue;
+    const Json& probe = c.spec[liveness ? "livenessProbe" : "readinessProbe"];
+    ProbeOutcome outcome = RunProbe(probe, pod_ip_, c.spec, c.spawn,
+                                    std::chrono::duration_cast<std::chrono::milliseconds>(tracker->timing().timeout));
+    tracker->Record(outcome.success, SteadyClock::now());
+    if (liveness && !tracker->healthy()) {
+      log::Info("liveness probe failed, restarting container",
+                {{"pod", NamespaceOf(pod) + "/" + NameOf(pod)}, {"container", c.state.name},
+                 {"error", outcome.message}});
+      int code = StopProcessGroup(*c.pid, GracePeriod(pod));
+      OnExit(pod, c, code, "Error", "Liveness probe failed: " + outcome.message);
+      return;
+    }
+    if (!liveness) c.state.ready = tracker->healthy();
+  }
+}
+
+void PodWorker::StopAll(std::chrono::milliseconds grace) {
+  // Signal every container first so they shut down in parallel, then wait out one grace period.
+  for (Container& c : containers_) {
+    if (c.pid) SignalProcessGroup(*c.pid, SIGTERM);
+  }
+  auto deadline = SteadyClock::now() + grace;
+  for (Container& c : containers_) {
+    if (!c.pid) continue;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+    int code = StopProcessGroup(*c.pid, std::max(left, std::chrono::milliseconds(0)));
+    c.pid.reset();
+    c.state.state = State::kTerminated;
+    c.state.exit_code = code;
+    c.state.reason = code == 0 ? "Completed" : "Error";
+    c.state.finished_at = FormatTime(Clock::now());
+    c.state.ready = false;
+  }
+}
+
+void PodWorker::Terminate(const Json& pod, bool pod_exists) {
+  StopAll(GracePeriod(pod));
+  const std::string ns = NamespaceOf(pod), name = NameOf(pod);
+  ips_->Release(ns + "/" + name);
+  std::error_code ec;
+  std::filesystem::remove_all(PodDirectory(options_->data_dir, ns, name), ec);
+  if (!pod_exists) return;
+  auto removed = store_->GuaranteedUpdate(
+      {resources::kPods, ns, name}, Subresource::kMain, [&](const Json& current) -> StatusOr<Json> {
+        if (Uid(current) != Uid(pod)) return Aborted("the pod was replaced");
+        Json updated = current;
+        Json finalizers = Json::array();
+        for (const Json& f : current["metadata"].value("finalizers", Json::array())) {
+          if (f != kKubeletFinalizer) finalizers.push_back(f);
+        }
+        updated["metadata"]["finalizers"] = finalizers;
+        return updated;
+      });
+  if (!removed.ok() && removed.status().code() != StatusCode::kNotFound) {
+    log::Warning("cannot release a deleted pod", {{"pod", ns + "/" + name}, {"error", removed.status().message()}});
+  }
+}
+
+void PodWorker::WriteStatus(const Json& pod) {
+  PodRuntimeInfo info{.pod_ip = pod_ip_, .host_ip = options_->host_ip, .start_time = start_time_, .containers = {}};
+  for (const Container& c : containers_) info.containers.push_back(c.state);
+  Json status = BuildPodStatus(pod, info, Clock::now());
+  if (status == last_status_) return;
+  auto written = store_->GuaranteedUpdate(
+      {resources::kPods, NamespaceOf(pod), NameOf(pod)}, Subresource::kStatus,
+      [&](const Json& current) -> StatusOr<Json> {
+        if (Uid(current) != Uid(pod)) return Aborted("the pod was replaced");
+        Json updated = current;
+        updated["status"] = BuildPodStatus(current, info, Clock::now());
+        return updated;
+      });
+  if (written.ok()) {
+    last_status_ = status;
+  } else if (written.status().code() != StatusCode::kNotFound) {
+    log::Warning("cannot write pod status", {{"pod", NamespaceOf(pod) + "/" + NameOf(pod)},
+                                             {"error", written.status().message()}});
+  }
+}
+
+}  // namespace mf::local

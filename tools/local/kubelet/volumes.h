@@ -1,0 +1,47 @@
+// Pod volumes as host directories, and how containers see them. There is no mount namespace:
+// a volumeMount's mountPath (say /models) is made visible by rewriting the container's args,
+// env values, workingDir and exec-probe commands, wherever one of them is the mountPath, starts
+// with "mountPath/", or is "--flag=" followed by such a path, to the host directory backing the
+// volume. Each container also gets MODELFLEET_VOLUME_<NAME>=<host dir> for every mount, so
+// programs that build paths at run time can find them. Paths hidden inside other strings (a JSON
+// config in an env var) are not rewritten.
+//   emptyDir                 -> <pod dir>/volumes/<name> (removed with the pod)
+//   hostPath                 -> the path itself (created for DirectoryOrCreate, checked otherwise)
+//   configMap / secret       -> <pod dir>/volumes/<name> with one file per key (items honoured)
+//   persistentVolumeClaim    -> <data-dir>/pvc/<namespace>/<claim> (shared by pods of the claim)
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tools/local/kubelet/container_env.h"
+
+namespace mf::local {
+
+using VolumeDirs = std::map<std::string, std::filesystem::path>;
+
+// Creates the pod's volume directories; unsupported volume types are INVALID_ARGUMENT.
+StatusOr<VolumeDirs> PrepareVolumes(const Json& pod, const std::filesystem::path& data_dir,
+                                     const ObjectLookup& lookup);
+
+class MountTable {
+ public:
+  static StatusOr<MountTable> ForContainer(const Json& container, const VolumeDirs& volumes);
+  // `value` with a leading mountPath replaced by its host directory (longest mountPath wins).
+  std::string Rewrite(const std::string& value) const;
+  // MODELFLEET_VOLUME_<VOLUME NAME, upper-cased, '-' -> '_'> = host dir, one per mount.
+  EnvList VolumeEnv() const;
+
+ private:
+  struct Mount {
+    std::string mount_path;
+    std::string host_path;
+    std::string volume;
+  };
+  std::vector<Mount> mounts_;  // longest mount_path first
+};
+
+}  // namespace mf::local
