@@ -239,7 +239,9 @@ Status Client::Watch(const ResourceRef& collection, const WatchOptions& options,
 
   std::string pending;  // bytes after the last newline
   Status result;
+  bool received = false;
   const auto on_chunk = [&](std::string_view chunk) {
+    received = true;
     pending.append(chunk);
     size_t start = 0;
     for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
@@ -266,11 +268,14 @@ Status Client::Watch(const ResourceRef& collection, const WatchOptions& options,
   };
   StatusOr<HttpResponse> response = transport_->Stream(request, on_chunk, stop);
   if (!response.ok()) {
-    // A dropped connection ends the watch like a server timeout: the caller re-watches.
-    if (response.status().code() == StatusCode::kUnavailable ||
-        response.status().code() == StatusCode::kDeadlineExceeded) {
+    // A connection that drops after events flowed ends the watch like a server timeout: the
+    // caller re-watches from the last version it saw. Failing to connect at all is an error,
+    // so the caller backs off instead of spinning.
+    if (received && (response.status().code() == StatusCode::kUnavailable ||
+                     response.status().code() == StatusCode::kDeadlineExceeded)) {
       return Status::Ok();
     }
+    if (stop.stop_requested()) return Cancelled(what + ": cancelled");
     return response.status().WithContext(what);
   }
   if (response->status < 200 || response->status >= 300) return StatusFromResponse(*response, what);

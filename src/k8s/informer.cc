@@ -86,10 +86,14 @@ void Informer::RunReflector(std::stop_token stop) {
     }
     failures = 0;
     while (!stop.stop_requested()) {
+      const std::string watched_from = resource_version;
       Status s = WatchOnce(&resource_version, stop);
       if (s.ok()) {
         failures = 0;
-        continue;  // server timeout or dropped connection: resume from resource_version
+        // Server timeout or dropped connection: resume from resource_version. A watch that
+        // ended without a single event is paced, so a misbehaving server cannot make us spin.
+        if (resource_version == watched_from && !SleepFor(options_.error_backoff_base, stop)) return;
+        continue;
       }
       if (stop.stop_requested()) return;
       if (IsGone(s)) {
@@ -165,7 +169,11 @@ void Informer::ApplyEvent(WatchEvent&& event, std::string* resource_version) {
     std::lock_guard lock(mu_);
     ObjectPtr previous = store_.Get(key);
     if (event.type == WatchEventType::kDeleted) {
-      if (previous) EnqueueLocked(Kind::kDelete, store_.Erase(key), nullptr);
+      // The event carries the object's final state; report that rather than our older copy.
+      if (previous) {
+        store_.Erase(key);
+        EnqueueLocked(Kind::kDelete, std::make_shared<const Json>(std::move(event.object)), nullptr);
+      }
     } else if (!previous || ResourceVersion(*previous) != version) {
       // Same resourceVersion means the cache already holds this state (a replayed event).
       auto object = std::make_shared<const Json>(std::move(event.object));

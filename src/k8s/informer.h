@@ -31,6 +31,8 @@ namespace mf::k8s {
 struct EventHandlers {
   std::function<void(const ObjectPtr& object)> on_add;
   std::function<void(const ObjectPtr& old_object, const ObjectPtr& new_object)> on_update;
+  // The object's final state from the DELETED event, or the last cached state when the
+  // deletion was only noticed by a relist.
   std::function<void(const ObjectPtr& last_known)> on_delete;
 };
 

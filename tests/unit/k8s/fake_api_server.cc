@@ -142,6 +142,15 @@ Json FakeApiServer::Put(const std::string& collection_path, Json object) {
   return StoreLocked(collection_path, std::move(object), exists ? "MODIFIED" : "ADDED");
 }
 
+bool FakeApiServer::Remove(const std::string& collection_path, const std::string& ns, const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto& objects = objects_[collection_path];
+  auto it = objects.find(Key(ns, name));
+  if (it == objects.end()) return false;
+  StoreLocked(collection_path, it->second, "DELETED");
+  return true;
+}
+
 std::optional<Json> FakeApiServer::Object(const std::string& collection_path, const std::string& ns,
                                           const std::string& name) {
   std::lock_guard lock(mu_);

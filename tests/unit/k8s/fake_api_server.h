@@ -45,6 +45,8 @@ class FakeApiServer : public Transport {
 
   // Direct access for test setup and assertions, bypassing the request path.
   nlohmann::json Put(const std::string& collection_path, nlohmann::json object);
+  // Deletes directly (a DELETED event); false when absent.
+  bool Remove(const std::string& collection_path, const std::string& ns, const std::string& name);
   std::optional<nlohmann::json> Object(const std::string& collection_path, const std::string& ns,
                                        const std::string& name);
   int64_t resource_version();
