@@ -12,12 +12,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/read.hpp>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/histogram.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <condition_variable>
@@ -73,6 +72,9 @@ struct Core {
 // One io thread: its io_context and the sessions pinned to it (touched on that thread only).
 struct Worker {
   asio::io_context ioc{1};
+  // Timeouts are coarse: one timer per io thread sweeps the sessions' deadlines, instead of a
+  // timer armed and cancelled around every read and write (which costs system calls per request).
+  asio::steady_timer sweep{ioc};
   std::unordered_set<Session*> sessions;
   std::unordered_map<uint32_t, prometheus::Counter*> counters;  // (method, code) -> counter
   std::thread thread;
@@ -127,15 +129,15 @@ std::string_view MethodLabel(uint32_t index) {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(std::shared_ptr<Worker> worker, std::shared_ptr<Core> core, tcp::socket socket)
-      : worker_(std::move(worker)), core_(std::move(core)), stream_(std::move(socket)) {}
+      : worker_(std::move(worker)), core_(std::move(core)), socket_(std::move(socket)) {}
 
   // All of the following run on the session's io thread unless they say otherwise.
   void Start() {
     worker_->sessions.insert(this);
     beast::error_code ec;
-    auto endpoint = stream_.socket().remote_endpoint(ec);
+    auto endpoint = socket_.remote_endpoint(ec);
     if (!ec) remote_ = endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
-    stream_.socket().set_option(tcp::no_delay(true), ec);
+    socket_.set_option(tcp::no_delay(true), ec);
     if (core_->draining) return Close();
     ReadRequest();
   }
@@ -151,14 +153,25 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
+  // Called by the worker's sweep timer: closes the connection when its current phase (idle wait,
+  // request read, response write) has run past its deadline.
+  void CloseIfExpired(Clock::time_point now) {
+    if (now < deadline_) return;
+    if (state_ == State::kReading) {
+      mf::log::Debug("http request read timed out", {{"remote", remote_}});
+    }
+    Close();
+  }
+
   void Close() {
     if (state_ == State::kClosed) return;
     bool was_streaming = state_ == State::kStreaming;
     state_ = State::kClosed;
+    deadline_ = Clock::time_point::max();
     worker_->sessions.erase(this);
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_.close();
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
     if (was_streaming) EndStream();
     core_->ConnectionClosed();
   }
@@ -187,9 +200,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (bodyless || head_request_) body_.clear();
     status_ = response.status;
     state_ = State::kWriting;
-    stream_.expires_after(core_->options.write_timeout);
+    deadline_ = Clock::now() + core_->options.write_timeout;
     std::array<asio::const_buffer, 2> buffers = {asio::buffer(head_), asio::buffer(body_)};
-    asio::async_write(stream_, buffers, [self = shared_from_this()](beast::error_code ec, size_t) {
+    asio::async_write(socket_, buffers, [self = shared_from_this()](beast::error_code ec, size_t) {
       self->OnResponseWritten(ec);
     });
   }
@@ -203,7 +216,7 @@ class Session : public std::enable_shared_from_this<Session> {
     response.headers = std::move(headers);
     head_.clear();
     if (!wire::AppendStatusAndHeaders(response, &head_)) {
-      mf::log::Error("http stream has an invalid header; closing", {{"request_id", request_id_}});
+      mf::log::Error("http stream has an invalid header; closing", {{"status", std::to_string(status)}});
       return Close();
     }
     AppendServerHeaders(response.headers);
@@ -216,11 +229,11 @@ class Session : public std::enable_shared_from_this<Session> {
     body_.clear();
     LogAndCount();
     stream_writing_ = true;
-    stream_.expires_after(core_->options.write_timeout);
-    asio::async_write(stream_, asio::buffer(head_), [self = shared_from_this()](beast::error_code ec, size_t) {
+    deadline_ = Clock::now() + core_->options.write_timeout;
+    asio::async_write(socket_, asio::buffer(head_), [self = shared_from_this()](beast::error_code ec, size_t) {
       self->OnStreamWritten(ec, 0, false);
     });
-    WatchForPeerGone();  // a write is pending, so its expiry stays; the watch itself never expires
+    WatchForPeerGone();
   }
 
   // Any thread.
@@ -284,72 +297,79 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   enum class State { kIdle, kReading, kHandling, kWriting, kStreaming, kClosed };
 
+  // Starts the next request: parses what is buffered (pipelining) or waits for bytes.
   void ReadRequest() {
     parser_.emplace();
     wire::ConfigureParser(core_->limits, &*parser_);
-    if (buffer_.size() > 0) return ReadHeader();  // pipelined bytes already here
-    state_ = State::kIdle;
-    stream_.expires_after(core_->options.idle_timeout);
-    stream_.async_read_some(buffer_.prepare(16 * 1024),
-                            [self = shared_from_this()](beast::error_code ec, size_t n) {
-                              if (self->state_ == State::kClosed) return;
-                              if (ec) return self->Close();  // idle timeout, peer closed, drained
-                              self->buffer_.commit(n);
-                              self->ReadHeader();
-                            });
-  }
-
-  void ReadHeader() {
-    state_ = State::kReading;
-    stream_.expires_after(core_->options.read_timeout);
-    bhttp::async_read_header(stream_, buffer_, *parser_,
-                             [self = shared_from_this()](beast::error_code ec, size_t) {
-                               self->OnHeader(ec);
-                             });
-  }
-
-  void OnHeader(beast::error_code ec) {
-    if (state_ == State::kClosed) return;
-    start_ = Clock::now();
-    if (ec) return OnReadError(ec);
-    const auto& header = parser_->get();
-    if (auto rejected = wire::CheckHeader(header)) return Reject(*rejected);
-    if (parser_->is_done()) return OnRequest();
-    auto expect = header.find(bhttp::field::expect);
-    if (expect != header.end()) {
-      // The header passed every check (size limits included), so invite the body.
-      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
-                        [self = shared_from_this()](beast::error_code ec, size_t) {
-                          if (self->state_ == State::kClosed) return;
-                          if (ec) return self->Close();
-                          self->ReadBody();
-                        });
-      return;
+    header_checked_ = false;
+    if (buffer_.size() > 0) {
+      state_ = State::kReading;
+      deadline_ = Clock::now() + core_->options.read_timeout;
+      return Parse();
     }
-    ReadBody();
+    state_ = State::kIdle;
+    deadline_ = Clock::now() + core_->options.idle_timeout;
+    ReadMore();
   }
 
-  void ReadBody() {
-    bhttp::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      if (self->state_ == State::kClosed) return;
-      if (ec) return self->OnReadError(ec);
-      self->OnRequest();
+  void ReadMore() {
+    // Beast's parser is fed by hand (put) rather than through async_read: one read system call
+    // and no composed operation per request on the hot path.
+    socket_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      self->OnRead(ec, n);
     });
   }
 
-  void OnReadError(beast::error_code ec) {
-    if (ec == bhttp::error::end_of_stream || ec == asio::error::eof || ec == beast::error::timeout ||
-        ec == asio::error::operation_aborted || ec == asio::error::connection_reset) {
-      return Close();  // nothing to answer: the peer left or was too slow (socket already shut)
+  void OnRead(beast::error_code ec, size_t n) {
+    if (state_ == State::kClosed) return;
+    if (ec) return Close();  // peer closed or reset, timed out (swept) or drained
+    buffer_.commit(n);
+    if (state_ == State::kIdle) {
+      state_ = State::kReading;
+      deadline_ = Clock::now() + core_->options.read_timeout;
     }
-    Reject(wire::RejectionForParseError(ec, core_->limits));
+    Parse();
+  }
+
+  void Parse() {
+    while (buffer_.size() > 0) {
+      beast::error_code ec;
+      size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == bhttp::error::need_more) break;
+      if (ec) return Reject(wire::RejectionForParseError(ec, core_->limits));
+      if (parser_->is_header_done() && !header_checked_) {
+        header_checked_ = true;
+        start_ = Clock::now();
+        if (auto rejected = wire::CheckHeader(parser_->get())) return Reject(*rejected);
+        parser_->eager(true);  // from here on, one put() takes as much body as is buffered
+        if (!parser_->is_done() && parser_->get().find(bhttp::field::expect) != parser_->get().end() &&
+            buffer_.size() == 0) {
+          return SendContinue();
+        }
+      }
+      if (parser_->is_done()) return OnRequest();
+      if (used == 0) break;
+    }
+    ReadMore();
+  }
+
+  // The header passed every check (size limits included), so invite the body.
+  void SendContinue() {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    asio::async_write(socket_, asio::buffer(kContinue.data(), kContinue.size()),
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        if (self->state_ == State::kClosed) return;
+                        if (ec) return self->Close();
+                        self->ReadMore();
+                      });
   }
 
   // Answers a refused request and closes: the rest of the input is not trustworthy.
   void Reject(const wire::Rejection& rejection) {
     keep_alive_ = false;
     head_request_ = false;
+    if (start_ == Clock::time_point()) start_ = Clock::now();
     method_index_ = MethodIndex(parser_ ? wire::ToStd(parser_->get().method_string()) : "");
     target_ = parser_ ? std::string(wire::ToStd(parser_->get().target())) : std::string();
     request_id_ = mf::log::NewRequestId();
@@ -359,6 +379,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnRequest() {
     state_ = State::kHandling;
+    deadline_ = Clock::time_point::max();  // the handler takes the time it needs
     keep_alive_ = parser_->get().keep_alive();
     Request request;
     if (auto rejected = wire::ToRequest(parser_->release(), core_->limits, &request)) {
@@ -417,6 +438,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnResponseWritten(beast::error_code ec) {
     if (state_ == State::kClosed) return;
     LogAndCount();
+    start_ = Clock::time_point();
     if (ec) return Close();
     if (!keep_alive_ || core_->draining) return LingerClose();
     body_.clear();
@@ -427,16 +449,16 @@ class Session : public std::enable_shared_from_this<Session> {
   // so a client still sending a refused body receives the answer instead of a reset.
   void LingerClose() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return Close();
     state_ = State::kWriting;  // not idle: Drain() must not cut it short
-    stream_.expires_after(std::chrono::seconds(2));
+    deadline_ = Clock::now() + std::chrono::seconds(2);
     DiscardUntilEof();
   }
 
   void DiscardUntilEof() {
     discard_.resize(16 * 1024);
-    stream_.async_read_some(asio::buffer(discard_), [self = shared_from_this()](beast::error_code ec, size_t) {
+    socket_.async_read_some(asio::buffer(discard_), [self = shared_from_this()](beast::error_code ec, size_t) {
       if (self->state_ == State::kClosed) return;
       if (ec) return self->Close();
       self->DiscardUntilEof();
@@ -445,9 +467,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // While streaming, a pending read tells us when the peer hangs up (its input is discarded).
   void WatchForPeerGone() {
-    stream_.expires_never();  // with a write pending this only touches the read timer
     discard_.resize(4096);
-    stream_.async_read_some(asio::buffer(discard_), [self = shared_from_this()](beast::error_code ec, size_t) {
+    socket_.async_read_some(asio::buffer(discard_), [self = shared_from_this()](beast::error_code ec, size_t) {
       if (self->state_ != State::kStreaming) return;
       if (ec) return self->EndStream();
       self->WatchForPeerGone();
@@ -482,8 +503,8 @@ class Session : public std::enable_shared_from_this<Session> {
       stream_writing_ = true;
     }
     size_t payload = stream_out_.size();
-    stream_.expires_after(core_->options.write_timeout);
-    asio::async_write(stream_, asio::buffer(stream_out_),
+    deadline_ = Clock::now() + core_->options.write_timeout;
+    asio::async_write(socket_, asio::buffer(stream_out_),
                       [self = shared_from_this(), payload, finish](beast::error_code ec, size_t) {
                         self->OnStreamWritten(ec, payload, finish);
                       });
@@ -497,16 +518,21 @@ class Session : public std::enable_shared_from_this<Session> {
       stream_buffered_ -= std::min(stream_buffered_, framed_bytes);
     }
     if (state_ != State::kStreaming) return;
+    deadline_ = Clock::time_point::max();  // an idle stream may stay open indefinitely
     if (ec || finished) return EndStream();
     FlushStream();
   }
 
+  static constexpr size_t kReadChunk = 16 * 1024;
+
   std::shared_ptr<Worker> worker_;  // first member: keeps the io_context alive for the socket
   std::shared_ptr<Core> core_;
-  beast::tcp_stream stream_;
+  tcp::socket socket_;
   beast::flat_buffer buffer_;
   std::optional<wire::RequestParser> parser_;
   State state_ = State::kIdle;
+  Clock::time_point deadline_ = Clock::time_point::max();  // enforced by the worker's sweep
+  bool header_checked_ = false;
   bool keep_alive_ = true;
   bool head_request_ = false;
   uint32_t method_index_ = 0;
@@ -583,6 +609,18 @@ class StreamHandle final : public Stream {
   std::shared_ptr<Session> session_;  // null: the request had already been answered
 };
 
+// Closes the sessions of `w` whose deadline passed, every `interval`, until the timer is cancelled.
+void ScheduleSweep(Worker* w, std::chrono::milliseconds interval) {
+  w->sweep.expires_after(interval);
+  w->sweep.async_wait([w, interval](beast::error_code ec) {
+    if (ec) return;
+    auto now = Clock::now();
+    std::vector<Session*> sessions(w->sessions.begin(), w->sessions.end());  // Close() erases
+    for (auto* s : sessions) s->CloseIfExpired(now);
+    ScheduleSweep(w, interval);
+  });
+}
+
 }  // namespace internal
 
 Responder::Responder(std::shared_ptr<internal::Exchange> exchange) : exchange_(std::move(exchange)) {}
@@ -641,6 +679,10 @@ class Server::Impl {
                              .Add({{"server", core_->options.metrics_label}}, metrics::LatencySecondsBuckets());
     }
     Accept();
+    auto shortest = std::min({core_->options.read_timeout, core_->options.idle_timeout, core_->options.write_timeout});
+    auto sweep_interval = std::clamp<std::chrono::milliseconds>(shortest / 4, std::chrono::milliseconds(10),
+                                                                 std::chrono::milliseconds(250));
+    for (auto& w : workers_) internal::ScheduleSweep(w.get(), sweep_interval);
     for (auto& w : workers_) {
       w->thread = std::thread([w = w.get()] {
         auto guard = asio::make_work_guard(w->ioc);
@@ -690,6 +732,7 @@ class Server::Impl {
       asio::post(workers_[i]->ioc, [this, i, done] {
         if (i == 0) CloseAcceptor();
         auto* w = workers_[i].get();
+        w->sweep.cancel();
         std::vector<internal::Session*> sessions(w->sessions.begin(), w->sessions.end());
         for (auto* s : sessions) s->Close();
         done->set_value();
