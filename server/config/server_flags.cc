@@ -1,0 +1,68 @@
+#include "server/config/server_flags.h"
+
+#include <cstdlib>
+
+#include "server/config/model_server_config.h"
+
+namespace mf::server {
+
+void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
+  f.Add("port", &o->port, "gRPC port (TF Serving PredictionService, ModelService, KServe v2, health); 0 disables");
+  f.Add("rest_api_port", &o->rest_api_port, "REST port (TF Serving /v1, KServe v2 /v2, /metrics); 0 disables");
+  f.Add("grpc_address", &o->grpc_address, "address the gRPC server binds");
+  f.Add("rest_api_address", &o->rest_api_address, "address the REST server binds");
+  f.Add("model_name", &o->model_name, "name of the single model to serve (default $MODEL_NAME or 'model')");
+  f.Add("model_base_path", &o->model_base_path,
+        "directory holding <version>/model.onnx of the single model (default $MODEL_BASE_PATH/$MODEL_NAME)");
+  f.Add("model_config_file", &o->model_config_file,
+        "ModelServerConfig in protobuf text format naming every model (instead of --model_name/--model_base_path)");
+  f.Add("model_config_file_poll_wait_seconds", &o->model_config_file_poll_wait_seconds,
+        "re-read --model_config_file this often (0: read once)");
+  f.Add("file_system_poll_wait_seconds", &o->file_system_poll_wait_seconds,
+        "how often model base paths are polled for new versions");
+  f.Add("enable_batching", &o->enable_batching, "batch concurrent requests to each model version");
+  f.Add("batching_parameters_file", &o->batching_parameters_file,
+        "BatchingParameters in protobuf text format (max_batch_size, batch_timeout_micros, ...)");
+  f.Add("monitoring_config_file", &o->monitoring_config_file,
+        "MonitoringConfig in protobuf text format (prometheus_config { enable: true path: ... })");
+  f.Add("rest_api_timeout_in_ms", &o->rest_api_timeout_in_ms, "time allowed to receive one REST request");
+  f.Add("rest_api_num_threads", &o->rest_api_num_threads, "REST io threads (0: one per core)");
+  f.Add("resource_preserving_swap", &o->resource_preserving_swap,
+        "unload the old version before loading the new one (no memory doubling, brief unavailability)");
+  f.Add("backend", &o->backend, "inference backend: cpu | cuda");
+  f.Add("intra_op_threads", &o->intra_op_threads, "CPU threads per model run (0: one per core)");
+  f.Add("drain_seconds", &o->drain_seconds, "on SIGTERM, time allowed for in-flight requests");
+  f.Add("not_ready_grace_seconds", &o->not_ready_grace_seconds,
+        "on SIGTERM, time to answer not-ready before draining (lets load balancers notice)");
+  f.Add("log_level", &o->log_level, "debug | info | warning | error");
+  f.Add("log_json", &o->log_json, "write logs as JSON lines");
+}
+
+StatusOr<std::vector<ModelConfig>> ModelsFromFlags(ServerFlags& flags, const FlagSet& set) {
+  if (!flags.model_config_file.empty()) {
+    if (!flags.model_base_path.empty() || set.IsSet("model_name")) {
+      return InvalidArgument("--model_config_file names the models; do not also give "
+                             "--model_name or --model_base_path");
+    }
+    return LoadModelServerConfigFile(flags.model_config_file);
+  }
+  if (flags.model_name.empty()) {
+    const char* env = std::getenv("MODEL_NAME");
+    flags.model_name = env != nullptr && *env != '\0' ? env : "model";
+  }
+  if (flags.model_base_path.empty()) {
+    const char* env = std::getenv("MODEL_BASE_PATH");
+    if (env == nullptr || *env == '\0') {
+      return InvalidArgument("no model to serve: give --model_base_path (and --model_name), "
+                             "--model_config_file, or set MODEL_BASE_PATH");
+    }
+    flags.model_base_path = std::string(env) + "/" + flags.model_name;
+  }
+  ModelConfig config;
+  config.name = flags.model_name;
+  config.base_path = flags.model_base_path;
+  MF_RETURN_IF_ERROR(ValidateModelConfig(config));
+  return std::vector<ModelConfig>{config};
+}
+
+}  // namespace mf::server

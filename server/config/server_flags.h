@@ -1,0 +1,48 @@
+// modelfleet-server's command line: tensorflow_model_server's flags (same names, same
+// defaults, MODEL_NAME / MODEL_BASE_PATH from the environment as in the official image) plus
+// ModelFleet's own, and the model list they describe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/flags.h"
+#include "common/status.h"
+#include "server/repository/model_config.h"
+
+namespace mf::server {
+
+struct ServerFlags {
+  int port = 8500;            // gRPC; 0 disables
+  int rest_api_port = 8501;   // REST; 0 disables
+  std::string grpc_address = "0.0.0.0";
+  std::string rest_api_address = "0.0.0.0";
+  std::string model_name;
+  std::string model_base_path;
+  std::string model_config_file;
+  int model_config_file_poll_wait_seconds = 0;
+  double file_system_poll_wait_seconds = 1;
+  bool enable_batching = false;
+  std::string batching_parameters_file;
+  std::string monitoring_config_file;
+  int rest_api_timeout_in_ms = 30000;
+  int rest_api_num_threads = 0;
+  // ModelFleet's own.
+  bool resource_preserving_swap = false;
+  std::string backend = "cpu";
+  int intra_op_threads = 0;
+  double drain_seconds = 10;
+  double not_ready_grace_seconds = 0;
+  std::string log_level = "info";
+  bool log_json = false;
+};
+
+void RegisterServerFlags(FlagSet& flags, ServerFlags* out);
+
+// Fills model_name / model_base_path from MODEL_NAME / MODEL_BASE_PATH (the official image's
+// convention: base path $MODEL_BASE_PATH/$MODEL_NAME) when neither the flags nor a config file
+// name a model, then builds the model list. INVALID_ARGUMENT when there is no model to serve or
+// both a config file and --model_base_path are given.
+StatusOr<std::vector<ModelConfig>> ModelsFromFlags(ServerFlags& flags, const FlagSet& set);
+
+}  // namespace mf::server

@@ -1,0 +1,300 @@
+#include "server/grpc/grpc_services.h"
+
+#include <chrono>
+#include <set>
+
+#include "common/flags.h"
+#include "server/codec/kserve_proto.h"
+#include "server/codec/model_info.h"
+#include "server/codec/named_tensor.h"
+#include "server/codec/tensor_proto.h"
+#include "server/config/model_server_config.h"
+#include "server/observability/request_metrics.h"
+#include "tensorflow_serving/apis/get_model_metadata.pb.h"
+
+namespace mf::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace tfs = tensorflow::serving;
+
+grpc::Status ToGrpc(const Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), status.message());
+}
+
+// Records the call and converts its status: every RPC ends through here.
+grpc::Status Finish(const Status& status, std::string_view model, int64_t version,
+                    std::string_view api, Clock::time_point start) {
+  RecordRequest({model, version, api, Entrypoint::kGrpc, status.code(),
+                 std::chrono::duration<double>(Clock::now() - start).count()});
+  return ToGrpc(status);
+}
+
+VersionRequest FromModelSpec(const tfs::ModelSpec& spec) {
+  switch (spec.version_choice_case()) {
+    case tfs::ModelSpec::kVersion: return VersionRequest::Number(spec.version().value());
+    case tfs::ModelSpec::kVersionLabel: return VersionRequest::Label(spec.version_label());
+    default: return VersionRequest::Latest();
+  }
+}
+
+Status CheckSignatureName(const std::string& name) {
+  if (name.empty() || name == codec::kDefaultSignatureName) return Status::Ok();
+  return InvalidArgument("Serving signature name: \"" + name + "\" not found in signature def");
+}
+
+void FillModelSpec(const ServableHandle& handle, tfs::ModelSpec* spec) {
+  spec->set_name(handle.model);
+  spec->mutable_version()->set_value(handle.version);
+  spec->set_signature_name(std::string(codec::kDefaultSignatureName));
+}
+
+StatusOr<ServableHandle> ResolveV2(const ModelManager& manager, const std::string& name,
+                                   const std::string& version) {
+  if (version.empty()) return manager.GetServable(name, VersionRequest::Latest());
+  int64_t number = 0;
+  if (!ParseInt64(version, &number) || number < 0) {
+    return InvalidArgument("model version '" + version + "' is not a non-negative integer");
+  }
+  return manager.GetServable(name, VersionRequest::Number(number));
+}
+
+}  // namespace
+
+grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext*, const tfs::PredictRequest* request,
+                                            tfs::PredictResponse* response) {
+  const auto start = Clock::now();
+  const std::string& model = request->model_spec().name();
+  auto handle = manager_->GetServable(model, FromModelSpec(request->model_spec()));
+  if (!handle.ok()) return Finish(handle.status(), model, -1, "Predict", start);
+  auto run = [&]() -> Status {
+    MF_RETURN_IF_ERROR(CheckSignatureName(request->model_spec().signature_name()));
+    const runtime::Signature& signature = handle->servable->signature();
+    std::vector<codec::NamedTensor> named;
+    for (const auto& [name, proto] : request->inputs()) {
+      auto tensor = codec::TensorFromProto(proto);
+      if (!tensor.ok()) return tensor.status().WithContext("input '" + name + "'");
+      named.push_back({name, std::move(tensor).value()});
+    }
+    std::set<std::string> wanted(request->output_filter().begin(), request->output_filter().end());
+    for (const std::string& name : wanted) {
+      if (signature.OutputIndex(name) < 0) {
+        return InvalidArgument("output tensor alias not found in signature: " + name);
+      }
+    }
+    MF_ASSIGN_OR_RETURN(std::vector<runtime::Tensor> inputs,
+                        codec::BindInputs(signature.inputs, std::move(named)));
+    std::vector<const runtime::Tensor*> pointers;
+    for (const auto& t : inputs) pointers.push_back(&t);
+    Servable::Outputs outputs;
+    MF_RETURN_IF_ERROR(handle->servable->Run(pointers, &outputs));
+    for (size_t i = 0; i < outputs.size() && i < signature.outputs.size(); ++i) {
+      const std::string& name = signature.outputs[i].name;
+      if (!wanted.empty() && wanted.count(name) == 0) continue;
+      codec::TensorToProto(outputs[i], codec::TensorProtoEncoding::kTensorContent,
+                           &(*response->mutable_outputs())[name]);
+    }
+    FillModelSpec(*handle, response->mutable_model_spec());
+    return Status::Ok();
+  };
+  return Finish(run(), model, handle->version, "Predict", start);
+}
+
+grpc::Status PredictionServiceImpl::GetModelMetadata(grpc::ServerContext*,
+                                                     const tfs::GetModelMetadataRequest* request,
+                                                     tfs::GetModelMetadataResponse* response) {
+  const auto start = Clock::now();
+  const std::string& model = request->model_spec().name();
+  if (request->metadata_field_size() == 0) {
+    return Finish(InvalidArgument("GetModelMetadataRequest must specify at least one metadata_field"),
+                  model, -1, "GetModelMetadata", start);
+  }
+  for (const std::string& field : request->metadata_field()) {
+    if (field != "signature_def") {
+      return Finish(InvalidArgument("Metadata field " + field + " is not supported"), model, -1,
+                    "GetModelMetadata", start);
+    }
+  }
+  auto handle = manager_->GetServable(model, FromModelSpec(request->model_spec()));
+  if (!handle.ok()) return Finish(handle.status(), model, -1, "GetModelMetadata", start);
+  tfs::SignatureDefMap map;
+  codec::SignatureToProto(codec::ModelSignature::FromRuntime(handle->servable->signature()),
+                          &(*map.mutable_signature_def())[std::string(codec::kDefaultSignatureName)]);
+  (*response->mutable_metadata())["signature_def"].PackFrom(map);
+  FillModelSpec(*handle, response->mutable_model_spec());
+  response->mutable_model_spec()->clear_signature_name();
+  return Finish(Status::Ok(), model, handle->version, "GetModelMetadata", start);
+}
+
+grpc::Status PredictionServiceImpl::Classify(grpc::ServerContext*, const tfs::ClassificationRequest*,
+                                             tfs::ClassificationResponse*) {
+  return ToGrpc(Unimplemented("Classify needs a tensorflow/serving/classify signature; ONNX models "
+                              "have a predict signature: use Predict"));
+}
+
+grpc::Status PredictionServiceImpl::Regress(grpc::ServerContext*, const tfs::RegressionRequest*,
+                                            tfs::RegressionResponse*) {
+  return ToGrpc(Unimplemented("Regress needs a tensorflow/serving/regress signature; ONNX models "
+                              "have a predict signature: use Predict"));
+}
+
+grpc::Status PredictionServiceImpl::MultiInference(grpc::ServerContext*,
+                                                   const tfs::MultiInferenceRequest*,
+                                                   tfs::MultiInferenceResponse*) {
+  return ToGrpc(Unimplemented("MultiInference runs classify/regress signatures, which ONNX models "
+                              "do not have: use Predict"));
+}
+
+grpc::Status ModelServiceImpl::GetModelStatus(grpc::ServerContext*,
+                                              const tfs::GetModelStatusRequest* request,
+                                              tfs::GetModelStatusResponse* response) {
+  const auto start = Clock::now();
+  const tfs::ModelSpec& spec = request->model_spec();
+  if (spec.name().empty()) {
+    return Finish(InvalidArgument("Missing model name in request."), "", -1, "GetModelStatus", start);
+  }
+  std::optional<int64_t> version;
+  if (spec.version_choice_case() == tfs::ModelSpec::kVersion) version = spec.version().value();
+  if (spec.version_choice_case() == tfs::ModelSpec::kVersionLabel) {
+    auto handle = manager_->GetServable(spec.name(), VersionRequest::Label(spec.version_label()));
+    if (!handle.ok()) return Finish(handle.status(), spec.name(), -1, "GetModelStatus", start);
+    version = handle->version;
+  }
+  auto statuses = manager_->GetModelStatus(spec.name(), version);
+  if (!statuses.ok()) return Finish(statuses.status(), spec.name(), -1, "GetModelStatus", start);
+  for (const VersionStatus& s : *statuses) {
+    codec::VersionStatusToProto(s, response->add_model_version_status());
+  }
+  return Finish(Status::Ok(), spec.name(), version.value_or(-1), "GetModelStatus", start);
+}
+
+grpc::Status ModelServiceImpl::HandleReloadConfigRequest(grpc::ServerContext*,
+                                                         const tfs::ReloadConfigRequest* request,
+                                                         tfs::ReloadConfigResponse* response) {
+  auto configs = ModelConfigsFromProto(request->config());
+  Status status = configs.ok() ? manager_->SetModels(*configs) : configs.status();
+  response->mutable_status()->set_error_code(static_cast<tensorflow::error::Code>(status.code()));
+  response->mutable_status()->set_error_message(status.message());
+  return ToGrpc(status);
+}
+
+grpc::Status InferenceServiceImpl::ServerLive(grpc::ServerContext*, const inference::ServerLiveRequest*,
+                                              inference::ServerLiveResponse* response) {
+  response->set_live(true);
+  return grpc::Status::OK;
+}
+
+grpc::Status InferenceServiceImpl::ServerReady(grpc::ServerContext*, const inference::ServerReadyRequest*,
+                                               inference::ServerReadyResponse* response) {
+  response->set_ready(!shutting_down_->load() && manager_->AllModelsAvailable());
+  return grpc::Status::OK;
+}
+
+grpc::Status InferenceServiceImpl::ModelReady(grpc::ServerContext*,
+                                              const inference::ModelReadyRequest* request,
+                                              inference::ModelReadyResponse* response) {
+  auto handle = ResolveV2(*manager_, request->name(), request->version());
+  if (!handle.ok() && handle.status().code() == StatusCode::kInvalidArgument) {
+    return ToGrpc(handle.status());
+  }
+  response->set_ready(handle.ok() && !shutting_down_->load());
+  return grpc::Status::OK;
+}
+
+grpc::Status InferenceServiceImpl::ServerMetadata(grpc::ServerContext*,
+                                                  const inference::ServerMetadataRequest*,
+                                                  inference::ServerMetadataResponse* response) {
+  response->set_name("modelfleet");
+  response->set_version("0.1.0");
+  return grpc::Status::OK;
+}
+
+grpc::Status InferenceServiceImpl::ModelMetadata(grpc::ServerContext*,
+                                                 const inference::ModelMetadataRequest* request,
+                                                 inference::ModelMetadataResponse* response) {
+  auto handle = ResolveV2(*manager_, request->name(), request->version());
+  if (!handle.ok()) return ToGrpc(handle.status());
+  codec::SignatureToV2Metadata(codec::ModelSignature::FromRuntime(handle->servable->signature()),
+                               response);
+  response->set_name(request->name());
+  response->set_platform("onnx_onnxv1");
+  response->clear_versions();
+  auto statuses = manager_->GetModelStatus(request->name(), std::nullopt);
+  if (statuses.ok()) {
+    for (const VersionStatus& s : *statuses) {
+      if (s.state == VersionState::kAvailable) response->add_versions(std::to_string(s.version));
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext*,
+                                              const inference::ModelInferRequest* request,
+                                              inference::ModelInferResponse* response) {
+  const auto start = Clock::now();
+  const std::string& model = request->model_name();
+  auto handle = ResolveV2(*manager_, model, request->model_version());
+  if (!handle.ok()) return Finish(handle.status(), model, -1, "ModelInfer", start);
+  auto run = [&]() -> Status {
+    const runtime::Signature& signature = handle->servable->signature();
+    std::vector<size_t> selected;
+    if (request->outputs_size() == 0) {
+      for (size_t i = 0; i < signature.outputs.size(); ++i) selected.push_back(i);
+    }
+    for (const auto& requested : request->outputs()) {
+      int index = signature.OutputIndex(requested.name());
+      if (index < 0) {
+        return InvalidArgument("unexpected inference output '" + requested.name() +
+                               "' for model '" + model + "'");
+      }
+      selected.push_back(static_cast<size_t>(index));
+    }
+    MF_ASSIGN_OR_RETURN(std::vector<codec::NamedTensor> named,
+                        codec::InputsFromModelInferRequest(*request));
+    MF_ASSIGN_OR_RETURN(std::vector<runtime::Tensor> inputs,
+                        codec::BindInputs(signature.inputs, std::move(named)));
+    std::vector<const runtime::Tensor*> pointers;
+    for (const auto& t : inputs) pointers.push_back(&t);
+    Servable::Outputs outputs;
+    MF_RETURN_IF_ERROR(handle->servable->Run(pointers, &outputs));
+    std::vector<codec::NamedTensorView> views;
+    for (size_t index : selected) {
+      if (index >= outputs.size()) return Internal("the model returned fewer outputs than declared");
+      views.push_back({signature.outputs[index].name, &outputs[index]});
+    }
+    // Answer in the encoding the client used (Triton clients send and expect raw).
+    codec::AddOutputsToModelInferResponse(views,
+                                          request->raw_input_contents_size() > 0
+                                              ? codec::V2OutputEncoding::kRaw
+                                              : codec::V2OutputEncoding::kContents,
+                                          response);
+    response->set_model_name(model);
+    response->set_model_version(std::to_string(handle->version));
+    response->set_id(request->id());
+    return Status::Ok();
+  };
+  return Finish(run(), model, handle->version, "ModelInfer", start);
+}
+
+grpc::Status HealthServiceImpl::Check(grpc::ServerContext*,
+                                      const grpc::health::v1::HealthCheckRequest* request,
+                                      grpc::health::v1::HealthCheckResponse* response) {
+  using grpc::health::v1::HealthCheckResponse;
+  bool serving = false;
+  if (!shutting_down_->load()) {
+    if (request->service().empty()) {
+      serving = manager_->AllModelsAvailable();
+    } else {
+      auto names = manager_->ModelNames();
+      if (std::find(names.begin(), names.end(), request->service()) == names.end()) {
+        return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service " + request->service());
+      }
+      serving = manager_->GetServable(request->service(), VersionRequest::Latest()).ok();
+    }
+  }
+  response->set_status(serving ? HealthCheckResponse::SERVING : HealthCheckResponse::NOT_SERVING);
+  return grpc::Status::OK;
+}
+
+}  // namespace mf::server

@@ -1,0 +1,151 @@
+// modelfleet-server: serves ONNX model versions from a model repository over TF Serving's REST
+// and gRPC APIs and KServe v2, with dynamic batching and Prometheus metrics. A drop-in for
+// tensorflow_model_server's command line (see docs/server.md).
+//
+// Shutdown on SIGTERM/SIGINT: readiness turns false at once (/v2/health/ready, gRPC health),
+// after --not_ready_grace_seconds the servers stop accepting and drain in-flight requests for
+// up to --drain_seconds, then the process exits 0.
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "common/flags.h"
+#include "common/logging.h"
+#include "http/server.h"
+#include "server/config/batching_parameters.h"
+#include "server/config/monitoring_config.h"
+#include "server/config/server_flags.h"
+#include "server/grpc/grpc_server.h"
+#include "server/main/config_reloader.h"
+#include "server/repository/model_manager.h"
+#include "server/rest/rest_api.h"
+#include "server/session/session_loader.h"
+
+namespace mf::server {
+namespace {
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+int Main(int argc, char** argv) {
+  FlagSet flag_set("modelfleet-server",
+                   "Serves ONNX model versions over TF Serving REST/gRPC and KServe v2.");
+  flag_set.EnableConfigFile();
+  ServerFlags flags;
+  RegisterServerFlags(flag_set, &flags);
+  if (Status s = flag_set.Parse(argc, argv); !s.ok()) {
+    std::cerr << s.message() << "\n\n" << flag_set.Usage();
+    return 2;
+  }
+  if (flag_set.help_requested()) {
+    std::cout << flag_set.Usage();
+    return 0;
+  }
+  log::Level level;
+  if (!log::ParseLevel(flags.log_level, &level)) {
+    std::cerr << "--log_level must be debug, info, warning or error, got '" << flags.log_level << "'\n";
+    return 2;
+  }
+  log::SetLevel(level);
+  log::SetJson(flags.log_json);
+
+  auto fail = [](const Status& status) {
+    log::Error("cannot start", {{"error", status.ToString()}});
+    return 1;
+  };
+  if (flags.file_system_poll_wait_seconds <= 0) {
+    return fail(InvalidArgument("--file_system_poll_wait_seconds must be positive"));
+  }
+  auto models = ModelsFromFlags(flags, flag_set);
+  if (!models.ok()) return fail(models.status());
+
+  runtime::SessionOptions session_options;
+  if (!runtime::BackendFromName(flags.backend, &session_options.backend)) {
+    return fail(InvalidArgument("--backend must be cpu or cuda, got '" + flags.backend + "'"));
+  }
+  session_options.threads = flags.intra_op_threads;
+
+  std::shared_ptr<batching::BatchScheduler> scheduler;
+  if (flags.enable_batching) {
+    batching::BatchingOptions batching_options;
+    if (!flags.batching_parameters_file.empty()) {
+      auto loaded = LoadBatchingParametersFile(flags.batching_parameters_file);
+      if (!loaded.ok()) return fail(loaded.status());
+      batching_options = *loaded;
+    }
+    scheduler = std::make_shared<batching::BatchScheduler>(batching_options);
+  } else if (!flags.batching_parameters_file.empty()) {
+    return fail(InvalidArgument("--batching_parameters_file needs --enable_batching"));
+  }
+
+  MonitoringOptions monitoring;
+  if (!flags.monitoring_config_file.empty()) {
+    auto loaded = LoadMonitoringConfigFile(flags.monitoring_config_file);
+    if (!loaded.ok()) return fail(loaded.status());
+    monitoring = *loaded;
+  }
+
+  ManagerOptions manager_options;
+  manager_options.poll_interval = Millis(flags.file_system_poll_wait_seconds);
+  manager_options.swap_mode = flags.resource_preserving_swap ? SwapMode::kResourcePreserving
+                                                             : SwapMode::kAvailabilityPreserving;
+  auto manager = std::make_shared<ModelManager>(
+      std::make_shared<SessionLoader>(session_options, scheduler), manager_options);
+  if (Status s = manager->SetModels(*models); !s.ok()) return fail(s);
+  manager->Start();
+
+  std::unique_ptr<ConfigReloader> reloader;
+  if (!flags.model_config_file.empty() && flags.model_config_file_poll_wait_seconds > 0) {
+    reloader = std::make_unique<ConfigReloader>(
+        flags.model_config_file, std::chrono::seconds(flags.model_config_file_poll_wait_seconds),
+        manager);
+  }
+
+  rest::RestApiOptions rest_options;
+  rest_options.monitoring = monitoring;
+  rest::RestApi rest_api(manager, rest_options);
+  std::unique_ptr<http::Server> rest_server;
+  if (flags.rest_api_port > 0) {
+    http::ServerOptions http_options;
+    http_options.address = flags.rest_api_address;
+    http_options.port = static_cast<uint16_t>(flags.rest_api_port);
+    http_options.io_threads = flags.rest_api_num_threads;
+    http_options.read_timeout = std::chrono::milliseconds(flags.rest_api_timeout_in_ms);
+    http_options.metrics_label = "rest";
+    rest_server = std::make_unique<http::Server>(http_options, rest_api.handler());
+    if (Status s = rest_server->Start(); !s.ok()) return fail(s.WithContext("REST server"));
+  }
+  std::unique_ptr<GrpcServer> grpc_server;
+  if (flags.port > 0) {
+    grpc_server = std::make_unique<GrpcServer>(manager);
+    if (Status s = grpc_server->Start(flags.grpc_address, flags.port); !s.ok()) {
+      return fail(s.WithContext("gRPC server"));
+    }
+  }
+  log::Info("modelfleet-server started",
+            {{"rest_port", std::to_string(rest_server ? rest_server->port() : 0)},
+             {"grpc_port", std::to_string(grpc_server ? grpc_server->port() : 0)},
+             {"models", std::to_string(models->size())},
+             {"batching", flags.enable_batching ? "on" : "off"}});
+
+  int signal = http::WaitForTerminationSignal();
+  log::Info("shutting down: not ready, then draining", {{"signal", std::to_string(signal)}});
+  rest_api.SetShuttingDown();
+  if (grpc_server) grpc_server->SetShuttingDown();
+  std::this_thread::sleep_for(Millis(flags.not_ready_grace_seconds));
+  const auto drain = Millis(flags.drain_seconds);
+  bool drained = true;
+  if (rest_server) drained = rest_server->Drain(drain) && drained;
+  if (grpc_server) grpc_server->Shutdown(drain);
+  reloader.reset();
+  manager->Stop();
+  log::Info("modelfleet-server stopped", {{"drained", drained ? "true" : "false"}});
+  return 0;
+}
+
+}  // namespace
+}  // namespace mf::server
+
+int main(int argc, char** argv) { return mf::server::Main(argc, argv); }

@@ -1,0 +1,39 @@
+// The REST front end of modelfleet-server: TF Serving's /v1 API, KServe v2's /v2 API, and the
+// Prometheus endpoints, on one port. Handlers ask the ModelManager for a servable handle, run
+// it asynchronously (answering from the batch thread when batching), and name the version that
+// answered: the X-Model-Version header on /v1 predictions, model_version in v2 bodies.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "http/server.h"
+#include "server/config/monitoring_config.h"
+#include "server/repository/model_manager.h"
+
+namespace mf::server::rest {
+
+inline constexpr std::string_view kModelVersionHeader = "X-Model-Version";
+
+struct RestApiOptions {
+  MonitoringOptions monitoring;
+  std::string server_version = "0.1.0";
+};
+
+class RestApi {
+ public:
+  RestApi(std::shared_ptr<const ModelManager> manager, RestApiOptions options);
+
+  http::Handler handler() const;
+  // From here /v2/health/ready answers 503 (the drain on SIGTERM starts with this).
+  void SetShuttingDown() { shutting_down_->store(true); }
+
+ private:
+  std::shared_ptr<const ModelManager> manager_;
+  RestApiOptions options_;
+  std::shared_ptr<std::atomic<bool>> shutting_down_ = std::make_shared<std::atomic<bool>>(false);
+};
+
+}  // namespace mf::server::rest

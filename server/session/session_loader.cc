@@ -1,0 +1,49 @@
+#include "server/session/session_loader.h"
+
+#include <chrono>
+
+#include "server/batching/batching_servable.h"
+#include "server/observability/request_metrics.h"
+
+namespace mf::server {
+
+Status SessionServable::Run(const std::vector<const runtime::Tensor*>& inputs,
+                            Outputs* outputs) const {
+  const auto started = std::chrono::steady_clock::now();
+  Status status = session_->Run(inputs, outputs);
+  RecordCompute(model_name_,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  return status;
+}
+
+Status WarmUp(const Servable& servable) {
+  std::vector<runtime::Tensor> inputs;
+  for (const runtime::TensorInfo& info : servable.signature().inputs) {
+    runtime::Shape shape = info.shape;
+    for (int64_t& d : shape) {
+      if (d < 0) d = 1;
+    }
+    MF_ASSIGN_OR_RETURN(runtime::Tensor t, runtime::Tensor::Allocate(info.dtype, shape));
+    inputs.push_back(std::move(t));
+  }
+  std::vector<const runtime::Tensor*> pointers;
+  for (const runtime::Tensor& t : inputs) pointers.push_back(&t);
+  Servable::Outputs outputs;
+  Status status = servable.Run(pointers, &outputs);
+  if (!status.ok()) return status.WithContext("warm-up inference failed");
+  return Status::Ok();
+}
+
+StatusOr<std::shared_ptr<const Servable>> SessionLoader::Load(const std::string& model_name,
+                                                              int64_t /*version*/,
+                                                              const std::string& model_path) {
+  MF_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Session> session,
+                      runtime::Session::Load(model_path, options_));
+  auto servable = std::make_shared<const SessionServable>(model_name, std::move(session));
+  MF_RETURN_IF_ERROR(WarmUp(*servable));
+  if (!scheduler_) return std::shared_ptr<const Servable>(servable);
+  return std::shared_ptr<const Servable>(
+      std::make_shared<const batching::BatchingServable>(servable, scheduler_, model_name));
+}
+
+}  // namespace mf::server

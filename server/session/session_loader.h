@@ -1,0 +1,47 @@
+// SessionLoader: the repository's Loader for ONNX model files. It loads a version with the
+// inference runtime, runs one warm-up inference (batch of one, zero inputs) so the first real
+// request does not pay for lazy initialisation and a model that cannot run is refused before it
+// takes traffic, and wraps it for dynamic batching when a scheduler is given.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/session.h"
+#include "server/batching/batch_scheduler.h"
+#include "server/repository/loader.h"
+
+namespace mf::server {
+
+class SessionServable : public Servable {
+ public:
+  SessionServable(std::string model_name, std::unique_ptr<runtime::Session> session)
+      : model_name_(std::move(model_name)), session_(std::move(session)) {}
+  const runtime::Signature& signature() const override { return session_->signature(); }
+  // Runs the session and records the compute time (modelfleet_compute_latency_seconds).
+  Status Run(const std::vector<const runtime::Tensor*>& inputs, Outputs* outputs) const override;
+  size_t memory_bytes() const override { return session_->memory_bytes(); }
+
+ private:
+  std::string model_name_;
+  std::unique_ptr<runtime::Session> session_;
+};
+
+// Runs `servable` once on zero inputs of batch size one (symbolic dims taken as 1).
+Status WarmUp(const Servable& servable);
+
+class SessionLoader : public Loader {
+ public:
+  // `scheduler` may be null (no batching).
+  SessionLoader(runtime::SessionOptions options, std::shared_ptr<batching::BatchScheduler> scheduler)
+      : options_(options), scheduler_(std::move(scheduler)) {}
+
+  StatusOr<std::shared_ptr<const Servable>> Load(const std::string& model_name, int64_t version,
+                                                 const std::string& model_path) override;
+
+ private:
+  const runtime::SessionOptions options_;
+  const std::shared_ptr<batching::BatchScheduler> scheduler_;
+};
+
+}  // namespace mf::server
