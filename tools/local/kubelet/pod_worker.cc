@@ -15,9 +15,11 @@ namespace {
 using State = ContainerRuntimeState::State;
 using SteadyClock = std::chrono::steady_clock;
 
+// The store writes deletionGracePeriodSeconds 0 on every delete it defers for finalizers, so only
+// a positive value (a client's explicit gracePeriodSeconds) overrides the pod's own setting.
 std::chrono::milliseconds GracePeriod(const Json& pod) {
-  int64_t secs = IntAt(pod, {"metadata", "deletionGracePeriodSeconds"},
-                       IntAt(pod, {"spec", "terminationGracePeriodSeconds"}, 30));
+  int64_t secs = IntAt(pod, {"metadata", "deletionGracePeriodSeconds"}, 0);
+  if (secs <= 0) secs = IntAt(pod, {"spec", "terminationGracePeriodSeconds"}, 30);
   return std::chrono::seconds(std::max<int64_t>(secs, 0));
 }
 

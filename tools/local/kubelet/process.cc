@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 namespace mf::local {
@@ -39,7 +40,7 @@ StatusOr<pid_t> SpawnProcessGroup(const SpawnSpec& spec) {
   const std::string log = spec.log_path.empty() ? "/dev/null" : spec.log_path.string();
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   std::string cwd = spec.working_dir.string();
   if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
@@ -101,6 +102,13 @@ StatusOr<ExecResult> RunWithTimeout(const SpawnSpec& spec, std::chrono::millisec
   return ExecResult{true, StopProcessGroup(pid, std::chrono::milliseconds(0))};
 }
 
-bool ProcessExists(pid_t pid) { return kill(pid, 0) == 0 || errno == EPERM; }
+bool ProcessExists(pid_t pid) {
+  // /proc/<pid>/stat: "pid (comm) S ...": a zombie has exited; only its parent has not reaped it.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return false;
+  size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+}
 
 }  // namespace mf::local

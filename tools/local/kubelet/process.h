@@ -45,7 +45,7 @@ struct ExecResult {
 // Runs a short command (exec probes) to completion or until `timeout`, then kills its group.
 StatusOr<ExecResult> RunWithTimeout(const SpawnSpec& spec, std::chrono::milliseconds timeout);
 
-// Whether a process with this pid exists (for tests checking the process table).
+// Whether a live (not zombie) process with this pid is in the process table.
 bool ProcessExists(pid_t pid);
 
 }  // namespace mf::local
