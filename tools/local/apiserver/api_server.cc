@@ -1,0 +1,714 @@
+#include "tools/local/apiserver/api_server.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <map>
+
+#include "common/logging.h"
+#include "tools/local/apiserver/api_errors.h"
+#include "tools/local/apiserver/apply.h"
+#include "tools/local/apiserver/discovery.h"
+#include "tools/local/apiserver/patch.h"
+#include "tools/local/apiserver/protobuf_body.h"
+#include "tools/local/apiserver/schema.h"
+#include "tools/local/apiserver/table.h"
+#include "tools/local/store/object_meta.h"
+#include "tools/local/store/selector.h"
+
+namespace mf::local {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+const GroupVersionResource kCrds{"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
+
+std::string PercentDecode(std::string_view in, bool plus_is_space) {
+  std::string out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    char c = in[i];
+    if (c == '%' && i + 2 < in.size()) {
+      int value = 0;
+      auto [p, ec] = std::from_chars(in.data() + i + 1, in.data() + i + 3, value, 16);
+      if (ec == std::errc() && p == in.data() + i + 3) {
+        out.push_back(static_cast<char>(value));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(plus_is_space && c == '+' ? ' ' : c);
+  }
+  return out;
+}
+
+std::map<std::string, std::string> ParseQuery(std::string_view query) {
+  std::map<std::string, std::string> out;
+  size_t start = 0;
+  while (start <= query.size() && !query.empty()) {
+    size_t amp = query.find('&', start);
+    if (amp == std::string_view::npos) amp = query.size();
+    std::string_view pair = query.substr(start, amp - start);
+    if (!pair.empty()) {
+      size_t eq = pair.find('=');
+      std::string key = PercentDecode(pair.substr(0, eq), true);
+      std::string value = eq == std::string_view::npos ? "" : PercentDecode(pair.substr(eq + 1), true);
+      out.emplace(std::move(key), std::move(value));
+    }
+    start = amp + 1;
+  }
+  return out;
+}
+
+bool Truthy(const std::string& v) { return v == "true" || v == "True" || v == "1" || v == "TRUE"; }
+
+json YamlToJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Sequence: {
+      json a = json::array();
+      for (const auto& e : node) a.push_back(YamlToJson(e));
+      return a;
+    }
+    case YAML::NodeType::Map: {
+      json o = json::object();
+      for (const auto& kv : node) o[kv.first.as<std::string>()] = YamlToJson(kv.second);
+      return o;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string& s = node.Scalar();
+      if (node.Tag() == "!") return s;  // quoted: always a string
+      if (s == "null" || s == "~" || s.empty()) return nullptr;
+      if (s == "true" || s == "True") return true;
+      if (s == "false" || s == "False") return false;
+      int64_t i = 0;
+      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
+      if (ec == std::errc() && p == s.data() + s.size()) return i;
+      double d = 0;
+      auto [pd, ecd] = std::from_chars(s.data(), s.data() + s.size(), d);
+      if (ecd == std::errc() && pd == s.data() + s.size()) return d;
+      return s;
+    }
+  }
+  return nullptr;
+}
+
+std::string MediaType(const http::Request& r) {
+  std::string ct(r.headers.Get("Content-Type").value_or("application/json"));
+  ct = ct.substr(0, ct.find(';'));
+  while (!ct.empty() && ct.back() == ' ') ct.pop_back();
+  std::transform(ct.begin(), ct.end(), ct.begin(), ::tolower);
+  return ct;
+}
+
+StatusOr<json> ParseJsonOrYaml(const std::string& body, bool yaml) {
+  if (yaml) {
+    try {
+      return YamlToJson(YAML::Load(body));
+    } catch (const YAML::Exception& e) {
+      return FailedPrecondition(std::string("the request body is not valid YAML: ") + e.what());
+    }
+  }
+  json parsed = json::parse(body, nullptr, false);
+  if (parsed.is_discarded()) return FailedPrecondition("the request body is not valid JSON");
+  return parsed;
+}
+
+// A create/update body: JSON, YAML or the protobuf envelope.
+StatusOr<json> DecodeObjectBody(const http::Request& r) {
+  std::string media = MediaType(r);
+  if (media == kProtobufContentType) return DecodeKubernetesProtobuf(r.body);
+  MF_ASSIGN_OR_RETURN(json object, ParseJsonOrYaml(r.body, media.find("yaml") != std::string::npos));
+  if (!object.is_object()) return FailedPrecondition("the request body must be a JSON object");
+  return object;
+}
+
+std::string Now() { return FormatTime(std::chrono::system_clock::now()); }
+
+}  // namespace
+
+struct ApiServer::Call {
+  http::Request request;
+  std::map<std::string, std::string> query;
+  std::vector<std::string> segments;
+  std::shared_ptr<const ResourceCatalog::Snapshot> snap;
+  const ResourceInfo* resource = nullptr;
+  std::string ns;
+  std::string name;
+  std::string subresource;
+  bool legacy_watch = false;  // /api/v1/watch/... paths
+
+  std::string Param(const std::string& key) const {
+    auto it = query.find(key);
+    return it == query.end() ? "" : it->second;
+  }
+  bool WantsTable() const {
+    auto accept = request.headers.Get("Accept");
+    return accept && accept->find("as=Table") != std::string_view::npos;
+  }
+  ObjectRef Ref() const { return {resource->gvr(), ns, name}; }
+  json Details() const {
+    json d = {{"kind", resource ? resource->gvr().resource : ""}};
+    if (!name.empty()) d["name"] = name;
+    if (resource && !resource->gvr().group.empty()) d["group"] = resource->gvr().group;
+    return d;
+  }
+  http::Response Error(const Status& s) const { return ErrorResponse(ApiErrorFrom(s), Details()); }
+  std::string FieldManager() const {
+    std::string m = Param("fieldManager");
+    if (!m.empty()) return m;
+    std::string agent(request.headers.Get("User-Agent").value_or("unknown"));
+    return agent.substr(0, agent.find('/'));
+  }
+};
+
+ApiServer::ApiServer(Store* store, ApiServerOptions options) : store_(store), options_(std::move(options)) {}
+
+ApiServer::~ApiServer() {
+  stopping_ = true;
+  std::list<WatchThread> watches;
+  {
+    std::lock_guard lock(watches_mu_);
+    watches.swap(watches_);
+  }
+  for (auto& w : watches) w.watcher->Stop();
+  for (auto& w : watches) w.thread.join();
+}
+
+Status ApiServer::Start() {
+  for (const auto& r : *catalog_.snapshot()) store_->RegisterType(r.type);
+  MF_ASSIGN_OR_RETURN(auto crds, store_->List(kCrds, ""));
+  for (const auto& crd : crds.items) SyncCrd(crd["metadata"].value("name", ""));
+  return Status::Ok();
+}
+
+void ApiServer::SyncCrd(const std::string& name) {
+  std::lock_guard lock(crd_mu_);
+  auto snap = catalog_.snapshot();
+  std::vector<GroupVersionResource> before;
+  for (const auto& r : *snap) {
+    if (r.is_custom && r.gvr().resource + "." + r.gvr().group == name) before.push_back(r.gvr());
+  }
+  std::vector<ResourceInfo> now;
+  auto crd = store_->Get({kCrds, "", name});
+  if (crd.ok() && !IsBeingDeleted(*crd)) {
+    auto resources = ResourcesFromCrd(*crd);
+    if (resources.ok()) {
+      now = std::move(resources).value();
+    } else {
+      log::Warning("stored CRD is invalid; not serving it", {{"crd", name}, {"error", resources.status().ToString()}});
+    }
+  }
+  for (const auto& gvr : before) {
+    bool kept = std::any_of(now.begin(), now.end(), [&](const ResourceInfo& r) { return r.gvr() == gvr; });
+    // A version that stops being served keeps its objects; deleting the CRD deletes them.
+    if (!kept && !crd.ok()) store_->UnregisterType(gvr).ok();
+  }
+  for (const auto& r : now) store_->RegisterType(r.type);
+  catalog_.SetCrdResources(name, now);
+}
+
+http::Handler ApiServer::Handler() {
+  return [this](http::Request request, http::Responder responder) { Handle(std::move(request), std::move(responder)); };
+}
+
+void ApiServer::Handle(http::Request request, http::Responder responder) {
+  Call call;
+  call.query = ParseQuery(request.query());
+  std::string_view path = request.path();
+  size_t start = 0;
+  while (start < path.size()) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string_view::npos) slash = path.size();
+    if (slash > start) call.segments.push_back(PercentDecode(path.substr(start, slash - start), false));
+    start = slash + 1;
+  }
+  call.request = std::move(request);
+  call.snap = catalog_.snapshot();
+  bool watch = Truthy(call.Param("watch"));
+  if (!call.segments.empty() && call.segments.size() >= 3 &&
+      ((call.segments[0] == "api" && call.segments.size() > 2 && call.segments[2] == "watch") ||
+       (call.segments[0] == "apis" && call.segments.size() > 3 && call.segments[3] == "watch"))) {
+    // Legacy /api/v1/watch/... paths.
+    call.segments.erase(call.segments.begin() + (call.segments[0] == "api" ? 2 : 3));
+    call.legacy_watch = watch = true;
+  }
+  if (watch && call.request.method == "GET") {
+    http::Response early = Serve(call);  // resolves the resource, or answers an error
+    if (early.status != 0) {
+      responder.Respond(std::move(early));
+      return;
+    }
+    StartWatch(call, std::move(responder));
+    return;
+  }
+  http::Response response = Serve(call);
+  if (response.status == 0) response = ErrorResponse(BadRequest("watch is only supported on GET"), call.Details());
+  responder.Respond(std::move(response));
+}
+
+// Answers everything but watches; for a watch request returns status 0 once the resource is
+// resolved so that Handle() can start the stream.
+http::Response ApiServer::Serve(Call& call) {
+  const auto& seg = call.segments;
+  const std::string& method = call.request.method;
+  auto get_only = [&](const std::function<http::Response()>& fn) {
+    if (method != "GET") return ErrorResponse({405, "MethodNotAllowed", "the server does not allow this method on the requested resource"});
+    return fn();
+  };
+  if (seg.empty()) {
+    return get_only([&] {
+      return JsonResponse(200, {{"paths", {"/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3", "/readyz", "/version"}}});
+    });
+  }
+  if (seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "livez" || seg[0] == "readyz")) {
+    return get_only([&] { return http::Response::Text(200, "ok"); });
+  }
+  if (seg.size() == 1 && seg[0] == "version") return get_only([&] { return JsonResponse(200, VersionInfo()); });
+  if (seg[0] == "openapi") {
+    return get_only([&] {
+      if (seg.size() == 2 && seg[1] == "v3") return JsonResponse(200, OpenApiV3Root(*call.snap));
+      if (seg.size() >= 3 && seg[1] == "v3") {
+        std::string rest;
+        for (size_t i = 2; i < seg.size(); ++i) rest += (i > 2 ? "/" : "") + seg[i];
+        if (auto doc = OpenApiV3Document(*call.snap, rest)) return JsonResponse(200, *doc);
+      }
+      // No /openapi/v2: kubectl falls back to v3 or its compiled-in schemas.
+      return ErrorResponse({404, "NotFound", "the server could not find the requested resource"});
+    });
+  }
+  std::string group;
+  std::string version;
+  size_t rest_at = 0;
+  if (seg[0] == "api") {
+    if (seg.size() == 1) return get_only([&] { return JsonResponse(200, CoreApiVersions(options_.server_address)); });
+    version = seg[1];
+    rest_at = 2;
+  } else if (seg[0] == "apis") {
+    if (seg.size() == 1) return get_only([&] { return JsonResponse(200, ApiGroupList(*call.snap)); });
+    group = seg[1];
+    if (seg.size() == 2) {
+      return get_only([&] {
+        if (auto g = ApiGroup(*call.snap, group)) return JsonResponse(200, *g);
+        return ErrorResponse({404, "NotFound", "the server could not find the requested resource"});
+      });
+    }
+    version = seg[2];
+    rest_at = 3;
+  } else {
+    return ErrorResponse({404, "NotFound", "the server could not find the requested resource"});
+  }
+  std::vector<std::string> rest(seg.begin() + static_cast<std::ptrdiff_t>(rest_at), seg.end());
+  if (rest.empty()) {
+    return get_only([&] {
+      if (auto list = ApiResourceList(*call.snap, group, version)) return JsonResponse(200, *list);
+      return ErrorResponse({404, "NotFound", "the server could not find the requested resource"});
+    });
+  }
+  // namespaces/{ns}/{resource}/... when {resource} is a namespaced resource of this group-version.
+  if (rest.size() >= 3 && rest[0] == "namespaces") {
+    const ResourceInfo* r = FindResource(*call.snap, group, version, rest[2]);
+    if (r && r->type.namespaced) {
+      call.ns = rest[1];
+      rest.erase(rest.begin(), rest.begin() + 2);
+    }
+  }
+  call.resource = FindResource(*call.snap, group, version, rest[0]);
+  if (!call.resource || rest.size() > 3) {
+    return ErrorResponse({404, "NotFound", "the server could not find the requested resource"}, call.Details());
+  }
+  if (rest.size() >= 2) call.name = rest[1];
+  if (rest.size() == 3) call.subresource = rest[2];
+  if (call.resource->type.namespaced && call.ns.empty() && !call.name.empty()) {
+    return ErrorResponse({404, "NotFound", "the server could not find the requested resource"}, call.Details());
+  }
+  return ServeResource(call);
+}
+
+http::Response ApiServer::ServeResource(Call& call) {
+  const std::string& method = call.request.method;
+  bool watch = Truthy(call.Param("watch")) || call.legacy_watch;
+  if (!call.Param("dryRun").empty()) {
+    return ErrorResponse(BadRequest("dry-run requests are not supported by modelfleet-local; run without --dry-run=server"), call.Details());
+  }
+  if (watch && method == "GET") return http::Response{0, {}, {}};
+  if (call.name.empty()) return Collection(call);
+  if (call.subresource.empty()) return Object(call);
+  if (call.subresource == "status" && call.resource->type.has_status_subresource) {
+    if (method == "GET") {
+      auto o = store_->Get(call.Ref());
+      return o.ok() ? JsonResponse(200, *o) : call.Error(o.status());
+    }
+    if (method == "PUT") {
+      auto body = DecodeObjectBody(call.request);
+      if (!body.ok()) return call.Error(body.status());
+      auto updated = store_->Update(call.Ref(), std::move(body).value(), Subresource::kStatus);
+      return updated.ok() ? JsonResponse(200, *updated) : call.Error(updated.status());
+    }
+    if (method == "PATCH") return Patch(call, Subresource::kStatus);
+  }
+  if (call.subresource == "scale" && call.resource->scale) return Scale(call);
+  if (call.subresource == "log" && call.resource->has_log && method == "GET") return PodLog(call);
+  return ErrorResponse({404, "NotFound", "the server could not find the requested resource"}, call.Details());
+}
+
+http::Response ApiServer::Collection(Call& call) {
+  const std::string& method = call.request.method;
+  const ResourceInfo& r = *call.resource;
+  if (method == "GET") {
+    auto list = store_->List(r.gvr(), call.ns, {call.Param("labelSelector"), call.Param("fieldSelector")});
+    if (!list.ok()) return ErrorResponse(BadRequest(list.status().message()), call.Details());
+    std::string rv = std::to_string(list->resource_version);
+    if (call.WantsTable()) {
+      return JsonResponse(200, ToTable(r, list->items, rv, call.Param("includeObject"), std::chrono::system_clock::now()));
+    }
+    return JsonResponse(200, {{"kind", r.type.kind + "List"}, {"apiVersion", r.gvr().ApiVersion()},
+                              {"metadata", {{"resourceVersion", rv}}}, {"items", std::move(list->items)}});
+  }
+  if (method == "POST") {
+    auto body = DecodeObjectBody(call.request);
+    if (!body.ok()) return body.status().code() == StatusCode::kUnimplemented ? call.Error(body.status())
+                                                                                : ErrorResponse(BadRequest(body.status().message()), call.Details());
+    json object = std::move(body).value();
+    if (object.contains("kind") && object["kind"] != r.type.kind) {
+      return ErrorResponse(BadRequest("the kind of the object (" + object["kind"].dump() + ") does not match the resource " +
+                                      r.gvr().ToString() + " (kind " + r.type.kind + ")"), call.Details());
+    }
+    RecordUpdate(object, json::object(), call.FieldManager(), r.gvr().ApiVersion(), Now());
+    call.name = object.contains("metadata") ? object["metadata"].value("name", "") : "";
+    auto created = store_->Create(r.gvr(), call.ns, std::move(object));
+    if (!created.ok()) return call.Error(created.status());
+    if (r.gvr() == kCrds) SyncCrd((*created)["metadata"]["name"]);
+    return JsonResponse(201, *created);
+  }
+  if (method == "DELETE") {
+    auto list = store_->List(r.gvr(), call.ns, {call.Param("labelSelector"), call.Param("fieldSelector")});
+    if (!list.ok()) return ErrorResponse(BadRequest(list.status().message()), call.Details());
+    json deleted = json::array();
+    for (const auto& item : list->items) {
+      ObjectRef ref{r.gvr(), item["metadata"].value("namespace", ""), item["metadata"].value("name", "")};
+      auto d = store_->Delete(ref);
+      if (d.ok()) deleted.push_back(*d);
+      if (r.gvr() == kCrds) SyncCrd(ref.name);
+    }
+    return JsonResponse(200, {{"kind", r.type.kind + "List"}, {"apiVersion", r.gvr().ApiVersion()},
+                              {"metadata", {{"resourceVersion", std::to_string(store_->CurrentResourceVersion())}}},
+                              {"items", deleted}});
+  }
+  return ErrorResponse({405, "MethodNotAllowed", "the server does not allow this method on the requested resource"}, call.Details());
+}
+
+http::Response ApiServer::Object(Call& call) {
+  const std::string& method = call.request.method;
+  const ResourceInfo& r = *call.resource;
+  if (method == "GET") {
+    auto o = store_->Get(call.Ref());
+    if (!o.ok()) return call.Error(o.status());
+    if (call.WantsTable()) {
+      return JsonResponse(200, ToTable(r, {*o}, ResourceVersionOf(*o), call.Param("includeObject"), std::chrono::system_clock::now()));
+    }
+    return JsonResponse(200, *o);
+  }
+  if (method == "PUT") {
+    auto body = DecodeObjectBody(call.request);
+    if (!body.ok()) return ErrorResponse(BadRequest(body.status().message()), call.Details());
+    auto current = store_->Get(call.Ref());
+    if (!current.ok()) return call.Error(current.status());
+    json object = std::move(body).value();
+    RecordUpdate(object, *current, call.FieldManager(), r.gvr().ApiVersion(), Now());
+    auto updated = store_->Update(call.Ref(), std::move(object));
+    if (!updated.ok()) return call.Error(updated.status());
+    if (r.gvr() == kCrds) SyncCrd(call.name);
+    return JsonResponse(200, *updated);
+  }
+  if (method == "PATCH") return Patch(call, Subresource::kMain);
+  if (method == "DELETE") {
+    DeleteOptions options;
+    json body = call.request.body.empty() ? json::object() : json::parse(call.request.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) return ErrorResponse(BadRequest("the DeleteOptions body is not a JSON object"), call.Details());
+    std::string policy = body.value("propagationPolicy", call.Param("propagationPolicy"));
+    if (body.value("orphanDependents", false) || Truthy(call.Param("orphanDependents"))) policy = "Orphan";
+    if (policy == "Foreground") options.propagation = PropagationPolicy::kForeground;
+    else if (policy == "Orphan") options.propagation = PropagationPolicy::kOrphan;
+    else if (!policy.empty() && policy != "Background") {
+      return ErrorResponse({422, "Invalid", "propagationPolicy: Unsupported value: \"" + policy + "\": supported values: \"Foreground\", \"Background\", \"Orphan\""}, call.Details());
+    }
+    if (body.contains("preconditions") && body["preconditions"].is_object()) {
+      const json& pre = body["preconditions"];
+      if (pre.contains("uid") && pre["uid"].is_string()) options.precondition_uid = pre["uid"].get<std::string>();
+      if (pre.contains("resourceVersion") && pre["resourceVersion"].is_string()) {
+        options.precondition_resource_version = pre["resourceVersion"].get<std::string>();
+      }
+    }
+    auto deleted = store_->Delete(call.Ref(), options);
+    if (!deleted.ok()) return call.Error(deleted.status());
+    if (r.gvr() == kCrds) SyncCrd(call.name);
+    return JsonResponse(200, *deleted);
+  }
+  return ErrorResponse({405, "MethodNotAllowed", "the server does not allow this method on the requested resource"}, call.Details());
+}
+
+http::Response ApiServer::Patch(Call& call, Subresource sub) {
+  const ResourceInfo& r = *call.resource;
+  std::string media = MediaType(call.request);
+  if (media == "application/apply-patch+yaml") {
+    if (sub != Subresource::kMain) return ErrorResponse(BadRequest("server-side apply on subresources is not supported"), call.Details());
+    return Apply(call);
+  }
+  enum { kMerge, kJson, kStrategic } kind;
+  if (media == "application/merge-patch+json") kind = kMerge;
+  else if (media == "application/json-patch+json") kind = kJson;
+  else if (media == "application/strategic-merge-patch+json" && !r.is_custom) kind = kStrategic;
+  else {
+    return ErrorResponse({415, "UnsupportedMediaType",
+                          "the body of the request was in an unknown format - accepted media types include: "
+                          "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml" +
+                              std::string(r.is_custom ? "" : ", application/strategic-merge-patch+json")},
+                         call.Details());
+  }
+  json patch = json::parse(call.request.body, nullptr, false);
+  if (patch.is_discarded()) return ErrorResponse(BadRequest("the patch is not valid JSON"), call.Details());
+  const std::string manager = call.FieldManager();
+  auto updated = store_->GuaranteedUpdate(call.Ref(), sub, [&](const json& current) -> StatusOr<json> {
+    StatusOr<json> next = kind == kMerge ? ApplyMergePatch(current, patch)
+                        : kind == kJson  ? ApplyJsonPatch(current, patch)
+                                         : ApplyStrategicMergePatch(current, patch);
+    if (!next.ok()) return next.status();
+    std::string rv = ResourceVersionOf(*next);
+    if (!rv.empty() && rv != ResourceVersionOf(current)) {
+      return Aborted("Operation cannot be fulfilled on " + r.gvr().ToString() + " \"" + call.name +
+                     "\": the object has been modified; please apply your changes to the latest version and try again");
+    }
+    RecordUpdate(*next, current, manager, r.gvr().ApiVersion(), Now());
+    return next;
+  });
+  if (!updated.ok()) return call.Error(updated.status());
+  if (r.gvr() == kCrds) SyncCrd(call.name);
+  return JsonResponse(200, *updated);
+}
+
+http::Response ApiServer::Apply(Call& call) {
+  const ResourceInfo& r = *call.resource;
+  ApplyRequest request{call.Param("fieldManager"), Truthy(call.Param("force")), r.gvr().ApiVersion(), Now()};
+  if (request.manager.empty()) {
+    return ErrorResponse({422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"}, call.Details());
+  }
+  auto applied = ParseJsonOrYaml(call.request.body, true);
+  if (!applied.ok() || !applied->is_object()) return ErrorResponse(BadRequest("the apply patch is not a YAML or JSON object"), call.Details());
+  if (applied->value("kind", "") != r.type.kind || applied->value("apiVersion", "") != r.gvr().ApiVersion()) {
+    return ErrorResponse(BadRequest("apply patch must name apiVersion " + r.gvr().ApiVersion() + " and kind " + r.type.kind), call.Details());
+  }
+  std::string body_name = (*applied).contains("metadata") ? (*applied)["metadata"].value("name", "") : "";
+  if (body_name != call.name) {
+    return ErrorResponse(BadRequest("the name of the object (" + body_name + ") does not match the name on the URL (" + call.name + ")"), call.Details());
+  }
+  // Create when absent; otherwise merge under the store lock. A racing create just retries.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto current = store_->Get(call.Ref());
+    if (!current.ok() && current.status().code() != StatusCode::kNotFound) return call.Error(current.status());
+    if (!current.ok()) {
+      auto object = ServerSideApply(nullptr, *applied, request);
+      if (!object.ok()) return call.Error(object.status());
+      auto created = store_->Create(r.gvr(), call.ns, std::move(object).value());
+      if (created.ok()) {
+        if (r.gvr() == kCrds) SyncCrd(call.name);
+        return JsonResponse(201, *created);
+      }
+      if (created.status().code() != StatusCode::kAlreadyExists) return call.Error(created.status());
+      continue;
+    }
+    auto updated = store_->GuaranteedUpdate(call.Ref(), Subresource::kMain, [&](const json& cur) {
+      return ServerSideApply(cur, *applied, request);
+    });
+    if (!updated.ok() && updated.status().code() == StatusCode::kNotFound) continue;
+    if (!updated.ok()) return call.Error(updated.status());
+    if (r.gvr() == kCrds) SyncCrd(call.name);
+    return JsonResponse(200, *updated);
+  }
+  return ErrorResponse({409, "Conflict", "the object kept changing between create and update; retry"}, call.Details());
+}
+
+http::Response ApiServer::Scale(Call& call) {
+  const ResourceInfo& r = *call.resource;
+  const ScaleSubresource& scale = *r.scale;
+  auto to_scale = [&](const json& o) {
+    json replicas = EvaluateJsonPath(o, scale.spec_replicas_path);
+    json status_replicas = EvaluateJsonPath(o, scale.status_replicas_path);
+    json status = {{"replicas", status_replicas.is_number() ? status_replicas : json(0)}};
+    if (!scale.label_selector_path.empty()) {
+      json selector = EvaluateJsonPath(o, scale.label_selector_path);
+      if (selector.is_string()) status["selector"] = selector;
+    }
+    const json& meta = o["metadata"];
+    json smeta = {{"name", meta["name"]}, {"uid", meta.value("uid", "")}, {"resourceVersion", meta.value("resourceVersion", "")},
+                  {"creationTimestamp", meta.value("creationTimestamp", "")}};
+    if (meta.contains("namespace")) smeta["namespace"] = meta["namespace"];
+    return json{{"kind", "Scale"}, {"apiVersion", "autoscaling/v1"}, {"metadata", smeta},
+                {"spec", {{"replicas", replicas.is_number() ? replicas : json(0)}}}, {"status", status}};
+  };
+  const std::string& method = call.request.method;
+  if (method == "GET") {
+    auto o = store_->Get(call.Ref());
+    return o.ok() ? JsonResponse(200, to_scale(*o)) : call.Error(o.status());
+  }
+  if (method != "PUT" && method != "PATCH") {
+    return ErrorResponse({405, "MethodNotAllowed", "the server does not allow this method on the requested resource"}, call.Details());
+  }
+  json body = json::parse(call.request.body, nullptr, false);
+  if (body.is_discarded()) return ErrorResponse(BadRequest("the request body is not valid JSON"), call.Details());
+  std::string media = MediaType(call.request);
+  const std::string manager = call.FieldManager();
+  auto updated = store_->GuaranteedUpdate(call.Ref(), Subresource::kMain, [&](const json& current) -> StatusOr<json> {
+    json desired;
+    if (method == "PUT") {
+      desired = body;
+      std::string rv = desired.contains("metadata") ? desired["metadata"].value("resourceVersion", "") : "";
+      if (!rv.empty() && rv != ResourceVersionOf(current)) {
+        return Aborted("Operation cannot be fulfilled on " + r.gvr().ToString() + " \"" + call.name +
+                       "\": the object has been modified; please apply your changes to the latest version and try again");
+      }
+    } else {
+      json base = to_scale(current);
+      StatusOr<json> patched = media == "application/json-patch+json" ? ApplyJsonPatch(base, body)
+                             : media == "application/strategic-merge-patch+json" ? ApplyStrategicMergePatch(base, body)
+                                                                                  : ApplyMergePatch(base, body);
+      if (!patched.ok()) return patched.status();
+      desired = std::move(patched).value();
+    }
+    json replicas = desired.contains("spec") ? desired["spec"].value("replicas", json()) : json();
+    if (!replicas.is_number_integer() || replicas.get<int64_t>() < 0) {
+      return InvalidArgument("Scale.autoscaling \"" + call.name + "\" is invalid: spec.replicas: Invalid value: " +
+                             replicas.dump() + ": must be greater than or equal to 0");
+    }
+    json next = current;
+    SetAtJsonPath(next, scale.spec_replicas_path, replicas);
+    RecordUpdate(next, current, manager, r.gvr().ApiVersion(), Now());
+    return next;
+  });
+  if (!updated.ok()) return call.Error(updated.status());
+  return JsonResponse(200, to_scale(*updated));
+}
+
+http::Response ApiServer::PodLog(Call& call) {
+  auto pod = store_->Get(call.Ref());
+  if (!pod.ok()) return call.Error(pod.status());
+  std::string container = call.Param("container");
+  if (container.empty()) {
+    const json containers = (*pod)["spec"].value("containers", json::array());
+    if (containers.size() != 1) {
+      return ErrorResponse(BadRequest("a container name must be specified for pod " + call.name + ", choose one of: " +
+                                      [&] {
+                                        std::string names;
+                                        for (const auto& c : containers) names += (names.empty() ? "[" : " ") + c.value("name", "");
+                                        return names + "]";
+                                      }()), call.Details());
+    }
+    container = containers[0].value("name", "");
+  }
+  if (!options_.pod_logs) {
+    return ErrorResponse(BadRequest("container \"" + container + "\" in pod \"" + call.name + "\" has no logs: no local kubelet is running"), call.Details());
+  }
+  int64_t tail = -1;
+  if (std::string t = call.Param("tailLines"); !t.empty()) {
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), tail);
+    if (ec != std::errc() || p != t.data() + t.size()) return ErrorResponse(BadRequest("tailLines must be an integer"), call.Details());
+  }
+  auto logs = options_.pod_logs({call.ns, call.name, container, tail, Truthy(call.Param("previous"))});
+  if (!logs.ok()) return ErrorResponse(BadRequest(logs.status().message()), call.Details());
+  return http::Response::Text(200, std::move(logs).value());
+}
+
+void ApiServer::StartWatch(Call& call, http::Responder responder) {
+  const ResourceInfo& r = *call.resource;
+  WatchOptions options;
+  options.selectors = {call.Param("labelSelector"), call.Param("fieldSelector")};
+  if (!call.name.empty()) {
+    // A watch on one object: kube-apiserver turns it into a metadata.name field selector.
+    std::string by_name = "metadata.name=" + call.name;
+    options.selectors.field_selector = options.selectors.field_selector.empty() ? by_name : options.selectors.field_selector + "," + by_name;
+  }
+  std::string rv = call.Param("resourceVersion");
+  if (!rv.empty() && rv != "0") {
+    options.resource_version = ParseVersion(rv);
+    if (options.resource_version == 0) {
+      responder.Respond(ErrorResponse(BadRequest("resourceVersion \"" + rv + "\" is not a valid resource version"), call.Details()));
+      return;
+    }
+  }
+  if (call.query.count("sendInitialEvents")) options.send_initial_events = Truthy(call.Param("sendInitialEvents"));
+  options.allow_bookmarks = Truthy(call.Param("allowWatchBookmarks"));
+  auto duration = options_.max_watch_duration;
+  if (std::string t = call.Param("timeoutSeconds"); !t.empty()) {
+    int64_t secs = 0;
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), secs);
+    if (ec != std::errc() || p != t.data() + t.size() || secs < 0) {
+      responder.Respond(ErrorResponse(BadRequest("timeoutSeconds must be a non-negative integer"), call.Details()));
+      return;
+    }
+    if (secs > 0) duration = std::min(duration, std::chrono::seconds(secs));
+  }
+  auto watcher = store_->Watch(r.gvr(), call.ns, options);
+  http::Headers headers;
+  headers.Set("Content-Type", "application/json");
+  headers.Set("Cache-Control", "no-cache, private");
+  if (!watcher.ok()) {
+    if (IsResourceVersionTooOld(watcher.status())) {
+      // As kube-apiserver: the stream opens, carries one ERROR event with 410 Expired, and ends.
+      auto stream = responder.StartStream(200, headers);
+      json event = {{"type", "ERROR"}, {"object", StatusObject(ApiErrorFrom(watcher.status()))}};
+      stream->Write(event.dump() + "\n");
+      stream->Close();
+      return;
+    }
+    responder.Respond(ErrorResponse(BadRequest(watcher.status().message()), call.Details()));
+    return;
+  }
+  if (stopping_) {
+    responder.Respond(ErrorResponse({503, "ServiceUnavailable", "the server is shutting down"}));
+    return;
+  }
+  auto stream = responder.StartStream(200, headers);
+  std::shared_ptr<Watcher> w = std::move(watcher).value();
+  stream->OnClose([w] { w->Stop(); });
+  auto finished = std::make_shared<std::atomic<bool>>(false);
+  const bool table = call.WantsTable();
+  const std::string include_object = call.Param("includeObject");
+  ResourceInfo info = r;
+  std::thread thread([w, stream, finished, table, include_object, info, duration] {
+    const auto deadline = std::chrono::steady_clock::now() + duration;
+    bool first = true;
+    while (!stream->closed() && std::chrono::steady_clock::now() < deadline) {
+      auto event = w->Next(1s);
+      if (!event) {
+        if (w->done()) break;
+        continue;
+      }
+      json object = std::move(event->object);
+      if (table && event->type != WatchEventType::kBookmark && event->type != WatchEventType::kError) {
+        object = ToTable(info, {object}, ResourceVersionOf(object), include_object, std::chrono::system_clock::now());
+        if (!first) object["columnDefinitions"] = json::array();
+        first = false;
+      }
+      json line = {{"type", WatchEventTypeName(event->type)}, {"object", std::move(object)}};
+      if (!stream->Write(line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n")) break;
+    }
+    w->Stop();
+    stream->Close();
+    *finished = true;
+  });
+  std::lock_guard lock(watches_mu_);
+  // Reap watches that ended so a long-running server does not accumulate threads.
+  for (auto it = watches_.begin(); it != watches_.end();) {
+    if (*it->finished) {
+      it->thread.join();
+      it = watches_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  watches_.push_back({std::move(thread), finished, w});
+}
+
+}  // namespace mf::local

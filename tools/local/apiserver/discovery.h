@@ -1,0 +1,29 @@
+// The documents clients read before they talk to resources: /version, legacy discovery (/api,
+// /apis, per group and group-version) and OpenAPI v3 (/openapi/v3 and one document per
+// group-version, with the PATCH operations and their fieldValidation parameter that kubectl
+// apply checks for, and the x-kubernetes-group-version-kind schemas kubectl explain reads).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/local/apiserver/resources.h"
+
+namespace mf::local {
+
+// What `kubectl version` shows; the kubectl dispatcher picks its client version from it.
+nlohmann::json VersionInfo();
+nlohmann::json CoreApiVersions(const std::string& server_address);
+nlohmann::json ApiGroupList(const ResourceCatalog::Snapshot& snap);
+// nullopt when no resource of the group is served.
+std::optional<nlohmann::json> ApiGroup(const ResourceCatalog::Snapshot& snap, const std::string& group);
+std::optional<nlohmann::json> ApiResourceList(const ResourceCatalog::Snapshot& snap, const std::string& group,
+                                              const std::string& version);
+
+nlohmann::json OpenApiV3Root(const ResourceCatalog::Snapshot& snap);
+// `path` is "api/v1" or "apis/<group>/<version>".
+std::optional<nlohmann::json> OpenApiV3Document(const ResourceCatalog::Snapshot& snap, const std::string& path);
+
+}  // namespace mf::local

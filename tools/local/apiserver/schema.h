@@ -1,0 +1,28 @@
+// What kube-apiserver does with a CRD's structural OpenAPI v3 schema on every write: prune
+// unknown fields, apply defaults, validate. CEL rules (x-kubernetes-validations) are not
+// evaluated; everything else a structural schema can say is.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mf::local {
+
+// Removes fields the schema does not declare (unless x-kubernetes-preserve-unknown-fields).
+// Returns the dotted paths removed, for strict field validation. At the root, apiVersion, kind
+// and metadata are always kept.
+std::vector<std::string> PruneUnknownFields(nlohmann::json& object, const nlohmann::json& schema);
+// Fills in `default`s of missing properties, recursively (after pruning, as kube-apiserver).
+void ApplyDefaults(nlohmann::json& object, const nlohmann::json& schema);
+// Every violation as "path: message" in kube-apiserver's wording; empty when valid.
+std::vector<std::string> ValidateAgainstSchema(const nlohmann::json& object, const nlohmann::json& schema);
+
+// A simple JSONPath as printer columns and scale subresources use: ".a.b", ".a[0].b",
+// ".conditions[?(@.type==\"Ready\")].status". Null when a step is missing.
+nlohmann::json EvaluateJsonPath(const nlohmann::json& object, const std::string& path);
+// Sets the value at a simple dotted path (".spec.replicas"), creating objects on the way.
+bool SetAtJsonPath(nlohmann::json& object, const std::string& path, nlohmann::json value);
+
+}  // namespace mf::local

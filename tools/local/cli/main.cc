@@ -1,0 +1,159 @@
+// modelfleet-local: a single-machine stand-in for a Kubernetes control plane.
+//
+//   modelfleet-local up [--data-dir D] [--port P] [--kubeconfig PATH] [--workloads=false]
+//
+// Serves the Kubernetes API on http://127.0.0.1:PORT from a store persisted in D, writes a
+// kubeconfig, runs the built-in controllers and the local kubelet, and stops cleanly on
+// SIGINT/SIGTERM. State survives restarts, including watch history.
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "common/flags.h"
+#include "common/logging.h"
+#include "http/server.h"
+#include "tools/local/apiserver/api_server.h"
+#include "tools/local/cli/kubeconfig.h"
+#include "tools/local/controllers/run.h"
+#include "tools/local/kubelet/pod_paths.h"
+#include "tools/local/store/store.h"
+
+namespace mf::local {
+namespace {
+
+std::filesystem::path DefaultDataDir() {
+  const char* home = std::getenv("HOME");
+  return std::filesystem::path(home && *home ? home : ".") / ".modelfleet-local";
+}
+
+StatusOr<std::string> ReadPodLog(const std::filesystem::path& data_dir, const PodLogRequest& r) {
+  auto path = ContainerLogPath(data_dir, r.ns, r.pod, r.container, r.previous);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return NotFound("previous terminated container \"" + r.container + "\" in pod \"" + r.pod + "\" not found");
+  }
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::string text = buf.str();
+  if (r.tail_lines >= 0) {
+    size_t pos = text.size();
+    if (pos > 0 && text[pos - 1] == '\n') --pos;
+    for (int64_t n = 0; n < r.tail_lines && pos != std::string::npos && pos > 0; ++n) {
+      pos = text.rfind('\n', pos - 1);
+    }
+    if (r.tail_lines == 0) return std::string();
+    text = pos == std::string::npos ? text : text.substr(pos == 0 && text[0] != '\n' ? 0 : pos + 1);
+  }
+  return text;
+}
+
+Status EnsureNamespaces(Store& store) {
+  for (const char* name : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
+    auto created = store.Create({"", "v1", "namespaces"}, "", {{"metadata", {{"name", name}}}});
+    if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) return created.status();
+  }
+  return Status::Ok();
+}
+
+int Up(int argc, const char* const* argv) {
+  FlagSet flags("modelfleet-local up", "Starts a local Kubernetes API server emulation with controllers and a local kubelet.");
+  std::string data_dir = DefaultDataDir().string();
+  int port = 6443;
+  std::string address = "127.0.0.1";
+  std::string kubeconfig;
+  bool workloads = true;
+  std::string image_map;
+  std::string log_level = "info";
+  flags.Add("data-dir", &data_dir, "where objects, watch history, pod logs and volumes are kept");
+  flags.Add("port", &port, "port of the API server (0: any free port)");
+  flags.Add("address", &address, "address to listen on (keep it loopback: there is no authentication)");
+  flags.Add("kubeconfig", &kubeconfig, "where to write the kubeconfig (default: DATA_DIR/kubeconfig)");
+  flags.Add("workloads", &workloads, "run the built-in controllers and the local kubelet");
+  flags.Add("image-map", &image_map, "YAML map of container images to local programs, for the local kubelet");
+  flags.Add("log-level", &log_level, "debug | info | warning | error");
+  if (Status s = flags.Parse(argc, argv); !s.ok()) {
+    std::cerr << s.message() << "\n\n" << flags.Usage();
+    return 2;
+  }
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+  log::Level level;
+  if (!log::ParseLevel(log_level, &level)) {
+    std::cerr << "--log-level must be debug, info, warning or error, not \"" << log_level << "\"\n";
+    return 2;
+  }
+  log::SetLevel(level);
+  if (port < 0 || port > 65535) {
+    std::cerr << "--port must be between 0 and 65535\n";
+    return 2;
+  }
+  if (kubeconfig.empty()) kubeconfig = (std::filesystem::path(data_dir) / "kubeconfig").string();
+
+  auto store = Store::Open({.data_dir = std::filesystem::path(data_dir) / "store"});
+  if (!store.ok()) {
+    std::cerr << "cannot open the store in " << data_dir << ": " << store.status().ToString() << "\n";
+    return 1;
+  }
+  ApiServerOptions api_options;
+  api_options.pod_logs = [data_dir](const PodLogRequest& r) { return ReadPodLog(data_dir, r); };
+  auto api = std::make_unique<ApiServer>(store->get(), api_options);
+  if (Status s = api->Start(); !s.ok()) {
+    std::cerr << "cannot start the API server: " << s.ToString() << "\n";
+    return 1;
+  }
+  if (Status s = EnsureNamespaces(**store); !s.ok()) {
+    std::cerr << "cannot create the default namespaces: " << s.ToString() << "\n";
+    return 1;
+  }
+  http::Server server({.address = address, .port = static_cast<uint16_t>(port), .io_threads = 2,
+                       .max_body_bytes = 16 * 1024 * 1024, .server_header = "modelfleet-local"},
+                      api->Handler());
+  if (Status s = server.Start(); !s.ok()) {
+    std::cerr << "cannot listen on " << address << ":" << port << ": " << s.message() << "\n";
+    return 1;
+  }
+  const std::string url = "http://" + address + ":" + std::to_string(server.port());
+  if (Status s = WriteKubeconfig(kubeconfig, url); !s.ok()) {
+    std::cerr << s.message() << "\n";
+    return 1;
+  }
+  std::unique_ptr<LocalWorkloads> running;
+  if (workloads) {
+    LocalWorkloadsOptions options;
+    options.data_dir = data_dir;
+    options.image_map_path = image_map;
+    options.extra_env = {{"KUBECONFIG", kubeconfig}};
+    auto started = StartLocalWorkloads(**store, options);
+    if (!started.ok()) {
+      std::cerr << "cannot start the controllers and the local kubelet: " << started.status().ToString() << "\n";
+      return 1;
+    }
+    running = std::move(started).value();
+  }
+  std::cout << "modelfleet-local is up at " << url << " (data in " << data_dir << ")\n"
+            << "Use it with kubectl:\n"
+            << "  export KUBECONFIG=" << kubeconfig << "\n"
+            << "  kubectl get namespaces\n"
+            << "Stop it with Ctrl-C; state is kept for the next `modelfleet-local up`.\n"
+            << std::flush;
+  int signal = http::WaitForTerminationSignal();
+  log::Info("shutting down", {{"signal", std::to_string(signal)}});
+  server.Drain(std::chrono::seconds(5));
+  if (running) running->Stop();
+  api.reset();
+  return 0;
+}
+
+}  // namespace
+}  // namespace mf::local
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) != "up") {
+    std::cerr << "usage: modelfleet-local up [--data-dir DIR] [--port PORT] [--kubeconfig PATH] [--workloads=false]\n";
+    return 2;
+  }
+  return mf::local::Up(argc - 1, argv + 1);
+}
