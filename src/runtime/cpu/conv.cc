@@ -2,6 +2,7 @@
 // One primitive is built per input shape and cached; constant weights are reordered once per
 // primitive into the layout oneDNN picked. Bias and a fused activation run inside the primitive.
 #include <list>
+#include <optional>
 #include <map>
 #include <mutex>
 
@@ -150,7 +151,10 @@ dnnl::algorithm EltwiseAlgorithm(Activation a) {
 
 struct Prepared {
   dnnl::primitive prim;
-  memory::desc src_md, weights_md, dst_md, bias_md, scratch_md;
+  // The layouts oneDNN chose (blocked, e.g. nChw16c, where that runs faster) and the plain
+  // NCHW layouts our tensors use; reorders convert between them around the primitive.
+  memory::desc src_md, weights_md, dst_md, bias_md, scratch_md, plain_src_md, plain_dst_md;
+  std::optional<dnnl::reorder> src_reorder, dst_reorder;
   memory packed_weights;  // set when the weights are constant
   bool weights_reorder = false;  // runtime weights need a reorder into weights_md
   memory::desc user_weights_md;
@@ -175,8 +179,14 @@ class ConvKernel final : public Kernel {
     try {
       dnnl::engine& eng = CpuEngine();
       dnnl::stream stream(eng);
-      memory src(prep->src_md, eng, const_cast<void*>(x.raw_data()));
-      memory dst(prep->dst_md, eng, out[0].raw_data());
+      memory user_src(prep->plain_src_md, eng, const_cast<void*>(x.raw_data()));
+      memory user_dst(prep->plain_dst_md, eng, out[0].raw_data());
+      memory src = user_src, dst = user_dst;
+      if (prep->src_reorder) {
+        src = memory(prep->src_md, eng);
+        prep->src_reorder->execute(stream, user_src, src);
+      }
+      if (prep->dst_reorder) dst = memory(prep->dst_md, eng);
       std::vector<uint8_t> scratch(prep->scratch_md.get_size());
       memory scratch_mem(prep->scratch_md, eng, scratch.data());
       std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch_mem}};
@@ -196,6 +206,7 @@ class ConvKernel final : public Kernel {
       args[DNNL_ARG_WEIGHTS] = weights;
       if (b) args[DNNL_ARG_BIAS] = memory(prep->bias_md, eng, const_cast<void*>(b->raw_data()));
       prep->prim.execute(stream, args);
+      if (prep->dst_reorder) prep->dst_reorder->execute(stream, dst, user_dst);
       stream.wait();
     } catch (const dnnl::error& e) {
       return DnnlError(e, p_.transpose ? "ConvTranspose" : "Conv");
@@ -219,8 +230,10 @@ class ConvKernel final : public Kernel {
       dnnl::engine& eng = CpuEngine();
       size_t rank = geo.src.size();
       bool grouped = p_.group > 1;
-      memory::desc src_md(geo.src, memory::data_type::f32, PlainTag(rank));
-      memory::desc dst_md(geo.dst, memory::data_type::f32, PlainTag(rank));
+      memory::desc plain_src(geo.src, memory::data_type::f32, PlainTag(rank));
+      memory::desc plain_dst(geo.dst, memory::data_type::f32, PlainTag(rank));
+      memory::desc src_md(geo.src, memory::data_type::f32, Tag::any);
+      memory::desc dst_md(geo.dst, memory::data_type::f32, Tag::any);
       memory::desc any_w(geo.weights, memory::data_type::f32, Tag::any);
       memory::desc bias_md = has_bias ? memory::desc(geo.bias, memory::data_type::f32, Tag::x) : memory::desc();
       dnnl::primitive_attr attr;
@@ -240,6 +253,8 @@ class ConvKernel final : public Kernel {
         dnnl::deconvolution_forward::primitive_desc pd(d, attr, eng);
         prep->prim = dnnl::deconvolution_forward(pd);
         weights_md = pd.weights_desc();
+        src_md = pd.src_desc();
+        dst_md = pd.dst_desc();
         prep->scratch_md = pd.scratchpad_desc();
       } else {
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
@@ -248,10 +263,16 @@ class ConvKernel final : public Kernel {
         dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
         prep->prim = dnnl::convolution_forward(pd);
         weights_md = pd.weights_desc();
+        src_md = pd.src_desc();
+        dst_md = pd.dst_desc();
         prep->scratch_md = pd.scratchpad_desc();
       }
       prep->src_md = src_md;
       prep->dst_md = dst_md;
+      prep->plain_src_md = plain_src;
+      prep->plain_dst_md = plain_dst;
+      if (src_md != plain_src) prep->src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plain_src, eng, src_md));
+      if (dst_md != plain_dst) prep->dst_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(eng, dst_md, eng, plain_dst));
       prep->bias_md = bias_md;
       prep->weights_md = weights_md;
       prep->user_weights_md = memory::desc(geo.weights, memory::data_type::f32, WeightsTag(p_, rank, grouped));

@@ -1,0 +1,169 @@
+// Session behaviour the server relies on: input validation, any batch size on symbolic dims,
+// concurrent Run() calls, graph rewrites that do not change results, memory accounting.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <thread>
+
+#include "runtime/npy.h"
+#include "runtime/session.h"
+#include "tests/unit/runtime/model_builder.h"
+
+namespace mf::runtime {
+namespace {
+
+using testing::ModelBuilder;
+
+std::vector<float> RandomValues(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+Tensor FloatTensor(const Shape& shape, const std::vector<float>& values) {
+  auto t = Tensor::FromBytes(DataType::kFloat32, shape,
+                             {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)});
+  EXPECT_TRUE(t.ok());
+  return std::move(t).value();
+}
+
+// Conv -> BatchNormalization -> Relu -> GlobalAveragePool -> Flatten -> Gemm -> Sigmoid: every
+// rewrite (BN folding, activation fusion, constant folding) has something to do.
+std::string SmallConvNet() {
+  ModelBuilder b(13);
+  b.Input("x", {-1, 3, 8, 8}).Output("y");
+  b.Initializer("w", {4, 3, 3, 3}, RandomValues(108, 1));
+  b.Initializer("cb", {4}, RandomValues(4, 2));
+  b.Initializer("scale", {4}, {1.5f, 0.5f, 1.f, 2.f});
+  b.Initializer("bias", {4}, {0.1f, -0.2f, 0.f, 0.3f});
+  b.Initializer("mean", {4}, {0.05f, -0.1f, 0.2f, 0.f});
+  b.Initializer("var", {4}, {0.9f, 1.1f, 0.7f, 1.3f});
+  b.Initializer("fc", {4, 5}, RandomValues(20, 3));
+  b.Initializer("fcb", {5}, RandomValues(5, 4));
+  auto* conv = b.Node("Conv", {"x", "w", "cb"}, {"c"}, "conv");
+  ModelBuilder::IntsAttr(conv, "pads", {1, 1, 1, 1});
+  b.Node("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"bn"}, "bn");
+  b.Node("Relu", {"bn"}, {"r"}, "relu");
+  b.Node("GlobalAveragePool", {"r"}, {"p"}, "gap");
+  b.Node("Flatten", {"p"}, {"f"}, "flatten");
+  b.Node("Gemm", {"f", "fc", "fcb"}, {"g"}, "gemm");
+  b.Node("Sigmoid", {"g"}, {"y"}, "sigmoid");
+  return b.Serialize();
+}
+
+TEST(SessionTest, RewritesDoNotChangeResults) {
+  SessionOptions plain;
+  plain.optimize = false;
+  auto slow = Session::LoadFromBytes(SmallConvNet(), "", plain);
+  auto fast = Session::LoadFromBytes(SmallConvNet(), "", SessionOptions{});
+  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  for (int64_t batch : {1, 3, 8}) {
+    Tensor x = FloatTensor({batch, 3, 8, 8}, RandomValues(static_cast<size_t>(batch) * 192, 7));
+    std::vector<Tensor> a, b;
+    ASSERT_TRUE((*slow)->Run({&x}, &a).ok());
+    ASSERT_TRUE((*fast)->Run({&x}, &b).ok());
+    ASSERT_EQ(a[0].shape(), (Shape{batch, 5}));
+    ASSERT_EQ(b[0].shape(), a[0].shape());
+    for (int64_t i = 0; i < a[0].num_elements(); ++i) {
+      EXPECT_NEAR(a[0].data<float>()[i], b[0].data<float>()[i], 1e-5) << "batch " << batch << " element " << i;
+    }
+  }
+}
+
+TEST(SessionTest, ConcurrentRunsMatchSerialRuns) {
+  auto s = Session::LoadFromBytes(SmallConvNet(), "", SessionOptions{});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  constexpr int kThreads = 6;
+  std::vector<Tensor> inputs;
+  std::vector<std::vector<Tensor>> expected(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    int64_t batch = 1 + t % 3;
+    inputs.push_back(FloatTensor({batch, 3, 8, 8}, RandomValues(static_cast<size_t>(batch) * 192, 100 + t)));
+  }
+  for (int t = 0; t < kThreads; ++t) ASSERT_TRUE((*s)->Run({&inputs[static_cast<size_t>(t)]}, &expected[static_cast<size_t>(t)]).ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int iter = 0; iter < 20; ++iter) {
+        std::vector<Tensor> out;
+        if (!(*s)->Run({&inputs[static_cast<size_t>(t)]}, &out).ok()) {
+          ++mismatches;
+          continue;
+        }
+        const Tensor& want = expected[static_cast<size_t>(t)][0];
+        for (int64_t i = 0; i < want.num_elements(); ++i) {
+          if (out[0].data<float>()[i] != want.data<float>()[i]) ++mismatches;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST(SessionTest, RefusesBadInputsAndStaysUsable) {
+  auto s = Session::LoadFromBytes(SmallConvNet(), "", SessionOptions{});
+  ASSERT_TRUE(s.ok());
+  std::vector<Tensor> out;
+  Tensor wrong_dims = FloatTensor({1, 4, 8, 8}, RandomValues(256, 1));
+  Status st = (*s)->Run({&wrong_dims}, &out);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("'x'"), std::string::npos) << st.message();
+  auto ints = Tensor::Allocate(DataType::kInt64, {1, 3, 8, 8});
+  EXPECT_EQ((*s)->Run({&*ints}, &out).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*s)->Run({}, &out).code(), StatusCode::kInvalidArgument);
+  Tensor good = FloatTensor({2, 3, 8, 8}, RandomValues(384, 1));
+  EXPECT_TRUE((*s)->Run({&good}, &out).ok());
+}
+
+TEST(SessionTest, MemoryBytesCountsWeightsAndArena) {
+  auto s = Session::LoadFromBytes(SmallConvNet(), "", SessionOptions{});
+  ASSERT_TRUE(s.ok());
+  // Folded conv weights + bias and the FC weights, plus at least one activation.
+  size_t weights = (108 + 4 + 20 + 5) * sizeof(float);
+  EXPECT_GT((*s)->memory_bytes(), weights);
+  EXPECT_LT((*s)->memory_bytes(), 64u << 10);
+}
+
+TEST(SessionTest, CudaBackendIsReportedUnavailable) {
+  SessionOptions o;
+  o.backend = Backend::kCuda;
+  auto s = Session::LoadFromBytes(SmallConvNet(), "", o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnavailable);
+}
+
+TEST(SessionTest, KernelErrorsNameTheNode) {
+  ModelBuilder b;
+  b.Input("x", {-1, 6}).Output("y").Int64Initializer("shape", {2}, {4, -1});
+  b.Node("Reshape", {"x", "shape"}, {"y"}, "to_four_rows");
+  auto s = Session::LoadFromBytes(b.Serialize(), "", SessionOptions{});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Tensor x = FloatTensor({1, 6}, RandomValues(6, 1));  // 6 elements cannot make 4 rows
+  std::vector<Tensor> out;
+  Status st = (*s)->Run({&x}, &out);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("node 'to_four_rows' (Reshape)"), std::string::npos) << st.message();
+}
+
+TEST(NpyTest, RoundTripsAndRefusesGarbage) {
+  Tensor t = FloatTensor({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto back = ParseNpy(SerializeNpy(t));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->shape(), t.shape());
+  EXPECT_EQ(back->bytes(), t.bytes());
+  EXPECT_FALSE(ParseNpy("garbage").ok());
+  std::string bytes = SerializeNpy(t);
+  EXPECT_FALSE(ParseNpy(bytes.substr(0, bytes.size() - 1)).ok());
+  std::string fortran = bytes;
+  fortran.replace(fortran.find("False"), 5, "True ");
+  EXPECT_FALSE(ParseNpy(fortran).ok());
+}
+
+}  // namespace
+}  // namespace mf::runtime
