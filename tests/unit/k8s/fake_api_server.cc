@@ -385,12 +385,11 @@ HttpResponse FakeApiServer::Watch(const Target& t, const ChunkHandler& on_chunk,
   }
   int64_t sent = from;
   while (true) {
-    for (size_t i = 0; i < history_.size(); ++i) {
+    for (size_t i = 0; i < history_.size() && drop_generation_ == drop_generation; ++i) {
       const Event e = history_[i];
       if (e.rv <= sent || e.collection != t.collection || (!t.ns.empty() && e.ns != t.ns)) continue;
       sent = e.rv;
       if (!send({{"type", e.type}, {"object", e.object}})) return ok;
-      if (drop_generation_ != drop_generation) break;
     }
     if (!history_.empty()) sent = std::max(sent, history_.back().rv);
     if (drop_generation_ != drop_generation) {
