@@ -1,0 +1,152 @@
+"""modelfleet-server's REST APIs (TF Serving /v1, KServe v2, metrics) against real models."""
+import numpy as np
+import requests
+import torch
+from sklearn.datasets import load_digits
+
+from server_fixtures import load_example, metric_value, start_server, digits_repo  # noqa: F401
+
+
+def test_predict_matches_pytorch(tmp_path, start_server):
+    """The TF Serving doc-style request returns PyTorch's numbers for the same exported model."""
+    make_digits = load_example("make_digits")
+    torch.manual_seed(7)
+    model = make_digits.build_mlp(48)
+    base = tmp_path / "mlp"
+    make_digits.export(model, base / "1" / "model.onnx")
+    x = load_digits().data[:16].astype(np.float32)
+    with torch.no_grad():
+        expected = model(torch.from_numpy(x)).numpy()
+
+    server = start_server([f"--model_name=mlp", f"--model_base_path={base}"])
+    r = requests.post(f"{server.url}/v1/models/mlp:predict",
+                      json={"signature_name": "serving_default", "instances": x.tolist()}, timeout=30)
+    assert r.status_code == 200, r.text
+    assert r.headers["Content-Type"].startswith("application/json")
+    assert r.headers["X-Model-Version"] == "1"
+    np.testing.assert_allclose(np.array(r.json()["predictions"]), expected, rtol=1e-4, atol=1e-4)
+
+    columnar = requests.post(f"{server.url}/v1/models/mlp/versions/1:predict",
+                             json={"inputs": {"images": x[:3].tolist()}}, timeout=30)
+    assert columnar.status_code == 200, columnar.text
+    np.testing.assert_allclose(np.array(columnar.json()["outputs"]), expected[:3], rtol=1e-4, atol=1e-4)
+
+
+def test_status_metadata_and_errors(digits_repo, start_server):
+    server = start_server([f"--model_name=digits", f"--model_base_path={digits_repo}"])
+    url = server.url
+    status = requests.get(f"{url}/v1/models/digits", timeout=10).json()
+    assert status == {"model_version_status": [
+        {"version": "2", "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}]}
+
+    meta = requests.get(f"{url}/v1/models/digits/metadata", timeout=10).json()
+    assert meta["model_spec"]["version"] == "2"
+    sig = meta["metadata"]["signature_def"]["signature_def"]["serving_default"]
+    assert sig["inputs"]["images"]["dtype"] == "DT_FLOAT"
+    assert [d["size"] for d in sig["inputs"]["images"]["tensor_shape"]["dim"]] == ["-1", "64"]
+
+    cases = [
+        ("GET", "/v1/models", 400, "Missing model name in request."),
+        ("GET", "/v1/models/nope", 404, "Could not find any versions of model nope"),
+        ("POST", "/v1/models/nope:predict", 404, "Servable not found for request: Latest(nope)"),
+        ("POST", "/v1/models/digits/versions/9:predict", 404,
+         "Servable not found for request: Specific(digits, 9)"),
+        ("POST", "/v1/models/digits/versions/1/labels/x:predict", 400,
+         "Malformed request: POST /v1/models/digits/versions/1/labels/x:predict"),
+        ("GET", "/v1/models/digits/versions/abc", 400,
+         "Malformed request: GET /v1/models/digits/versions/abc"),
+    ]
+    for method, path, code, message in cases:
+        r = requests.request(method, url + path, json={"instances": [[0.0] * 64]}, timeout=10)
+        assert r.status_code == code, (path, r.text)
+        assert r.json() == {"error": message}, path
+
+    bad_type = requests.post(f"{url}/v1/models/digits:predict", json={"instances": [["x"] * 64]},
+                             timeout=10)
+    assert bad_type.status_code == 400 and "error" in bad_type.json()
+    bad_rank = requests.post(f"{url}/v1/models/digits:predict", json={"instances": [[1.0] * 63]},
+                             timeout=10)
+    assert bad_rank.status_code == 400, bad_rank.text
+    classify = requests.post(f"{url}/v1/models/digits:classify", json={"examples": []}, timeout=10)
+    assert classify.status_code == 400 and "classification" in classify.json()["error"]
+    # A bad request changed nothing: the model still answers.
+    ok = requests.post(f"{url}/v1/models/digits:predict", json={"instances": [[0.0] * 64]}, timeout=10)
+    assert ok.status_code == 200
+
+
+def test_labels_from_model_config_file(tmp_path, digits_repo, start_server):
+    config = tmp_path / "models.config"
+    config.write_text(f"""
+model_config_list {{
+  config {{
+    name: "digits"
+    base_path: "{digits_repo}"
+    model_platform: "onnx"
+    model_version_policy {{ all {{}} }}
+    version_labels {{ key: "stable" value: 1 }}
+    version_labels {{ key: "canary" value: 2 }}
+  }}
+}}""")
+    server = start_server([f"--model_config_file={config}"])
+    x = [[float(i % 16) for i in range(64)]]
+    answers = {}
+    for label in ("stable", "canary"):
+        r = requests.post(f"{server.url}/v1/models/digits/labels/{label}:predict",
+                          json={"instances": x}, timeout=10)
+        assert r.status_code == 200, r.text
+        answers[label] = (r.headers["X-Model-Version"], r.json()["predictions"])
+    assert answers["stable"][0] == "1" and answers["canary"][0] == "2"
+    assert answers["stable"][1] != answers["canary"][1]
+    unknown = requests.post(f"{server.url}/v1/models/digits/labels/nope:predict",
+                            json={"instances": x}, timeout=10)
+    assert unknown.status_code == 400
+
+
+def test_kserve_v2(digits_repo, start_server):
+    server = start_server([f"--model_name=digits", f"--model_base_path={digits_repo}"])
+    url = server.url
+    assert requests.get(f"{url}/v2/health/live", timeout=5).status_code == 200
+    assert requests.get(f"{url}/v2/health/ready", timeout=5).status_code == 200
+    assert requests.get(f"{url}/v2/models/digits/ready", timeout=5).status_code == 200
+    assert requests.get(f"{url}/v2/models/nope/ready", timeout=5).status_code == 400
+    meta = requests.get(f"{url}/v2/models/digits", timeout=5).json()
+    assert meta["name"] == "digits" and meta["platform"] == "onnx_onnxv1"
+    assert meta["inputs"][0]["name"] == "images" and meta["inputs"][0]["datatype"] == "FP32"
+
+    x = load_digits().data[:2].astype(np.float32)
+    body = {"id": "req-1", "inputs": [{"name": "images", "shape": [2, 64], "datatype": "FP32",
+                                       "data": x.flatten().tolist()}]}
+    r = requests.post(f"{url}/v2/models/digits/infer", json=body, timeout=10)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["model_name"] == "digits" and out["model_version"] == "2" and out["id"] == "req-1"
+    assert out["outputs"][0]["name"] == "scores" and out["outputs"][0]["shape"] == [2, 10]
+    v1 = requests.post(f"{url}/v1/models/digits:predict", json={"instances": x.tolist()}, timeout=10)
+    np.testing.assert_allclose(np.array(out["outputs"][0]["data"]).reshape(2, 10),
+                               np.array(v1.json()["predictions"]), rtol=1e-6)
+    bad = requests.post(f"{url}/v2/models/digits/infer",
+                        json={"inputs": [{"name": "images", "shape": [1, 63], "datatype": "FP32",
+                                          "data": [0.0] * 63}]}, timeout=10)
+    assert bad.status_code == 400 and "error" in bad.json()
+
+
+def test_metrics_names(tmp_path, digits_repo, start_server):
+    monitoring = tmp_path / "monitoring.config"
+    monitoring.write_text('prometheus_config { enable: true path: "/monitoring/prometheus/metrics" }')
+    server = start_server([f"--model_name=digits", f"--model_base_path={digits_repo}",
+                           f"--monitoring_config_file={monitoring}"])
+    for _ in range(3):
+        requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": [[0.0] * 64]},
+                      timeout=10)
+    requests.post(f"{server.url}/v1/models/digits/versions/7:predict",
+                  json={"instances": [[0.0] * 64]}, timeout=10)
+    text = requests.get(f"{server.url}/monitoring/prometheus/metrics", timeout=5).text
+    assert metric_value(text, ":tensorflow:serving:request_count", model_name="digits", status="OK") == 3
+    assert metric_value(text, ":tensorflow:serving:request_count", model_name="digits",
+                        status="NOT_FOUND") == 1
+    assert metric_value(text, ":tensorflow:serving:request_latency_count", model_name="digits",
+                        API="Predict", entrypoint="REST") == 4
+    assert metric_value(text, "modelfleet_requests_total", model="digits", version="2",
+                        api="Predict", status="OK") == 3
+    assert metric_value(text, "modelfleet_model_version_state", model="digits", version="2") == 30
+    assert metric_value(text, "modelfleet_compute_latency_seconds_count", model="digits") >= 3
