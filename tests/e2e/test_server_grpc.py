@@ -1,0 +1,131 @@
+"""modelfleet-server's gRPC APIs with stubs generated from our .proto files: TF Serving
+PredictionService / ModelService, KServe v2 GRPCInferenceService, grpc.health.v1."""
+import grpc
+import numpy as np
+import pytest
+import requests
+from sklearn.datasets import load_digits
+
+import proto_stubs
+from server_fixtures import start_server, digits_repo  # noqa: F401
+
+
+def tensor_proto(array: np.ndarray):
+    tensor_pb2 = proto_stubs.module("tensorflow.core.framework.tensor_pb2")
+    types_pb2 = proto_stubs.module("tensorflow.core.framework.types_pb2")
+    proto = tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT)
+    for d in array.shape:
+        proto.tensor_shape.dim.add(size=d)
+    proto.tensor_content = array.astype("<f4").tobytes()
+    return proto
+
+
+def to_numpy(proto) -> np.ndarray:
+    shape = [d.size for d in proto.tensor_shape.dim]
+    if proto.tensor_content:
+        return np.frombuffer(proto.tensor_content, dtype="<f4").reshape(shape)
+    return np.array(proto.float_val, dtype=np.float32).reshape(shape)
+
+
+@pytest.fixture
+def server(tmp_path, digits_repo, start_server):
+    """Both digits versions loaded (policy all), so requests can pick either."""
+    config = tmp_path / "models.config"
+    config.write_text('model_config_list { config { name: "digits" base_path: "%s" '
+                      'model_version_policy { all {} } } }' % digits_repo)
+    return start_server([f"--model_config_file={config}"])
+
+
+def test_predict_names_version_and_matches_rest(server):
+    predict_pb2 = proto_stubs.module("tensorflow_serving.apis.predict_pb2")
+    services = proto_stubs.module("tensorflow_serving.apis.prediction_service_pb2_grpc")
+    x = load_digits().data[:4].astype(np.float32)
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        stub = services.PredictionServiceStub(channel)
+        request = predict_pb2.PredictRequest()
+        request.model_spec.name = "digits"
+        request.model_spec.signature_name = "serving_default"
+        request.inputs["images"].CopyFrom(tensor_proto(x))
+        response = stub.Predict(request, timeout=10)
+        assert response.model_spec.name == "digits"
+        assert response.model_spec.version.value == 2
+        scores = to_numpy(response.outputs["scores"])
+
+        request.model_spec.version.value = 1
+        older = stub.Predict(request, timeout=10)
+        assert older.model_spec.version.value == 1
+        assert not np.allclose(to_numpy(older.outputs["scores"]), scores)
+
+        request.model_spec.version.value = 42
+        with pytest.raises(grpc.RpcError) as missing:
+            stub.Predict(request, timeout=10)
+        assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+
+        bad = predict_pb2.PredictRequest()
+        bad.model_spec.name = "digits"
+        bad.inputs["images"].CopyFrom(tensor_proto(np.zeros((1, 63), np.float32)))
+        with pytest.raises(grpc.RpcError) as invalid:
+            stub.Predict(bad, timeout=10)
+        assert invalid.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+        classify_pb2 = proto_stubs.module("tensorflow_serving.apis.classification_pb2")
+        with pytest.raises(grpc.RpcError) as unimplemented:
+            stub.Classify(classify_pb2.ClassificationRequest(), timeout=10)
+        assert unimplemented.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+    rest = requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": x.tolist()},
+                         timeout=10).json()["predictions"]
+    np.testing.assert_allclose(scores, np.array(rest), rtol=1e-5, atol=1e-5)
+
+
+def test_model_status_and_metadata(server):
+    status_pb2 = proto_stubs.module("tensorflow_serving.apis.get_model_status_pb2")
+    model_services = proto_stubs.module("tensorflow_serving.apis.model_service_pb2_grpc")
+    meta_pb2 = proto_stubs.module("tensorflow_serving.apis.get_model_metadata_pb2")
+    services = proto_stubs.module("tensorflow_serving.apis.prediction_service_pb2_grpc")
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        request = status_pb2.GetModelStatusRequest()
+        request.model_spec.name = "digits"
+        status = model_services.ModelServiceStub(channel).GetModelStatus(request, timeout=10)
+        assert [(v.version, v.state) for v in status.model_version_status] == [(1, 30), (2, 30)]
+        assert status.model_version_status[0].status.error_code == 0
+
+        meta_request = meta_pb2.GetModelMetadataRequest(metadata_field=["signature_def"])
+        meta_request.model_spec.name = "digits"
+        meta = services.PredictionServiceStub(channel).GetModelMetadata(meta_request, timeout=10)
+        assert meta.model_spec.version.value == 2
+        sigs = meta_pb2.SignatureDefMap()
+        meta.metadata["signature_def"].Unpack(sigs)
+        assert "images" in sigs.signature_def["serving_default"].inputs
+
+        assert proto_stubs.health_check(channel) == "SERVING"
+        assert proto_stubs.health_check(channel, "digits") == "SERVING"
+
+
+def test_kserve_v2_grpc(server):
+    v2 = proto_stubs.module("inference.grpc_predict_v2_pb2")
+    v2_grpc = proto_stubs.module("inference.grpc_predict_v2_pb2_grpc")
+    x = load_digits().data[:2].astype(np.float32)
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        stub = v2_grpc.GRPCInferenceServiceStub(channel)
+        assert stub.ServerLive(v2.ServerLiveRequest(), timeout=5).live
+        assert stub.ServerReady(v2.ServerReadyRequest(), timeout=5).ready
+        assert stub.ModelReady(v2.ModelReadyRequest(name="digits"), timeout=5).ready
+        assert not stub.ModelReady(v2.ModelReadyRequest(name="nope"), timeout=5).ready
+        meta = stub.ModelMetadata(v2.ModelMetadataRequest(name="digits"), timeout=5)
+        assert meta.platform == "onnx_onnxv1" and list(meta.versions) == ["1", "2"]
+
+        request = v2.ModelInferRequest(model_name="digits", id="abc")
+        tensor = request.inputs.add(name="images", datatype="FP32", shape=[2, 64])
+        tensor.contents.fp32_contents.extend(x.flatten().tolist())
+        response = stub.ModelInfer(request, timeout=10)
+        assert response.model_version == "2" and response.id == "abc"
+        typed = np.array(response.outputs[0].contents.fp32_contents).reshape(2, 10)
+
+        raw = v2.ModelInferRequest(model_name="digits", model_version="1")
+        raw.inputs.add(name="images", datatype="FP32", shape=[2, 64])
+        raw.raw_input_contents.append(x.astype("<f4").tobytes())
+        raw_response = stub.ModelInfer(raw, timeout=10)
+        assert raw_response.model_version == "1"
+        older = np.frombuffer(raw_response.raw_output_contents[0], dtype="<f4").reshape(2, 10)
+        assert not np.allclose(typed, older)
