@@ -66,12 +66,21 @@ namespace {
 
 // Builds a zero-filled batch-1 example of each input (symbolic dims = 1), to measure the
 // activation arena. nullopt when an input's rank is unknown.
+// Models whose declared inputs are larger than this skip the warm-up: loading must not allocate
+// what a (possibly hostile) file merely declares.
+constexpr int64_t kMaxWarmupInputBytes = int64_t{64} << 20;
+
 std::optional<std::vector<Tensor>> ExampleInputs(const Signature& sig, const std::vector<bool>& declared) {
   std::vector<Tensor> out;
+  int64_t total = 0;
   for (size_t i = 0; i < sig.inputs.size(); ++i) {
     if (!declared[i] || sig.inputs[i].dtype == DataType::kString) return std::nullopt;
     Shape s = sig.inputs[i].shape;
     for (int64_t& d : s) d = d < 0 ? 1 : d;
+    int64_t n = NumElements(s);
+    if (n < 0 || n > kMaxWarmupInputBytes) return std::nullopt;
+    total += n * static_cast<int64_t>(ElementSize(sig.inputs[i].dtype));
+    if (total > kMaxWarmupInputBytes) return std::nullopt;
     auto t = Tensor::Allocate(sig.inputs[i].dtype, s);
     if (!t.ok()) return std::nullopt;
     out.push_back(std::move(t).value());
