@@ -3,6 +3,7 @@
 // (little-endian row-major bytes; BYTES as 4-byte length-prefixed elements), never both.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "common/status.h"
@@ -19,14 +20,14 @@ namespace mf::codec {
 StatusOr<std::vector<NamedTensor>> InputsFromModelInferRequest(const inference::ModelInferRequest& request);
 
 enum class V2OutputEncoding {
-  kRaw,       // raw_output_contents (what Triton clients use)
-  kContents,  // typed contents (FP16/BF16 have no typed field and are always sent raw)
+  kRaw,       // raw_output_contents, one entry per output (what Triton's clients expect)
+  kContents,  // typed contents
 };
-// Appends one output. Mixing raw and typed outputs in one response is allowed by the protocol
-// only when every raw output has its raw_output_contents entry, so a response that uses kRaw for
-// any output must use it for all of them (callers pick one encoding per response).
-void AddOutputToModelInferResponse(const NamedTensorView& output, V2OutputEncoding encoding,
-                                   inference::ModelInferResponse* response);
+// Appends the outputs to the response. The protocol has no typed field for FP16/BF16, and
+// raw_output_contents must then cover every output, so a response holding one of them is
+// written raw whatever `encoding` asks.
+void AddOutputsToModelInferResponse(std::span<const NamedTensorView> outputs, V2OutputEncoding encoding,
+                                    inference::ModelInferResponse* response);
 
 void SignatureToV2Metadata(const ModelSignature& signature, inference::ModelMetadataResponse* proto);
 
