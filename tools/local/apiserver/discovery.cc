@@ -53,6 +53,50 @@ std::string SchemaName(const ResourceInfo& r) {
   return reversed + "." + r.gvr().version + "." + r.type.kind;
 }
 
+constexpr const char* kObjectMetaName = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+// Enough of ObjectMeta for kubectl explain and for patch computations to find metadata fields.
+json ObjectMetaSchema() {
+  json string_map = {{"type", "object"}, {"additionalProperties", {{"type", "string"}, {"default", ""}}}};
+  json owner = {{"type", "object"}, {"required", {"apiVersion", "kind", "name", "uid"}},
+                {"properties", {{"apiVersion", {{"type", "string"}}}, {"kind", {{"type", "string"}}}, {"name", {{"type", "string"}}},
+                                {"uid", {{"type", "string"}}}, {"controller", {{"type", "boolean"}}}, {"blockOwnerDeletion", {{"type", "boolean"}}}}},
+                {"x-kubernetes-map-type", "atomic"}};
+  json props = {
+      {"name", {{"type", "string"}, {"description", "Name must be unique within a namespace."}}},
+      {"generateName", {{"type", "string"}, {"description", "GenerateName is an optional prefix used by the server to generate a unique name."}}},
+      {"namespace", {{"type", "string"}, {"description", "Namespace defines the space within which each name must be unique."}}},
+      {"uid", {{"type", "string"}, {"description", "UID is the unique in time and space value for this object."}}},
+      {"resourceVersion", {{"type", "string"}, {"description", "An opaque value that represents the internal version of this object."}}},
+      {"generation", {{"type", "integer"}, {"format", "int64"}, {"description", "A sequence number representing a specific generation of the desired state."}}},
+      {"creationTimestamp", {{"type", "string"}, {"format", "date-time"}, {"description", "The server time when this object was created."}}},
+      {"deletionTimestamp", {{"type", "string"}, {"format", "date-time"}, {"description", "The time at which this resource will be deleted."}}},
+      {"labels", string_map},
+      {"annotations", string_map},
+      {"finalizers", {{"type", "array"}, {"items", {{"type", "string"}, {"default", ""}}}, {"x-kubernetes-list-type", "set"},
+                      {"x-kubernetes-patch-strategy", "merge"}}},
+      {"ownerReferences", {{"type", "array"}, {"items", owner}, {"x-kubernetes-list-type", "map"}, {"x-kubernetes-list-map-keys", {"uid"}},
+                           {"x-kubernetes-patch-merge-key", "uid"}, {"x-kubernetes-patch-strategy", "merge"}}},
+      {"managedFields", {{"type", "array"}, {"items", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}},
+  };
+  props["labels"]["description"] = "Map of string keys and values that can be used to organize and categorize objects.";
+  props["annotations"]["description"] = "Annotations is an unstructured key value map stored with a resource.";
+  return {{"type", "object"}, {"description", "ObjectMeta is metadata that all persisted resources must have."}, {"properties", props}};
+}
+
+// The served schema: the stored one with apiVersion, kind and metadata declared, as
+// kube-apiserver publishes CRD schemas.
+json PublishedSchema(const ResourceInfo& r) {
+  json schema = r.schema.is_object() ? r.schema : json{{"type", "object"}};
+  json& props = schema["properties"];
+  if (!props.is_object()) props = json::object();
+  props["apiVersion"] = {{"type", "string"}, {"description", "APIVersion defines the versioned schema of this representation of an object."}};
+  props["kind"] = {{"type", "string"}, {"description", "Kind is a string value representing the REST resource this object represents."}};
+  props["metadata"] = {{"allOf", {{{"$ref", std::string("#/components/schemas/") + kObjectMetaName}}}},
+                       {"default", json::object()}, {"description", "Standard object's metadata."}};
+  return schema;
+}
+
 json Gvk(const ResourceInfo& r) {
   return {{"group", r.gvr().group}, {"version", r.gvr().version}, {"kind", r.type.kind}};
 }
@@ -77,8 +121,10 @@ json Operation(const ResourceInfo& r, const std::string& action, const std::stri
   if (with_body) {
     json content = json::object();
     if (action == "patch") {
-      for (const char* type : {"application/json-patch+json", "application/merge-patch+json",
-                               "application/strategic-merge-patch+json", "application/apply-patch+yaml"}) {
+      // No strategic-merge-patch+json: kubectl then computes strategic patches for built-in kinds
+      // from its compiled-in types (our built-in schemas are not itemized) and uses merge patches
+      // for custom resources, as with a real cluster.
+      for (const char* type : {"application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"}) {
         content[type] = {{"schema", {{"type", "object"}}}};
       }
     } else {
@@ -183,7 +229,7 @@ std::optional<json> OpenApiV3Document(const ResourceCatalog::Snapshot& snap, con
     if (r.gvr().group != group || r.gvr().version != version) continue;
     any = true;
     std::string name = SchemaName(r);
-    json schema = r.schema;
+    json schema = PublishedSchema(r);
     schema["x-kubernetes-group-version-kind"] = json::array({Gvk(r)});
     schemas[name] = schema;
     json list_schema = {{"type", "object"}, {"description", r.type.kind + "List is a list of " + r.type.kind},
@@ -203,6 +249,7 @@ std::optional<json> OpenApiV3Document(const ResourceCatalog::Snapshot& snap, con
     }
   }
   if (!any) return std::nullopt;
+  schemas[kObjectMetaName] = ObjectMetaSchema();
   return json{{"openapi", "3.0.0"}, {"info", {{"title", "Kubernetes"}, {"version", kGitVersion}}},
               {"paths", paths}, {"components", {{"schemas", schemas}}}};
 }
