@@ -1,0 +1,65 @@
+"""Dynamic batching: 64 concurrent clients on a CNN get the same numbers as unbatched requests,
+and the batch size metrics show that batches of more than one request really ran."""
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import requests
+from sklearn.datasets import load_digits
+
+from server_fixtures import EXAMPLES, metric_value, start_server  # noqa: F401
+
+CLIENTS = 64
+
+
+def make_cnn(base):
+    subprocess.run([sys.executable, str(EXAMPLES / "make_cnn.py"), "--out", str(base),
+                    "--version", "1", "--epochs", "3"], check=True, timeout=240,
+                   capture_output=True)
+
+
+def test_concurrent_clients_are_batched(tmp_path, start_server):
+    base = tmp_path / "cnn"
+    make_cnn(base)
+    params = tmp_path / "batching.config"
+    params.write_text("max_batch_size { value: 32 }\n"
+                      "batch_timeout_micros { value: 20000 }\n"
+                      "max_enqueued_batches { value: 100 }\n"
+                      "num_batch_threads { value: 2 }\n"
+                      "allowed_batch_sizes: 8 allowed_batch_sizes: 16 allowed_batch_sizes: 32\n")
+    batched = start_server(["--model_name=cnn", f"--model_base_path={base}", "--enable_batching",
+                            f"--batching_parameters_file={params}"])
+    plain = start_server(["--model_name=cnn", f"--model_base_path={base}"])
+
+    images = load_digits().images[:CLIENTS].astype(np.float32).reshape(CLIENTS, 1, 8, 8)
+    expected = np.array(requests.post(f"{plain.url}/v1/models/cnn:predict",
+                                      json={"instances": images.tolist()}, timeout=60)
+                        .json()["predictions"])
+
+    results = [None] * CLIENTS
+    barrier = threading.Barrier(CLIENTS)
+
+    def client(i):
+        session = requests.Session()
+        barrier.wait(timeout=30)
+        r = session.post(f"{batched.url}/v1/models/cnn:predict",
+                         json={"instances": images[i:i + 1].tolist()}, timeout=60)
+        results[i] = (r.status_code, r.json())
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert all(r is not None and r[0] == 200 for r in results), [r for r in results if not r or r[0] != 200][:3]
+    got = np.array([r[1]["predictions"][0] for r in results])
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+    metrics = batched.metrics()
+    batches = metric_value(metrics, "modelfleet_batch_size_count", model="cnn")
+    rows = metric_value(metrics, "modelfleet_batch_size_sum", model="cnn")
+    assert rows == CLIENTS, "every request's row went through a batch (warm-up runs unbatched)"
+    assert 0 < batches < CLIENTS / 2, f"{batches} batches for {CLIENTS} concurrent requests"
+    assert metric_value(metrics, "modelfleet_batch_size_bucket", model="cnn", le="1") < batches
+    assert metric_value(metrics, "modelfleet_queue_latency_seconds_count", model="cnn") == CLIENTS

@@ -1,0 +1,47 @@
+"""Start-up errors and shutdown: bad flags and configs are refused with a clear message; SIGTERM
+turns readiness off, drains and exits 0."""
+import signal
+import subprocess
+import time
+
+import requests
+
+from server_fixtures import EXAMPLES, copy_version, server_binary, start_server  # noqa: F401
+
+
+def run_server(args, timeout=30):
+    return subprocess.run([str(server_binary()), "--port=0", "--rest_api_port=0"] + args,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_bad_startup_input_is_refused_clearly(tmp_path):
+    cases = [
+        (["--no_such_flag=1"], "no_such_flag"),
+        (["--model_base_path=/m", "--file_system_poll_wait_seconds=0"], "file_system_poll_wait_seconds"),
+        (["--model_base_path=/m", "--backend=tpu"], "--backend"),
+        (["--model_base_path=/m", "--batching_parameters_file=/nope"], "--enable_batching"),
+        (["--model_base_path=/m", "--enable_batching", "--batching_parameters_file=/nope"], "/nope"),
+    ]
+    bad_config = tmp_path / "bad.config"
+    bad_config.write_text('model_config_list { config { name: "m" base_path: "/m" model_platform: "tensorflow" } }')
+    cases.append(([f"--model_config_file={bad_config}"], "model_platform 'tensorflow'"))
+    for args, needle in cases:
+        done = run_server(args)
+        assert done.returncode != 0, args
+        assert needle in done.stdout + done.stderr, (args, done.stdout + done.stderr)
+
+
+def test_sigterm_not_ready_then_drain_then_exit(tmp_path, start_server):
+    base = tmp_path / "digits"
+    copy_version(EXAMPLES / "digits", 1, base)
+    server = start_server(["--model_name=digits", f"--model_base_path={base}",
+                           "--not_ready_grace_seconds=1.5", "--drain_seconds=5"])
+    server.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    # During the grace period the server says it is not ready but still answers.
+    assert requests.get(f"{server.url}/v2/health/ready", timeout=5).status_code == 503
+    r = requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": [[0.0] * 64]},
+                      timeout=5)
+    assert r.status_code == 200
+    assert server.proc.wait(timeout=20) == 0
+    assert "modelfleet-server stopped drained=true" in server.log()
