@@ -1,0 +1,102 @@
+"""Fixtures for the modelfleet-local end-to-end tests: a local cluster on a free port with a
+temporary data directory and kubeconfig, kubectl and the Python client pointed at it."""
+import os
+import pathlib
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from conftest import build_dir, free_port
+
+KUBECTL = "/usr/bin/kubectl"
+DATA = pathlib.Path(__file__).resolve().parent / "local_data"
+
+
+class LocalCluster:
+    def __init__(self, tmp: pathlib.Path, workloads: bool = False):
+        self.binary = build_dir() / "tools" / "local" / "modelfleet-local"
+        if not self.binary.exists():
+            pytest.skip(f"{self.binary} is not built")
+        self.data_dir = tmp / "data"
+        self.kubeconfig = tmp / "kubeconfig"
+        self.port = free_port()
+        self.workloads = workloads
+        self.proc = None
+        self.log_path = tmp / "modelfleet-local.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self):
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [str(self.binary), "up", "--data-dir", str(self.data_dir), "--port", str(self.port),
+             "--kubeconfig", str(self.kubeconfig), f"--workloads={'true' if self.workloads else 'false'}",
+             "--log-level", "warning"],
+            stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"modelfleet-local exited: {self.log_path.read_text()}")
+            try:
+                with urllib.request.urlopen(self.url + "/readyz", timeout=1) as r:
+                    if r.status == 200 and self.kubeconfig.exists():
+                        return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("modelfleet-local did not become ready in 20 s")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self.proc = None
+
+    def restart(self):
+        self.stop()
+        self.start()
+
+    def env(self):
+        env = dict(os.environ)
+        env["KUBECONFIG"] = str(self.kubeconfig)
+        return env
+
+    def kubectl(self, *args, input=None, check=True, timeout=60):
+        result = subprocess.run([KUBECTL, *args], env=self.env(), input=input, capture_output=True,
+                                text=True, timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n"
+                                 f"{result.stdout}\n{result.stderr}")
+        return result
+
+    def kubectl_background(self, *args):
+        return subprocess.Popen([KUBECTL, *args], env=self.env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture
+def local_cluster(tmp_path):
+    cluster = LocalCluster(tmp_path)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def widgets(local_cluster):
+    """The test CRD applied and established, plus the two sample widgets."""
+    local_cluster.kubectl("apply", "-f", str(DATA / "widgets_crd.yaml"))
+    local_cluster.kubectl("wait", "--for=condition=Established", "crd/widgets.example.modelfleet.io", "--timeout=20s")
+    local_cluster.kubectl("apply", "-f", str(DATA / "widgets.yaml"))
+    return local_cluster
