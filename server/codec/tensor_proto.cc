@@ -223,10 +223,14 @@ StatusOr<runtime::Tensor> TensorFromProto(const TensorProto& proto) {
                            std::to_string(n) + " elements) has " + std::to_string(values) + " values in " +
                            expected + "; expected " + std::to_string(n) + " or a single value to broadcast");
   }
-  if (dtype == DataType::kString && values == 1 &&
-      static_cast<uint64_t>(n) > runtime::kMaxTensorBytes / (sizeof(std::string) + proto.string_val(0).size())) {
-    return InvalidArgument("broadcasting a " + std::to_string(proto.string_val(0).size()) + "-byte string to shape " +
-                           runtime::ShapeToString(shape) + " is too large");
+  if (values == 1 && n > 1) {
+    const size_t element_bytes =
+        dtype == DataType::kString ? sizeof(std::string) + proto.string_val(0).size() : per_element;
+    if (static_cast<uint64_t>(n) > kMaxBroadcastBytes / element_bytes) {
+      return InvalidArgument("broadcasting one value to shape " + runtime::ShapeToString(shape) +
+                             " would take more than " + std::to_string(kMaxBroadcastBytes >> 20) +
+                             " MiB; send the values or tensor_content instead");
+    }
   }
   MF_ASSIGN_OR_RETURN(runtime::Tensor tensor, runtime::Tensor::Allocate(dtype, std::move(shape)));
   if (n > 0) MF_RETURN_IF_ERROR(FillTyped(proto, &tensor));

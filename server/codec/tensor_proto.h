@@ -6,7 +6,7 @@
 // BFLOAT16 bit patterns, ...), either one value per element or a single value broadcast to the
 // whole shape; anything else (values in the wrong field, a count that is neither 1 nor the
 // element count, out-of-range narrow integers, negative dims, unknown_rank, a shape above
-// runtime::kMaxTensorBytes) is INVALID_ARGUMENT before anything large is allocated.
+// runtime::kMaxTensorBytes, a broadcast above kMaxBroadcastBytes) is INVALID_ARGUMENT before anything large is allocated.
 #pragma once
 
 #include "common/status.h"
@@ -18,6 +18,10 @@
 #include "tensorflow_serving/apis/get_model_status.pb.h"
 
 namespace mf::codec {
+
+// A single *_val value broadcast to the whole shape may expand to at most this many bytes: a
+// 20-byte message must not be able to make the server allocate gigabytes.
+inline constexpr size_t kMaxBroadcastBytes = size_t{64} << 20;
 
 tensorflow::DataType ToTfDataType(runtime::DataType dtype);
 // INVALID_ARGUMENT for dtypes ModelFleet has no tensor type for (complex, resource, ...).
