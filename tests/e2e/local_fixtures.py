@@ -15,7 +15,7 @@ DATA = pathlib.Path(__file__).resolve().parent / "local_data"
 
 
 class LocalCluster:
-    def __init__(self, tmp: pathlib.Path, workloads: bool = False):
+    def __init__(self, tmp: pathlib.Path, workloads: bool = False, extra_args=()):
         self.binary = build_dir() / "tools" / "local" / "modelfleet-local"
         if not self.binary.exists():
             pytest.skip(f"{self.binary} is not built")
@@ -23,6 +23,7 @@ class LocalCluster:
         self.kubeconfig = tmp / "kubeconfig"
         self.port = free_port()
         self.workloads = workloads
+        self.extra_args = list(extra_args)
         self.proc = None
         self.log_path = tmp / "modelfleet-local.log"
 
@@ -35,7 +36,7 @@ class LocalCluster:
         self.proc = subprocess.Popen(
             [str(self.binary), "up", "--data-dir", str(self.data_dir), "--port", str(self.port),
              "--kubeconfig", str(self.kubeconfig), f"--workloads={'true' if self.workloads else 'false'}",
-             "--log-level", "warning"],
+             "--log-level", "warning", *self.extra_args],
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
         deadline = time.monotonic() + 20

@@ -7,7 +7,7 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from local_fixtures import local_cluster  # noqa: F401  (fixture)
+from local_fixtures import LocalCluster, local_cluster  # noqa: F401  (fixture)
 
 
 def core_api(cluster):
@@ -93,3 +93,30 @@ def test_missing_and_duplicate_objects_get_kubernetes_status_errors(local_cluste
     with pytest.raises(ApiException) as dup:
         api.create_namespaced_config_map("default", configmap("dup"))
     assert dup.value.status == 409 and '"reason":"AlreadyExists"' in dup.value.body
+
+
+def test_watch_from_a_compacted_version_is_410_gone(tmp_path):
+    cluster = LocalCluster(tmp_path, extra_args=["--watch-history", "3"])
+    cluster.start()
+    try:
+        api = core_api(cluster)
+        rv = api.list_namespaced_config_map("default").metadata.resource_version
+        for i in range(6):
+            api.create_namespaced_config_map("default", configmap(f"c{i}"))
+        with pytest.raises(ApiException) as gone:
+            for _ in watch.Watch().stream(api.list_namespaced_config_map, "default", resource_version=rv,
+                                          timeout_seconds=5):
+                pass
+        assert gone.value.status == 410
+        # A fresh list and watch from its version works, as a reflector's relist does.
+        rv = api.list_namespaced_config_map("default").metadata.resource_version
+        api.create_namespaced_config_map("default", configmap("after"))
+        w = watch.Watch()
+        events = []
+        for event in w.stream(api.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=5,
+                              allow_watch_bookmarks=True):
+            events.append((event["type"], event["object"].metadata.name))
+            w.stop()
+        assert events == [("ADDED", "after")]
+    finally:
+        cluster.stop()

@@ -65,6 +65,7 @@ int Up(int argc, const char* const* argv) {
   bool workloads = true;
   std::string image_map;
   std::string log_level = "info";
+  int64_t watch_history = 20000;
   flags.Add("data-dir", &data_dir, "where objects, watch history, pod logs and volumes are kept");
   flags.Add("port", &port, "port of the API server (0: any free port)");
   flags.Add("address", &address, "address to listen on (keep it loopback: there is no authentication)");
@@ -72,6 +73,7 @@ int Up(int argc, const char* const* argv) {
   flags.Add("workloads", &workloads, "run the built-in controllers and the local kubelet");
   flags.Add("image-map", &image_map, "YAML map of container images to local programs, for the local kubelet");
   flags.Add("log-level", &log_level, "debug | info | warning | error");
+  flags.Add("watch-history", &watch_history, "changes kept for watches resuming from a resourceVersion (older: 410 Expired)");
   if (Status s = flags.Parse(argc, argv); !s.ok()) {
     std::cerr << s.message() << "\n\n" << flags.Usage();
     return 2;
@@ -90,9 +92,14 @@ int Up(int argc, const char* const* argv) {
     std::cerr << "--port must be between 0 and 65535\n";
     return 2;
   }
+  if (watch_history < 1) {
+    std::cerr << "--watch-history must be at least 1\n";
+    return 2;
+  }
   if (kubeconfig.empty()) kubeconfig = (std::filesystem::path(data_dir) / "kubeconfig").string();
 
-  auto store = Store::Open({.data_dir = std::filesystem::path(data_dir) / "store"});
+  auto store = Store::Open({.data_dir = std::filesystem::path(data_dir) / "store",
+                            .history_limit = static_cast<size_t>(watch_history)});
   if (!store.ok()) {
     std::cerr << "cannot open the store in " << data_dir << ": " << store.status().ToString() << "\n";
     return 1;
