@@ -129,7 +129,7 @@ std::string_view MethodLabel(uint32_t index) {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(std::shared_ptr<Worker> worker, std::shared_ptr<Core> core, tcp::socket socket)
-      : worker_(std::move(worker)), core_(std::move(core)), socket_(std::move(socket)) {}
+      : worker_(std::move(worker)), core_(std::move(core)), socket_(std::move(socket)), reader_(core_->limits) {}
 
   // All of the following run on the session's io thread unless they say otherwise.
   void Start() {
@@ -299,9 +299,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Starts the next request: parses what is buffered (pipelining) or waits for bytes.
   void ReadRequest() {
-    parser_.emplace();
-    wire::ConfigureParser(core_->limits, &*parser_);
-    header_checked_ = false;
+    reader_.Reset();
     if (buffer_.size() > 0) {
       state_ = State::kReading;
       deadline_ = Clock::now() + core_->options.read_timeout;
@@ -332,26 +330,21 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Parse() {
-    while (buffer_.size() > 0) {
-      beast::error_code ec;
-      size_t used = parser_->put(buffer_.data(), ec);
-      buffer_.consume(used);
-      if (ec == bhttp::error::need_more) break;
-      if (ec) return Reject(wire::RejectionForParseError(ec, core_->limits));
-      if (parser_->is_header_done() && !header_checked_) {
-        header_checked_ = true;
-        start_ = Clock::now();
-        if (auto rejected = wire::CheckHeader(parser_->get())) return Reject(*rejected);
-        parser_->eager(true);  // from here on, one put() takes as much body as is buffered
-        if (!parser_->is_done() && parser_->get().find(bhttp::field::expect) != parser_->get().end() &&
-            buffer_.size() == 0) {
-          return SendContinue();
-        }
+    for (;;) {
+      switch (reader_.Feed(buffer_)) {
+        case wire::RequestReader::Progress::kNeedMore:
+          return ReadMore();
+        case wire::RequestReader::Progress::kRejected:
+          return Reject(reader_.rejection());
+        case wire::RequestReader::Progress::kHeaderDone:
+          start_ = Clock::now();
+          if (reader_.WantsContinue() && buffer_.size() == 0) return SendContinue();
+          continue;
+        case wire::RequestReader::Progress::kMessageDone:
+          if (start_ == Clock::time_point()) start_ = Clock::now();
+          return OnRequest();
       }
-      if (parser_->is_done()) return OnRequest();
-      if (used == 0) break;
     }
-    ReadMore();
   }
 
   // The header passed every check (size limits included), so invite the body.
@@ -370,8 +363,8 @@ class Session : public std::enable_shared_from_this<Session> {
     keep_alive_ = false;
     head_request_ = false;
     if (start_ == Clock::time_point()) start_ = Clock::now();
-    method_index_ = MethodIndex(parser_ ? wire::ToStd(parser_->get().method_string()) : "");
-    target_ = parser_ ? std::string(wire::ToStd(parser_->get().target())) : std::string();
+    method_index_ = MethodIndex(wire::ToStd(reader_.parser().get().method_string()));
+    target_ = std::string(wire::ToStd(reader_.parser().get().target()));
     request_id_ = mf::log::NewRequestId();
     state_ = State::kHandling;
     WriteResponse(RejectionResponse(rejection));
@@ -380,9 +373,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnRequest() {
     state_ = State::kHandling;
     deadline_ = Clock::time_point::max();  // the handler takes the time it needs
-    keep_alive_ = parser_->get().keep_alive();
+    keep_alive_ = reader_.parser().get().keep_alive();
     Request request;
-    if (auto rejected = wire::ToRequest(parser_->release(), core_->limits, &request)) {
+    if (auto rejected = wire::ToRequest(reader_.parser().release(), core_->limits, &request)) {
       return Reject(*rejected);
     }
     method_index_ = MethodIndex(request.method);
@@ -529,10 +522,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<Core> core_;
   tcp::socket socket_;
   beast::flat_buffer buffer_;
-  std::optional<wire::RequestParser> parser_;
+  wire::RequestReader reader_;
   State state_ = State::kIdle;
   Clock::time_point deadline_ = Clock::time_point::max();  // enforced by the worker's sweep
-  bool header_checked_ = false;
   bool keep_alive_ = true;
   bool head_request_ = false;
   uint32_t method_index_ = 0;

@@ -94,6 +94,43 @@ std::optional<Rejection> ToRequest(BeastRequest&& message, const Limits& limits,
   return std::nullopt;
 }
 
+void RequestReader::Reset() {
+  parser_.emplace();
+  ConfigureParser(limits_, &*parser_);
+  header_checked_ = false;
+}
+
+RequestReader::Progress RequestReader::Feed(boost::beast::flat_buffer& input) {
+  if (!parser_) Reset();
+  while (input.size() > 0) {
+    boost::beast::error_code ec;
+    size_t used = parser_->put(input.data(), ec);
+    input.consume(used);
+    if (ec == bhttp::error::need_more) return Progress::kNeedMore;
+    if (ec) {
+      rejection_ = RejectionForParseError(ec, limits_);
+      return Progress::kRejected;
+    }
+    if (parser_->is_header_done() && !header_checked_) {
+      header_checked_ = true;
+      if (auto rejected = CheckHeader(parser_->get())) {
+        rejection_ = std::move(*rejected);
+        return Progress::kRejected;
+      }
+      parser_->eager(true);  // from here on, one put() takes as much body as is buffered
+      if (!parser_->is_done()) return Progress::kHeaderDone;
+    }
+    if (parser_->is_done()) return Progress::kMessageDone;
+    if (used == 0) break;
+  }
+  return Progress::kNeedMore;
+}
+
+bool RequestReader::WantsContinue() const {
+  return parser_ && header_checked_ && !parser_->is_done() &&
+         parser_->get().find(bhttp::field::expect) != parser_->get().end();
+}
+
 bool IsValidHeaderField(std::string_view name, std::string_view value) {
   if (name.empty()) return false;
   for (unsigned char c : name) {
