@@ -107,6 +107,7 @@ StatusOr<std::unique_ptr<Session::Impl>> Session::Build(Graph graph, const Sessi
   MF_RETURN_IF_ERROR(FoldConstants(&graph, *registry, options.optimize));
   if (options.optimize) {
     FuseConvBatchNorm(&graph);
+    FuseConvAdd(&graph);
     FuseActivations(&graph);
     RemoveDeadNodes(&graph);
   }

@@ -1,6 +1,7 @@
 // Conv and ConvTranspose on oneDNN (direct/JIT convolution and deconvolution primitives).
 // One primitive is built per input shape and cached; constant weights are reordered once per
 // primitive into the layout oneDNN picked. Bias and a fused activation run inside the primitive.
+#include <cstring>
 #include <list>
 #include <optional>
 #include <map>
@@ -22,6 +23,7 @@ struct ConvParams {
   std::string auto_pad = "NOTSET";
   std::vector<int64_t> kernel_shape, strides, dilations, pads, output_padding, output_shape;
   ActivationParams act;
+  bool fused_sum = false;  // input 3 is added to the output before `act`
 };
 
 // Per-shape geometry, with 1-D convolutions promoted to 2-D (oneDNN's weight tags for
@@ -172,9 +174,15 @@ class ConvKernel final : public Kernel {
     if (b && (b->rank() != 1 || b->dim(0) != geo.bias[0])) {
       return InvalidArgument("bias " + ShapeToString(b->shape()) + " does not match " + std::to_string(geo.bias[0]) + " output channels");
     }
-    MF_ASSIGN_OR_RETURN(std::shared_ptr<const Prepared> prep, Prepare(geo, x.shape(), w, b != nullptr));
     Shape out_shape(geo.dst.begin(), geo.dst.end());
     if (geo.spatial == 1) out_shape.erase(out_shape.begin() + 2);
+    const Tensor* addend = p_.fused_sum && in.size() > 3 ? in[3] : nullptr;
+    // The residual is summed inside the primitive when it has the output's shape; a broadcast
+    // addend (rare) is added afterwards, and then the activation must wait for it too.
+    bool sum_in_primitive = addend && addend->shape() == out_shape;
+    bool add_after = addend && !sum_in_primitive;
+    MF_ASSIGN_OR_RETURN(std::shared_ptr<const Prepared> prep,
+                        Prepare(geo, x.shape(), w, b != nullptr, sum_in_primitive, !add_after));
     MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, out_shape));
     try {
       dnnl::engine& eng = CpuEngine();
@@ -187,6 +195,15 @@ class ConvKernel final : public Kernel {
         prep->src_reorder->execute(stream, user_src, src);
       }
       if (prep->dst_reorder) dst = memory(prep->dst_md, eng);
+      if (sum_in_primitive) {
+        // The sum post-op accumulates into dst: start it as the residual, in dst's layout.
+        memory user_addend(prep->plain_dst_md, eng, const_cast<void*>(addend->raw_data()));
+        if (prep->dst_reorder) {
+          dnnl::reorder(user_addend, dst).execute(stream, user_addend, dst);
+        } else {
+          std::memcpy(out[0].raw_data(), addend->raw_data(), addend->byte_size());
+        }
+      }
       std::vector<uint8_t> scratch(prep->scratch_md.get_size());
       memory scratch_mem(prep->scratch_md, eng, scratch.data());
       std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch_mem}};
@@ -211,15 +228,36 @@ class ConvKernel final : public Kernel {
     } catch (const dnnl::error& e) {
       return DnnlError(e, p_.transpose ? "ConvTranspose" : "Conv");
     }
+    if (add_after) {
+      MF_ASSIGN_OR_RETURN(Shape bs, BroadcastShapes(out_shape, addend->shape()));
+      if (bs != out_shape) {
+        return InvalidArgument("the residual " + ShapeToString(addend->shape()) + " does not broadcast to the output " +
+                               ShapeToString(out_shape));
+      }
+      std::vector<int64_t> st = BroadcastStrides(addend->shape(), out_shape);
+      float* po = out[0].data<float>();
+      const float* pa = addend->data<float>();
+      for (int64_t i = 0; i < out[0].num_elements(); ++i) {
+        int64_t rem = i, off = 0;
+        for (size_t d = out_shape.size(); d-- > 0;) {
+          off += (rem % out_shape[d]) * st[d];
+          rem /= out_shape[d];
+        }
+        po[i] += pa[off];
+      }
+      ApplyActivation(p_.act, po, out[0].num_elements());
+    }
     return Status::Ok();
   }
 
  private:
   StatusOr<std::shared_ptr<const Prepared>> Prepare(const Geometry& geo, const Shape& x_shape, const Tensor& w,
-                                                    bool has_bias) const {
+                                                    bool has_bias, bool with_sum, bool with_act) const {
     Shape key = x_shape;
     key.insert(key.end(), w.shape().begin(), w.shape().end());
     key.push_back(has_bias);
+    key.push_back(with_sum);
+    key.push_back(with_act);
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = cache_.find(key);
@@ -238,13 +276,14 @@ class ConvKernel final : public Kernel {
       memory::desc bias_md = has_bias ? memory::desc(geo.bias, memory::data_type::f32, Tag::x) : memory::desc();
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      if (p_.act.kind != Activation::kNone) {
-        dnnl::post_ops ops;
+      dnnl::post_ops ops;
+      if (with_sum) ops.append_sum(1.f);
+      if (with_act && p_.act.kind != Activation::kNone) {
         float alpha = p_.act.alpha, beta = p_.act.beta;
         if (p_.act.kind == Activation::kRelu) alpha = 0.f;
         ops.append_eltwise(1.f, EltwiseAlgorithm(p_.act.kind), alpha, beta);
-        attr.set_post_ops(ops);
       }
+      attr.set_post_ops(ops);
       memory::desc weights_md;
       if (p_.transpose) {
         dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
@@ -319,6 +358,11 @@ StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {
   MF_ASSIGN_OR_RETURN(p.output_shape, a.GetInts("output_shape", {}));
   MF_ASSIGN_OR_RETURN(Activation kind, ActivationFromName(init.node.fused_activation));
   p.act = {kind, init.node.fused_alpha, init.node.fused_beta};
+  p.fused_sum = init.node.fused_sum;
+  if (p.fused_sum && (transpose || init.num_inputs() != 4)) {
+    return init.Error(StatusCode::kInternal, "a fused sum needs a Conv with the addend as input 3");
+  }
+  if (p.fused_sum) MF_RETURN_IF_ERROR(RequireFloat(init, 3));
   if (p.group <= 0) return init.Error(StatusCode::kInvalidArgument, "group must be positive");
   if (p.auto_pad != "NOTSET" && p.auto_pad != "VALID" && p.auto_pad != "SAME_UPPER" && p.auto_pad != "SAME_LOWER") {
     return init.Error(StatusCode::kInvalidArgument, "unknown auto_pad '" + p.auto_pad + "'");

@@ -68,6 +68,9 @@ struct Node {
   std::string fused_activation;
   float fused_alpha = 0.f;  // LeakyRelu slope / Clip min
   float fused_beta = 0.f;   // Clip max
+  // Set by the fusion pass on a Conv whose output fed an Add: the other Add operand is appended
+  // as the last input and added before the activation (a residual connection).
+  bool fused_sum = false;
 };
 
 struct Graph {

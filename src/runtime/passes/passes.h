@@ -17,6 +17,8 @@ Status FoldConstants(Graph* graph, const KernelRegistry& registry, bool fold);
 // single consumer), then Conv/Gemm/MatMul + Relu/LeakyRelu/Sigmoid/Tanh/Clip into one node.
 void FuseConvBatchNorm(Graph* graph);
 void FuseActivations(Graph* graph);
+// Conv followed by Add of a computed (non-constant) residual: the Conv adds it in place.
+void FuseConvAdd(Graph* graph);
 
 // Drops nodes none of whose outputs is used.
 void RemoveDeadNodes(Graph* graph);
