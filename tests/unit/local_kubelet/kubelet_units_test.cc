@@ -278,14 +278,39 @@ TEST(PodPhaseTest, RulesPerRestartPolicy) {
       {"Never", {Container(S::kRunning), Container(S::kTerminated, 1)}, "Running"},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(PodPhase(c.policy, c.containers), c.want) << c.policy << " #" << (&c - &cases[0]);
+    EXPECT_EQ(PodPhase(c.policy, {}, c.containers), c.want) << c.policy << " #" << (&c - &cases[0]);
+  }
+  // Init containers: Pending until each exited 0; a failed one fails the pod only under Never.
+  std::vector<ContainerRuntimeState> main = {Container(S::kWaiting)};
+  EXPECT_EQ(PodPhase("Always", {Container(S::kRunning)}, main), "Pending");
+  EXPECT_EQ(PodPhase("Always", {Container(S::kTerminated, 0), Container(S::kTerminated, 1)}, main), "Pending");
+  EXPECT_EQ(PodPhase("Never", {Container(S::kTerminated, 1)}, main), "Failed");
+  EXPECT_EQ(PodPhase("Never", {Container(S::kTerminated, 0)}, {Container(S::kRunning)}), "Running");
+}
+
+TEST(PodStatusTest, InitContainersGateInitialized) {
+  Json pod = Pod();
+  pod["spec"]["initContainers"] = Json::array({{{"name", "init"}, {"image", "busybox"}}});
+  pod["spec"]["containers"] = Json::array({{{"name", "c"}, {"image", "busybox"}}});
+  ContainerRuntimeState init = Container(ContainerRuntimeState::State::kRunning);
+  init.name = "init";
+  PodRuntimeInfo info{"127.0.1.7", "127.0.0.1", "", {init}, {Container(ContainerRuntimeState::State::kWaiting)}};
+  Json status = BuildPodStatus(pod, info, *ParseTime("2026-11-22T20:00:00Z"));
+  EXPECT_EQ(status["phase"], "Pending");
+  EXPECT_EQ(status["initContainerStatuses"][0]["name"], "init");
+  EXPECT_EQ(status["initContainerStatuses"][0]["image"], "busybox");
+  for (const Json& c : status["conditions"]) {
+    if (c["type"] == "Initialized") {
+      EXPECT_EQ(c["status"], "False");
+      EXPECT_EQ(c["reason"], "ContainersNotInitialized");
+    }
   }
 }
 
 TEST(PodStatusTest, ConditionsAndContainerStatuses) {
   Json pod = Pod();
   pod["spec"]["containers"] = Json::array({{{"name", "c"}, {"image", "python:3.11"}}});
-  PodRuntimeInfo info{"127.0.1.7", "127.0.0.1", "2026-11-22T20:00:00Z", {Container(ContainerRuntimeState::State::kRunning)}};
+  PodRuntimeInfo info{"127.0.1.7", "127.0.0.1", "2026-11-22T20:00:00Z", {}, {Container(ContainerRuntimeState::State::kRunning)}};
   info.containers[0].ready = true;
   info.containers[0].restart_count = 2;
   info.containers[0].started_at = "2026-11-22T20:00:01Z";

@@ -314,6 +314,39 @@ TEST_F(WorkloadsTest, DeletingAPodStopsItAndReleasesTheFinalizer) {
   EXPECT_FALSE(ProcessExists(pid));
 }
 
+TEST_F(WorkloadsTest, InitContainersRunFirstAndShareVolumesThroughMountPaths) {
+  StartKubelet();
+  Json pod = {
+      {"metadata", {{"name", "staged"}}},
+      {"spec",
+       {{"restartPolicy", "Never"},
+        {"volumes", Json::array({{{"name", "work"}, {"emptyDir", Json::object()}}})},
+        {"initContainers",
+         Json::array({{{"name", "fetch"}, {"image", "busybox"},
+                       // Mount paths are rewritten where an argument is a path, not inside scripts.
+                       {"command", {"sh", "-c", "echo model-v1 > \"$1\"", "sh", "/work/model.txt"}},
+                       {"volumeMounts", Json::array({{{"name", "work"}, {"mountPath", "/work"}}})}}})},
+        {"containers",
+         Json::array({{{"name", "serve"}, {"image", "busybox"},
+                       {"command", {"cat", "/data/model.txt"}},
+                       {"volumeMounts", Json::array({{{"name", "work"}, {"mountPath", "/data"}}})}}})}}}};
+  ASSERT_TRUE(store_->Create(r::kPods, "default", pod).ok());
+  ASSERT_TRUE(WaitFor([&] { return StringAt(Get(r::kPods, "staged"), {"status", "phase"}) == "Succeeded"; }))
+      << Get(r::kPods, "staged").dump(2);
+  Json status = Get(r::kPods, "staged")["status"];
+  EXPECT_EQ(status["initContainerStatuses"][0]["state"]["terminated"]["exitCode"], 0);
+  EXPECT_EQ(Read(ContainerLogPath(data_dir_, "default", "staged", "serve")), "model-v1\n");
+
+  // A failing init container under restartPolicy Never fails the pod; the app never starts.
+  pod["metadata"]["name"] = "broken";
+  pod["spec"]["initContainers"][0]["command"] = {"sh", "-c", "exit 9"};
+  ASSERT_TRUE(store_->Create(r::kPods, "default", pod).ok());
+  ASSERT_TRUE(WaitFor([&] { return StringAt(Get(r::kPods, "broken"), {"status", "phase"}) == "Failed"; }));
+  Json broken = Get(r::kPods, "broken")["status"];
+  EXPECT_EQ(broken["initContainerStatuses"][0]["state"]["terminated"]["exitCode"], 9);
+  EXPECT_EQ(broken["containerStatuses"][0]["state"]["waiting"]["reason"], "PodInitializing");
+}
+
 TEST_F(WorkloadsTest, ConfigErrorsAreReportedOnTheContainer) {
   StartKubelet();
   Json env = {{"env", Json::array({{{"name", "X"}, {"valueFrom", {{"configMapKeyRef", {{"name", "absent"}, {"key", "k"}}}}}}})}};

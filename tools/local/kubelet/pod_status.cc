@@ -4,7 +4,21 @@ namespace mf::local {
 
 using State = ContainerRuntimeState::State;
 
-std::string PodPhase(const std::string& restart_policy, const std::vector<ContainerRuntimeState>& containers) {
+bool InitContainersDone(const std::vector<ContainerRuntimeState>& init_containers) {
+  for (const auto& c : init_containers) {
+    if (c.state != State::kTerminated || c.exit_code != 0) return false;
+  }
+  return true;
+}
+
+std::string PodPhase(const std::string& restart_policy, const std::vector<ContainerRuntimeState>& init_containers,
+                     const std::vector<ContainerRuntimeState>& containers) {
+  if (!InitContainersDone(init_containers)) {
+    for (const auto& c : init_containers) {
+      if (restart_policy == "Never" && c.state == State::kTerminated && c.exit_code != 0) return "Failed";
+    }
+    return "Pending";
+  }
   int never_started = 0, running = 0, restarting = 0, succeeded = 0, failed = 0;
   for (const auto& c : containers) {
     switch (c.state) {
@@ -47,7 +61,7 @@ Json ContainerStateJson(const ContainerRuntimeState& c) {
 Json BuildPodStatus(const Json& pod, const PodRuntimeInfo& info, Clock::time_point now) {
   const Json& spec = ObjectAt(pod, {"spec"});
   Json status = ObjectAt(pod, {"status"});
-  status["phase"] = PodPhase(StringAt(spec, {"restartPolicy"}, "Always"), info.containers);
+  status["phase"] = PodPhase(StringAt(spec, {"restartPolicy"}, "Always"), info.init_containers, info.containers);
   if (!info.host_ip.empty()) {
     status["hostIP"] = info.host_ip;
     status["hostIPs"] = Json::array({{{"ip", info.host_ip}}});
@@ -60,29 +74,40 @@ Json BuildPodStatus(const Json& pod, const PodRuntimeInfo& info, Clock::time_poi
   status["qosClass"] = status.value("qosClass", "BestEffort");
 
   std::map<std::string, std::string> images;
-  if (auto cs = spec.find("containers"); cs != spec.end() && cs->is_array()) {
-    for (const Json& c : *cs) images[StringAt(c, {"name"})] = StringAt(c, {"image"});
+  for (const char* list : {"initContainers", "containers"}) {
+    if (auto cs = spec.find(list); cs != spec.end() && cs->is_array()) {
+      for (const Json& c : *cs) images[StringAt(c, {"name"})] = StringAt(c, {"image"});
+    }
   }
-  Json statuses = Json::array();
+  auto statuses = [&](const std::vector<ContainerRuntimeState>& containers) {
+    Json out = Json::array();
+    for (const auto& c : containers) {
+      Json s = {{"name", c.name},
+                {"image", images[c.name]},
+                {"imageID", ""},
+                {"ready", c.ready},
+                {"started", c.state == State::kRunning},
+                {"restartCount", c.restart_count},
+                {"state", ContainerStateJson(c)},
+                {"lastState", c.last_state}};
+      if (!c.container_id.empty()) s["containerID"] = c.container_id;
+      out.push_back(std::move(s));
+    }
+    return out;
+  };
   bool all_ready = !info.containers.empty();
-  for (const auto& c : info.containers) {
-    all_ready = all_ready && c.ready;
-    Json s = {{"name", c.name},
-              {"image", images[c.name]},
-              {"imageID", ""},
-              {"ready", c.ready},
-              {"started", c.state == State::kRunning},
-              {"restartCount", c.restart_count},
-              {"state", ContainerStateJson(c)},
-              {"lastState", c.last_state}};
-    if (!c.container_id.empty()) s["containerID"] = c.container_id;
-    statuses.push_back(std::move(s));
+  for (const auto& c : info.containers) all_ready = all_ready && c.ready;
+  status["containerStatuses"] = statuses(info.containers);
+  if (!info.init_containers.empty()) {
+    status["initContainerStatuses"] = statuses(info.init_containers);
+  } else {
+    status.erase("initContainerStatuses");
   }
-  status["containerStatuses"] = std::move(statuses);
+  const bool initialized = InitContainersDone(info.init_containers);
 
   Json conditions = status.value("conditions", Json::array());
   SetCondition(conditions, "PodScheduled", true, "", "", now, false);
-  SetCondition(conditions, "Initialized", true, "", "", now, false);
+  SetCondition(conditions, "Initialized", initialized, initialized ? "" : "ContainersNotInitialized", "", now, false);
   std::string not_ready_reason = status["phase"] == "Succeeded" ? "PodCompleted" : "ContainersNotReady";
   SetCondition(conditions, "ContainersReady", all_ready, all_ready ? "" : not_ready_reason, "", now, false);
   SetCondition(conditions, "Ready", all_ready, all_ready ? "" : not_ready_reason, "", now, false);

@@ -1,6 +1,6 @@
 // A pod's .status as a pure function of what the kubelet knows about its containers: phase
 // (Pending / Running / Succeeded / Failed, by Kubernetes' rules for each restartPolicy),
-// containerStatuses (state, lastState, restartCount, ready, started), conditions (PodScheduled,
+// initContainerStatuses, containerStatuses (state, lastState, restartCount, ready, started), conditions (PodScheduled,
 // Initialized, ContainersReady, Ready) and podIP / hostIP / startTime.
 #pragma once
 
@@ -31,11 +31,17 @@ struct PodRuntimeInfo {
   std::string pod_ip;
   std::string host_ip;
   std::string start_time;
-  std::vector<ContainerRuntimeState> containers;  // in spec order
+  std::vector<ContainerRuntimeState> init_containers;  // in spec order; run one by one first
+  std::vector<ContainerRuntimeState> containers;       // in spec order
 };
 
-// "Pending" | "Running" | "Succeeded" | "Failed".
-std::string PodPhase(const std::string& restart_policy, const std::vector<ContainerRuntimeState>& containers);
+// Init containers are done when each has exited 0.
+bool InitContainersDone(const std::vector<ContainerRuntimeState>& init_containers);
+
+// "Pending" | "Running" | "Succeeded" | "Failed". While init containers run the pod is Pending,
+// unless one failed under restartPolicy Never, which fails the pod.
+std::string PodPhase(const std::string& restart_policy, const std::vector<ContainerRuntimeState>& init_containers,
+                     const std::vector<ContainerRuntimeState>& containers);
 
 // The full status to store; conditions keep their lastTransitionTime while unchanged.
 Json BuildPodStatus(const Json& pod, const PodRuntimeInfo& info, Clock::time_point now);

@@ -126,8 +126,10 @@ void PodWorker::Run() {
     SyncContainers(pod);
     WriteStatus(pod);
     std::vector<pid_t> pids;
-    for (const Container& c : containers_) {
-      if (c.pid) pids.push_back(*c.pid);
+    for (const auto* list : {&init_containers_, &containers_}) {
+      for (const Container& c : *list) {
+        if (c.pid) pids.push_back(*c.pid);
+      }
     }
     std::lock_guard lock(mu_);
     running_pids_ = std::move(pids);
@@ -137,6 +139,15 @@ void PodWorker::Run() {
     running_pids_.clear();
   }
   finished_ = true;
+}
+
+PodWorker::Container PodWorker::NewContainer(const Json& spec, std::string waiting_reason) const {
+  Container c{.spec = spec, .state = {}, .pid = std::nullopt, .started = {},
+              .backoff = RestartBackoff(options_->backoff), .liveness = std::nullopt,
+              .readiness = std::nullopt, .spawn = {}};
+  c.state.name = StringAt(spec, {"name"});
+  c.state.reason = std::move(waiting_reason);
+  return c;
 }
 
 Status PodWorker::Prepare(const Json& pod) {
@@ -156,22 +167,36 @@ Status PodWorker::Prepare(const Json& pod) {
   start_time_ = StringAt(pod, {"status", "startTime"}, FormatTime(Clock::now()));
   // Restart counts survive a kubelet restart: they live in the stored status.
   std::map<std::string, int> restarts;
-  const Json statuses = ObjectAt(pod, {"status"}).value("containerStatuses", Json::array());
-  if (statuses.is_array()) {
+  const Json& status = ObjectAt(pod, {"status"});
+  for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
+    const Json statuses = status.value(list, Json::array());
+    if (!statuses.is_array()) continue;
     for (const Json& s : statuses) restarts[StringAt(s, {"name"})] = static_cast<int>(IntAt(s, {"restartCount"}, 0));
   }
+  // A pod that was initialized before a kubelet restart does not run its init containers again.
+  bool initialized = false;
+  for (const Json& c : status.value("conditions", Json::array())) {
+    initialized = initialized || (StringAt(c, {"type"}) == "Initialized" && StringAt(c, {"status"}) == "True");
+  }
+  const Json& spec = ObjectAt(pod, {"spec"});
+  init_containers_.clear();
+  for (const Json& container : spec.value("initContainers", Json::array())) {
+    Container c = NewContainer(container, "PodInitializing");
+    c.state.restart_count = restarts[c.state.name];
+    if (initialized) {
+      c.state.state = State::kTerminated;
+      c.state.reason = "Completed";
+    }
+    init_containers_.push_back(std::move(c));
+  }
   containers_.clear();
-  for (const Json& spec : ObjectAt(pod, {"spec"}).value("containers", Json::array())) {
-    Container c{.spec = spec, .state = {}, .pid = std::nullopt, .started = {},
-                .backoff = RestartBackoff(options_->backoff), .liveness = std::nullopt,
-                .readiness = std::nullopt, .spawn = {}};
-    c.state.name = StringAt(spec, {"name"});
-    c.state.reason = "ContainerCreating";
+  for (const Json& container : spec.value("containers", Json::array())) {
+    Container c = NewContainer(container, init_containers_.empty() ? "ContainerCreating" : "PodInitializing");
     c.state.restart_count = restarts[c.state.name];
     for (auto [field, slot, initial] : {std::make_tuple("livenessProbe", &c.liveness, true),
                                         std::make_tuple("readinessProbe", &c.readiness, false)}) {
-      if (!spec.contains(field)) continue;
-      MF_ASSIGN_OR_RETURN(ProbeTiming timing, ParseProbeTiming(spec[field]));
+      if (!container.contains(field)) continue;
+      MF_ASSIGN_OR_RETURN(ProbeTiming timing, ParseProbeTiming(container[field]));
       slot->emplace(timing, initial);
     }
     containers_.push_back(std::move(c));
@@ -184,57 +209,56 @@ void PodWorker::SyncContainers(const Json& pod) {
   if (!prepared_) {
     if (Status s = Prepare(pod); !s.ok()) {
       log::Warning("pod cannot start yet", {{"pod", NamespaceOf(pod) + "/" + NameOf(pod)}, {"error", s.message()}});
+      containers_.clear();
+      init_containers_.clear();
       for (const Json& spec : ObjectAt(pod, {"spec"}).value("containers", Json::array())) {
-        ContainerRuntimeState st;
-        st.name = StringAt(spec, {"name"});
-        st.reason = "CreateContainerConfigError";
-        st.message = s.message();
-        bool seen = false;
-        for (Container& c : containers_) {
-          if (c.state.name == st.name) {
-            c.state = st;
-            seen = true;
-          }
-        }
-        if (!seen) containers_.push_back(Container{.spec = spec, .state = st, .pid = std::nullopt,
-                                                   .started = {}, .backoff = RestartBackoff(options_->backoff),
-                                                   .liveness = std::nullopt, .readiness = std::nullopt, .spawn = {}});
+        containers_.push_back(NewContainer(spec, "CreateContainerConfigError"));
+        containers_.back().state.message = s.message();
       }
       return;
     }
   }
   const std::string policy = StringAt(pod, {"spec", "restartPolicy"}, "Always");
-  for (Container& c : containers_) {
-    if (c.pid) {
-      if (auto code = TryReap(*c.pid)) {
-        OnExit(pod, c, *code, *code == 0 ? "Completed" : "Error", "");
-      } else {
-        RunProbes(pod, c);
-        continue;
-      }
-    }
-    if (c.finished_for_good) continue;
-    if (c.state.state == State::kTerminated || c.state.last_state.contains("terminated")) {
-      bool restart = policy == "Always" || (policy == "OnFailure" && c.state.exit_code != 0);
-      if (c.state.state == State::kTerminated && !restart) {
-        c.finished_for_good = true;
-        continue;
-      }
-      if (!c.backoff.CanStart(SteadyClock::now())) {
-        if (c.state.state == State::kTerminated) {
-          // Keep the exit visible in lastState while waiting out the back-off.
-          c.state.last_state = {{"terminated", ContainerStateJson(c.state)["terminated"]}};
-        }
-        c.state.state = State::kWaiting;
-        c.state.reason = "CrashLoopBackOff";
-        c.state.message = "back-off " + std::to_string(c.backoff.current_delay().count() / 1000) +
-                          "s restarting failed container=" + c.state.name + " pod=" + NameOf(pod) +
-                          "_" + NamespaceOf(pod) + "(" + Uid(pod) + ")";
-        continue;
-      }
-    }
-    StartContainer(pod, c);
+  // Init containers run one at a time, in order, each to success (a failed one is retried unless
+  // the pod's policy is Never); only then do the app containers start.
+  const std::string init_policy = policy == "Never" ? "Never" : "OnFailure";
+  for (Container& c : init_containers_) {
+    SyncContainer(pod, c, init_policy);
+    if (c.state.state != State::kTerminated || c.state.exit_code != 0) return;
   }
+  for (Container& c : containers_) SyncContainer(pod, c, policy);
+}
+
+void PodWorker::SyncContainer(const Json& pod, Container& c, const std::string& policy) {
+  if (c.pid) {
+    auto code = TryReap(*c.pid);
+    if (!code) {
+      RunProbes(pod, c);
+      return;
+    }
+    OnExit(pod, c, *code, *code == 0 ? "Completed" : "Error", "");
+  }
+  if (c.finished_for_good) return;
+  if (c.state.state == State::kTerminated || c.state.last_state.contains("terminated")) {
+    bool restart = policy == "Always" || (policy == "OnFailure" && c.state.exit_code != 0);
+    if (c.state.state == State::kTerminated && !restart) {
+      c.finished_for_good = true;
+      return;
+    }
+    if (!c.backoff.CanStart(SteadyClock::now())) {
+      if (c.state.state == State::kTerminated) {
+        // Keep the exit visible in lastState while waiting out the back-off.
+        c.state.last_state = {{"terminated", ContainerStateJson(c.state)["terminated"]}};
+      }
+      c.state.state = State::kWaiting;
+      c.state.reason = "CrashLoopBackOff";
+      c.state.message = "back-off " + std::to_string(c.backoff.current_delay().count() / 1000) +
+                        "s restarting failed container=" + c.state.name + " pod=" + NameOf(pod) + "_" +
+                        NamespaceOf(pod) + "(" + Uid(pod) + ")";
+      return;
+    }
+  }
+  StartContainer(pod, c);
 }
 
 void PodWorker::StartContainer(const Json& pod, Container& c) {
@@ -342,20 +366,24 @@ void PodWorker::RunProbes(const Json& pod, Container& c) {
 
 void PodWorker::StopAll(std::chrono::milliseconds grace) {
   // Signal every container first so they shut down in parallel, then wait out one grace period.
-  for (Container& c : containers_) {
-    if (c.pid) SignalProcessGroup(*c.pid, SIGTERM);
+  for (auto* list : {&init_containers_, &containers_}) {
+    for (Container& c : *list) {
+      if (c.pid) SignalProcessGroup(*c.pid, SIGTERM);
+    }
   }
   auto deadline = SteadyClock::now() + grace;
-  for (Container& c : containers_) {
-    if (!c.pid) continue;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
-    int code = StopProcessGroup(*c.pid, std::max(left, std::chrono::milliseconds(0)));
-    c.pid.reset();
-    c.state.state = State::kTerminated;
-    c.state.exit_code = code;
-    c.state.reason = code == 0 ? "Completed" : "Error";
-    c.state.finished_at = FormatTime(Clock::now());
-    c.state.ready = false;
+  for (auto* list : {&init_containers_, &containers_}) {
+    for (Container& c : *list) {
+      if (!c.pid) continue;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+      int code = StopProcessGroup(*c.pid, std::max(left, std::chrono::milliseconds(0)));
+      c.pid.reset();
+      c.state.state = State::kTerminated;
+      c.state.exit_code = code;
+      c.state.reason = code == 0 ? "Completed" : "Error";
+      c.state.finished_at = FormatTime(Clock::now());
+      c.state.ready = false;
+    }
   }
 }
 
@@ -383,7 +411,9 @@ void PodWorker::Terminate(const Json& pod, bool pod_exists) {
 }
 
 void PodWorker::WriteStatus(const Json& pod) {
-  PodRuntimeInfo info{.pod_ip = pod_ip_, .host_ip = options_->host_ip, .start_time = start_time_, .containers = {}};
+  PodRuntimeInfo info{.pod_ip = pod_ip_, .host_ip = options_->host_ip, .start_time = start_time_,
+                      .init_containers = {}, .containers = {}};
+  for (const Container& c : init_containers_) info.init_containers.push_back(c.state);
   for (const Container& c : containers_) info.containers.push_back(c.state);
   Json status = BuildPodStatus(pod, info, Clock::now());
   if (status == last_status_) return;

@@ -1,8 +1,8 @@
 // Runs one pod's containers as local processes, on its own thread (like the kubelet's pod
 // workers), so a slow probe or a long termination grace period never delays other pods.
 //
-// Each pass: prepare the pod (IP, volumes) once; start containers that should run (restart
-// policy + CrashLoopBackOff); reap exits; run due probes (a failed liveness probe restarts the
+// Each pass: prepare the pod (IP, volumes) once; run init containers one by one to success;
+// start containers that should run (restart policy + CrashLoopBackOff); reap exits; run due probes (a failed liveness probe restarts the
 // container); write the pod status when it changed. On deletion (deletionTimestamp, or the pod
 // vanished) every container's process group gets SIGTERM, then SIGKILL after the grace period,
 // and the kubelet's finalizer is removed so the store can drop the pod.
@@ -73,7 +73,10 @@ class PodWorker {
   };
 
   void Run();
+  Container NewContainer(const Json& spec, std::string waiting_reason) const;
   void SyncContainers(const Json& pod);
+  // Reaps, probes, or (re)starts one container as its restart policy and back-off allow.
+  void SyncContainer(const Json& pod, Container& c, const std::string& policy);
   void StartContainer(const Json& pod, Container& c);
   void OnExit(const Json& pod, Container& c, int exit_code, std::string reason, std::string message);
   void RunProbes(const Json& pod, Container& c);
@@ -97,6 +100,7 @@ class PodWorker {
   std::atomic<bool> finished_{false};
 
   // Owned by the worker thread (RunningPids reads pids under mu_).
+  std::vector<Container> init_containers_;
   std::vector<Container> containers_;
   bool prepared_ = false;
   std::string pod_ip_;
