@@ -271,8 +271,11 @@ Status Client::Watch(const ResourceRef& collection, const WatchOptions& options,
     // A connection that drops after events flowed ends the watch like a server timeout: the
     // caller re-watches from the last version it saw. Failing to connect at all is an error,
     // so the caller backs off instead of spinning.
-    if (received && (response.status().code() == StatusCode::kUnavailable ||
-                     response.status().code() == StatusCode::kDeadlineExceeded)) {
+    // (A connection cut mid-chunk reads as DataLoss; the partial line is simply dropped, since
+    // the resume point is the last complete event.)
+    const StatusCode code = response.status().code();
+    if (received && (code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded ||
+                     code == StatusCode::kDataLoss)) {
       return Status::Ok();
     }
     if (stop.stop_requested()) return Cancelled(what + ": cancelled");

@@ -108,7 +108,6 @@ void Informer::RunReflector(std::stop_token stop) {
 }
 
 Status Informer::ListAndReplace(std::string* resource_version) {
-  ++lists_;
   ListOptions list_options;
   list_options.label_selector = options_.label_selector;
   list_options.field_selector = options_.field_selector;
@@ -133,6 +132,7 @@ Status Informer::ListAndReplace(std::string* resource_version) {
     if (!listed.count(key)) EnqueueLocked(Kind::kDelete, store_.Erase(key), nullptr);
   }
   if (!synced_.load()) EnqueueLocked(Kind::kSynced, nullptr, nullptr);
+  ++lists_;
   return Status::Ok();
 }
 

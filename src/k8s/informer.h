@@ -68,8 +68,8 @@ class Informer {
   bool WaitForSync(std::chrono::milliseconds timeout) const;
 
   struct Stats {
-    int64_t lists = 0;
-    int64_t watches = 0;
+    int64_t lists = 0;    // lists stored in the cache (the first one, then one per relist)
+    int64_t watches = 0;  // watch calls started
   };
   Stats stats() const { return {lists_.load(), watches_.load()}; }
 
