@@ -139,6 +139,24 @@ Status ValueAccumulator::Append(od::value& value) {
   return Status::Ok();
 }
 
+bool ValueAccumulator::TryAppendNumber(od::value& value) {
+  double d;
+  switch (dtype_) {
+    case DataType::kFloat32:
+      if (value.get_double().get(d)) return false;
+      Push<float>(static_cast<float>(d));
+      break;
+    case DataType::kFloat64:
+      if (value.get_double().get(d)) return false;
+      Push<double>(d);
+      break;
+    default:
+      return false;
+  }
+  ++count_;
+  return true;
+}
+
 Status ValueAccumulator::AppendFloating(od::value& value) {
   double d;
   od::json_type type;
@@ -257,10 +275,12 @@ Status NestedListDecoder::Decode(od::value value, int level) {
   od::array array;
   if (auto error = value.get_array().get(array)) return ParseError(error);
   int64_t count = 0;
+  // Once the depth of the scalars is known, a list right above them is read without recursing.
+  const bool scalars_below = rank_ == level + 1;
   for (auto element : array) {
     od::value child;
     if (auto error = element.get(child)) return ParseError(error);
-    MF_RETURN_IF_ERROR(Decode(child, level + 1));
+    if (!(scalars_below && values_.TryAppendNumber(child))) MF_RETURN_IF_ERROR(Decode(child, level + 1));
     ++count;
   }
   if (count == 0 && rank_ < 0) rank_ = level + 1;  // the first path ends at an empty list

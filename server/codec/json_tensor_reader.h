@@ -40,6 +40,10 @@ class ValueAccumulator {
   // for strings. INVALID_ARGUMENT "JSON Value: ... is not of expected type: ..." otherwise.
   Status Append(od::value& value);
 
+  // Fast path for the common case, a plain number for a floating-point tensor: appends it and
+  // returns true, or returns false having consumed nothing (then call Append for the full rules).
+  bool TryAppendNumber(od::value& value);
+
   int64_t count() const { return count_; }
   runtime::DataType dtype() const { return dtype_; }
   // Moves the values into a tensor of `shape`, whose element count must equal count().
