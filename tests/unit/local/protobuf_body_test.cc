@@ -1,0 +1,59 @@
+#include "tools/local/apiserver/protobuf_body.h"
+
+#include <gtest/gtest.h>
+
+namespace mf::local {
+namespace {
+
+// Minimal protobuf writer for building test messages.
+std::string Varint(uint64_t v) {
+  std::string out;
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+  return out;
+}
+std::string Bytes(int field, const std::string& value) { return Varint((field << 3) | 2) + Varint(value.size()) + value; }
+std::string MapEntry(int field, const std::string& k, const std::string& v) { return Bytes(field, Bytes(1, k) + Bytes(2, v)); }
+
+std::string Envelope(const std::string& api_version, const std::string& kind, const std::string& raw) {
+  return std::string("k8s\0", 4) + Bytes(1, Bytes(1, api_version) + Bytes(2, kind)) + Bytes(2, raw);
+}
+
+TEST(ProtobufBodyTest, DecodesANamespaceAsKubectlCreateSendsIt) {
+  std::string meta = Bytes(1, "ml") + MapEntry(11, "team", "a") + MapEntry(12, "note", "x");
+  auto ns = DecodeKubernetesProtobuf(Envelope("v1", "Namespace", Bytes(1, meta) + Bytes(2, "") + Bytes(3, "")));
+  ASSERT_TRUE(ns.ok()) << ns.status().ToString();
+  EXPECT_EQ((*ns)["kind"], "Namespace");
+  EXPECT_EQ((*ns)["apiVersion"], "v1");
+  EXPECT_EQ((*ns)["metadata"]["name"], "ml");
+  EXPECT_EQ((*ns)["metadata"]["labels"]["team"], "a");
+  EXPECT_EQ((*ns)["metadata"]["annotations"]["note"], "x");
+}
+
+TEST(ProtobufBodyTest, DecodesConfigMapAndSecretData) {
+  auto cm = DecodeKubernetesProtobuf(Envelope("v1", "ConfigMap", Bytes(1, Bytes(1, "c")) + MapEntry(2, "k", "v")));
+  ASSERT_TRUE(cm.ok());
+  EXPECT_EQ((*cm)["data"]["k"], "v");
+  auto secret = DecodeKubernetesProtobuf(Envelope("v1", "Secret", Bytes(1, Bytes(1, "s")) + MapEntry(2, "pw", "hi!") + Bytes(3, "Opaque")));
+  ASSERT_TRUE(secret.ok());
+  EXPECT_EQ((*secret)["data"]["pw"], "aGkh");
+  EXPECT_EQ((*secret)["type"], "Opaque");
+}
+
+TEST(ProtobufBodyTest, RejectsMalformedAndUnknownInput) {
+  EXPECT_EQ(DecodeKubernetesProtobuf("{}").status().code(), StatusCode::kInvalidArgument);
+  std::string good = Envelope("v1", "Namespace", Bytes(1, Bytes(1, "ml")));
+  for (size_t cut = 5; cut < good.size(); ++cut) {
+    auto truncated = DecodeKubernetesProtobuf(good.substr(0, cut));
+    EXPECT_FALSE(truncated.ok() && (*truncated)["metadata"].value("name", "") == "ml") << cut;
+  }
+  EXPECT_EQ(DecodeKubernetesProtobuf(Envelope("apps/v1", "Deployment", "")).status().code(), StatusCode::kUnimplemented);
+  std::string huge_length = std::string("k8s\0", 4) + Varint((2 << 3) | 2) + Varint(1ull << 40);
+  EXPECT_EQ(DecodeKubernetesProtobuf(huge_length).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace mf::local
