@@ -34,6 +34,10 @@ struct KernelInit {
   std::vector<std::optional<DataType>> input_dtypes;
   // One per node input: the value when the input is a constant (initializer or folded).
   std::vector<const Tensor*> constant_inputs;
+  // Physical layouts (see Value::nhwc): one per input, and for output 0. Only kernels that
+  // support channels-last are ever given true.
+  std::vector<bool> input_nhwc;
+  bool output_nhwc = false;
 
   size_t num_inputs() const { return input_dtypes.size(); }
   bool has_input(size_t i) const { return i < input_dtypes.size() && input_dtypes[i].has_value(); }

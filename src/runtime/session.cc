@@ -110,6 +110,7 @@ StatusOr<std::unique_ptr<Session::Impl>> Session::Build(Graph graph, const Sessi
     FuseConvAdd(&graph);
     FuseActivations(&graph);
     RemoveDeadNodes(&graph);
+    AssignChannelsLast(&graph);
   }
   for (int v : graph.outputs) {
     const Value& val = graph.values[static_cast<size_t>(v)];

@@ -24,6 +24,8 @@ struct ConvParams {
   std::vector<int64_t> kernel_shape, strides, dilations, pads, output_padding, output_shape;
   ActivationParams act;
   bool fused_sum = false;  // input 3 is added to the output before `act`
+  // Physical layouts (channels-last, see Value::nhwc) of the input, the residual and the output.
+  bool src_nhwc = false, addend_nhwc = false, dst_nhwc = false;
 };
 
 // Per-shape geometry, with 1-D convolutions promoted to 2-D (oneDNN's weight tags for
@@ -155,7 +157,7 @@ struct Prepared {
   dnnl::primitive prim;
   // The layouts oneDNN chose (blocked, e.g. nChw16c, where that runs faster) and the plain
   // NCHW layouts our tensors use; reorders convert between them around the primitive.
-  memory::desc src_md, weights_md, dst_md, bias_md, scratch_md, plain_src_md, plain_dst_md;
+  memory::desc src_md, weights_md, dst_md, bias_md, scratch_md, plain_src_md, plain_dst_md, addend_md;
   std::optional<dnnl::reorder> src_reorder, dst_reorder;
   memory packed_weights;  // set when the weights are constant
   bool weights_reorder = false;  // runtime weights need a reorder into weights_md
@@ -197,11 +199,11 @@ class ConvKernel final : public Kernel {
       if (prep->dst_reorder) dst = memory(prep->dst_md, eng);
       if (sum_in_primitive) {
         // The sum post-op accumulates into dst: start it as the residual, in dst's layout.
-        memory user_addend(prep->plain_dst_md, eng, const_cast<void*>(addend->raw_data()));
-        if (prep->dst_reorder) {
+        memory user_addend(prep->addend_md, eng, const_cast<void*>(addend->raw_data()));
+        if (prep->addend_md != prep->dst_md) {
           dnnl::reorder(user_addend, dst).execute(stream, user_addend, dst);
         } else {
-          std::memcpy(out[0].raw_data(), addend->raw_data(), addend->byte_size());
+          std::memcpy(dst.get_data_handle(), addend->raw_data(), addend->byte_size());
         }
       }
       std::vector<uint8_t> scratch(prep->scratch_md.get_size());
@@ -229,6 +231,10 @@ class ConvKernel final : public Kernel {
       return DnnlError(e, p_.transpose ? "ConvTranspose" : "Conv");
     }
     if (add_after) {
+      if (p_.dst_nhwc || p_.addend_nhwc) {
+        return InvalidArgument("the residual " + ShapeToString(addend->shape()) + " does not match the output " +
+                               ShapeToString(out_shape));
+      }
       MF_ASSIGN_OR_RETURN(Shape bs, BroadcastShapes(out_shape, addend->shape()));
       if (bs != out_shape) {
         return InvalidArgument("the residual " + ShapeToString(addend->shape()) + " does not broadcast to the output " +
@@ -268,8 +274,9 @@ class ConvKernel final : public Kernel {
       dnnl::engine& eng = CpuEngine();
       size_t rank = geo.src.size();
       bool grouped = p_.group > 1;
-      memory::desc plain_src(geo.src, memory::data_type::f32, PlainTag(rank));
-      memory::desc plain_dst(geo.dst, memory::data_type::f32, PlainTag(rank));
+      memory::desc plain_src(geo.src, memory::data_type::f32, p_.src_nhwc ? Tag::nhwc : PlainTag(rank));
+      memory::desc plain_dst(geo.dst, memory::data_type::f32, p_.dst_nhwc ? Tag::nhwc : PlainTag(rank));
+      prep->addend_md = memory::desc(geo.dst, memory::data_type::f32, p_.addend_nhwc ? Tag::nhwc : PlainTag(rank));
       memory::desc src_md(geo.src, memory::data_type::f32, Tag::any);
       memory::desc dst_md(geo.dst, memory::data_type::f32, Tag::any);
       memory::desc any_w(geo.weights, memory::data_type::f32, Tag::any);
@@ -359,6 +366,9 @@ StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {
   MF_ASSIGN_OR_RETURN(Activation kind, ActivationFromName(init.node.fused_activation));
   p.act = {kind, init.node.fused_alpha, init.node.fused_beta};
   p.fused_sum = init.node.fused_sum;
+  p.src_nhwc = init.input_nhwc.size() > 0 && init.input_nhwc[0];
+  p.addend_nhwc = init.input_nhwc.size() > 3 && init.input_nhwc[3];
+  p.dst_nhwc = init.output_nhwc;
   if (p.fused_sum && (transpose || init.num_inputs() != 4)) {
     return init.Error(StatusCode::kInternal, "a fused sum needs a Conv with the addend as input 3");
   }

@@ -146,8 +146,35 @@ StatusOr<BoundKernel> PoolFactory(const KernelInit& init, bool is_max) {
               outs);
 }
 
+// Channels-last input (a 4-D tensor stored NHWC, see Value::nhwc): average over H*W per
+// (n, c) reading rows of C contiguous channels.
+Status GlobalAveragePoolNhwc(const Tensor& x, Tensor& out) {
+  if (x.rank() != 4) return Internal("channels-last GlobalAveragePool needs a 4-D input");
+  int64_t n = x.dim(0), c = x.dim(1), hw = x.dim(2) * x.dim(3);
+  MF_ASSIGN_OR_RETURN(out, Tensor::Allocate(DataType::kFloat32, {n, c, 1, 1}));
+  const float* px = x.data<float>();
+  float* po = out.data<float>();
+  ParallelFor(n, 1, [&](int64_t b, int64_t e) {
+    std::vector<double> acc(static_cast<size_t>(c));
+    for (int64_t i = b; i < e; ++i) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t p = 0; p < hw; ++p) {
+        const float* row = px + (i * hw + p) * c;
+        for (int64_t ch = 0; ch < c; ++ch) acc[static_cast<size_t>(ch)] += row[ch];
+      }
+      for (int64_t ch = 0; ch < c; ++ch) po[i * c + ch] = hw ? static_cast<float>(acc[static_cast<size_t>(ch)] / static_cast<double>(hw)) : 0.f;
+    }
+  });
+  return Status::Ok();
+}
+
 StatusOr<BoundKernel> GlobalPoolFactory(const KernelInit& init, bool is_max) {
   MF_RETURN_IF_ERROR(RequireFloat(init, 0));
+  if (!init.input_nhwc.empty() && init.input_nhwc[0]) {
+    if (is_max) return init.Error(StatusCode::kInternal, "GlobalMaxPool does not take channels-last input");
+    return Bind([](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return GlobalAveragePoolNhwc(*in[0], out[0]); },
+                {DataType::kFloat32});
+  }
   return Bind(
       [is_max](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];

@@ -8,14 +8,19 @@ StatusOr<BoundKernel> BindNode(Graph& graph, const Node& node, const KernelRegis
     return Unimplemented(Graph::Describe(node) + ": operator " + node.op_type + " (opset " +
                          std::to_string(graph.opset) + ") is not supported by this backend");
   }
-  KernelInit init{node, graph.opset, {}, {}};
+  KernelInit init{node, graph.opset, {}, {}, {}, false};
+  if (!node.outputs.empty() && node.outputs[0] != kNoValue) {
+    init.output_nhwc = graph.values[static_cast<size_t>(node.outputs[0])].nhwc;
+  }
   for (int in : node.inputs) {
     if (in == kNoValue) {
       init.input_dtypes.push_back(std::nullopt);
       init.constant_inputs.push_back(nullptr);
+      init.input_nhwc.push_back(false);
       continue;
     }
     const Value& v = graph.values[static_cast<size_t>(in)];
+    init.input_nhwc.push_back(v.nhwc);
     if (!v.dtype_known) return Internal(Graph::Describe(node) + ": type of input '" + v.name + "' is unknown");
     init.input_dtypes.push_back(v.dtype);
     init.constant_inputs.push_back(v.constant.get());

@@ -55,6 +55,10 @@ struct Value {
   std::optional<Shape> shape;
   // Set for initializers and folded constants.
   std::shared_ptr<const Tensor> constant;
+  // A 4-D activation passed between channels-last-capable kernels only: its tensor keeps the
+  // logical NCHW shape but stores the elements in NHWC order (set by AssignChannelsLast; never
+  // set on graph inputs, outputs or constants).
+  bool nhwc = false;
 };
 
 struct Node {

@@ -183,4 +183,34 @@ void FuseConvAdd(Graph* g) {
   g->nodes = std::move(kept);
 }
 
+namespace {
+
+bool IsConv2d(const Graph& g, const Node& n) {
+  if (n.op_type != "Conv" || n.inputs.size() < 2 || n.inputs[1] == kNoValue) return false;
+  const Value& w = g.values[static_cast<size_t>(n.inputs[1])];
+  return w.constant && w.constant->rank() == 4;
+}
+
+}  // namespace
+
+void AssignChannelsLast(Graph* g) {
+  std::vector<bool> is_output(g->values.size(), false);
+  for (int o : g->outputs) is_output[static_cast<size_t>(o)] = true;
+  // For each value: can every reader take it channels-last?
+  std::vector<bool> readers_ok(g->values.size(), true);
+  for (const Node& n : g->nodes) {
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      int v = n.inputs[k];
+      if (v == kNoValue) continue;
+      bool ok = (IsConv2d(*g, n) && (k == 0 || (k == 3 && n.fused_sum))) || (n.op_type == "GlobalAveragePool" && k == 0);
+      if (!ok) readers_ok[static_cast<size_t>(v)] = false;
+    }
+  }
+  for (const Node& n : g->nodes) {
+    if (!IsConv2d(*g, n) || n.outputs.size() != 1) continue;
+    size_t v = static_cast<size_t>(n.outputs[0]);
+    if (!is_output[v] && readers_ok[v]) g->values[v].nhwc = true;
+  }
+}
+
 }  // namespace mf::runtime

@@ -20,6 +20,11 @@ void FuseActivations(Graph* graph);
 // Conv followed by Add of a computed (non-constant) residual: the Conv adds it in place.
 void FuseConvAdd(Graph* graph);
 
+// Marks 2-D Conv outputs read only by 2-D Convs (as data or fused residual) and
+// GlobalAveragePool as channels-last (Value::nhwc), so chains of convolutions run in oneDNN's
+// preferred layout without converting to NCHW and back between every pair.
+void AssignChannelsLast(Graph* graph);
+
 // Drops nodes none of whose outputs is used.
 void RemoveDeadNodes(Graph* graph);
 
