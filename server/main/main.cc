@@ -55,6 +55,9 @@ int Main(int argc, char** argv) {
     log::Error("cannot start", {{"error", status.ToString()}});
     return 1;
   };
+  if (flags.rest_api_timeout_in_ms <= 0) {
+    return fail(InvalidArgument("--rest_api_timeout_in_ms must be positive"));
+  }
   if (flags.file_system_poll_wait_seconds <= 0) {
     return fail(InvalidArgument("--file_system_poll_wait_seconds must be positive"));
   }
@@ -105,6 +108,7 @@ int Main(int argc, char** argv) {
 
   rest::RestApiOptions rest_options;
   rest_options.monitoring = monitoring;
+  rest_options.timeout = std::chrono::milliseconds(flags.rest_api_timeout_in_ms);
   rest::RestApi rest_api(manager, rest_options);
   std::unique_ptr<http::Server> rest_server;
   if (flags.rest_api_port > 0) {

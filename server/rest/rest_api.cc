@@ -23,6 +23,7 @@ struct Context {
   std::shared_ptr<const ModelManager> manager;
   RestApiOptions options;
   std::shared_ptr<std::atomic<bool>> shutting_down;
+  std::shared_ptr<DeadlineTimer> timer;
 };
 
 double SecondsSince(Clock::time_point start) {
@@ -34,6 +35,21 @@ void Fail(http::Responder& responder, const Status& status, std::string_view mod
           std::string_view api, Clock::time_point start) {
   RecordRequest({model, -1, api, Entrypoint::kRest, status.code(), SecondsSince(start)});
   responder.Respond(http::Response::FromStatus(status));
+}
+
+// Answers 504 if the model has not answered by the request's deadline. Returns the timer id the
+// completion must Cancel(); when Cancel() fails the deadline has answered already.
+uint64_t ArmDeadline(const Context& ctx, http::Responder responder, std::string model,
+                     std::string_view api, Clock::time_point start) {
+  return ctx.timer->Schedule(
+      start + ctx.options.timeout,
+      [responder, model = std::move(model), api = std::string(api), start,
+       timeout = ctx.options.timeout]() mutable {
+        Status late = DeadlineExceeded("Deadline exceeded: the model did not answer within " +
+                                       std::to_string(timeout.count()) + " ms");
+        RecordRequest({model, -1, api, Entrypoint::kRest, late.code(), SecondsSince(start)});
+        responder.Respond(http::Response::FromStatus(late));
+      });
 }
 
 VersionRequest ToVersionRequest(const std::optional<int64_t>& version,
@@ -100,10 +116,12 @@ void HandleTfPredict(const Context& ctx, const TfServingPath& p, http::Request r
   const codec::RestFormat format = parsed->format;
   const ServableHandle& h = *handle;
   std::shared_ptr<const Servable> servable = h.servable;
+  const uint64_t deadline = ArmDeadline(ctx, responder, p.model, "Predict", start);
   servable->RunAsync(
       std::move(parsed->inputs),
-      [responder, servable, model = p.model, version = h.version, format, start](
-          Status status, std::vector<runtime::Tensor> outputs) mutable {
+      [responder, servable, timer = ctx.timer, deadline, model = p.model, version = h.version,
+       format, start](Status status, std::vector<runtime::Tensor> outputs) mutable {
+        if (!timer->Cancel(deadline)) return;  // already answered 504
         std::string body;
         if (status.ok()) {
           auto views = OutputViews(servable->signature(), outputs);
@@ -184,11 +202,13 @@ void HandleV2Infer(const Context& ctx, const V2Path& p, http::Request request,
   }
   auto inputs = codec::BindInputs(signature.inputs, std::move(parsed->inputs));
   if (!inputs.ok()) return Fail(responder, inputs.status(), p.model, "ModelInfer", start);
+  const uint64_t deadline = ArmDeadline(ctx, responder, p.model, "ModelInfer", start);
   servable->RunAsync(
       std::move(inputs).value(),
-      [responder, servable, model = p.model, version = handle->version, id = parsed->id,
-       selected = std::move(selected), binary = std::move(binary),
-       start](Status status, std::vector<runtime::Tensor> outputs) mutable {
+      [responder, servable, timer = ctx.timer, deadline, model = p.model,
+       version = handle->version, id = parsed->id, selected = std::move(selected),
+       binary = std::move(binary), start](Status status, std::vector<runtime::Tensor> outputs) mutable {
+        if (!timer->Cancel(deadline)) return;  // already answered 504
         http::Response response;
         if (status.ok()) {
           std::vector<codec::NamedTensorView> views;
@@ -287,7 +307,7 @@ RestApi::RestApi(std::shared_ptr<const ModelManager> manager, RestApiOptions opt
     : manager_(std::move(manager)), options_(std::move(options)) {}
 
 http::Handler RestApi::handler() const {
-  auto ctx = std::make_shared<const Context>(Context{manager_, options_, shutting_down_});
+  auto ctx = std::make_shared<const Context>(Context{manager_, options_, shutting_down_, timer_});
   http::Router router;
   router.Add("GET", "/metrics", http::MetricsHandler());
   if (options_.monitoring.prometheus_enabled) {

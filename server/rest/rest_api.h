@@ -12,6 +12,7 @@
 #include "http/server.h"
 #include "server/config/monitoring_config.h"
 #include "server/repository/model_manager.h"
+#include "server/rest/deadline_timer.h"
 
 namespace mf::server::rest {
 
@@ -19,6 +20,8 @@ inline constexpr std::string_view kModelVersionHeader = "X-Model-Version";
 
 struct RestApiOptions {
   MonitoringOptions monitoring;
+  // --rest_api_timeout_in_ms: a prediction not answered by then gets 504 DEADLINE_EXCEEDED.
+  std::chrono::milliseconds timeout{30000};
   std::string server_version = "0.1.0";
 };
 
@@ -34,6 +37,7 @@ class RestApi {
   std::shared_ptr<const ModelManager> manager_;
   RestApiOptions options_;
   std::shared_ptr<std::atomic<bool>> shutting_down_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<DeadlineTimer> timer_ = std::make_shared<DeadlineTimer>();
 };
 
 }  // namespace mf::server::rest

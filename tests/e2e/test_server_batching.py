@@ -63,3 +63,23 @@ def test_concurrent_clients_are_batched(tmp_path, start_server):
     assert 0 < batches < CLIENTS / 2, f"{batches} batches for {CLIENTS} concurrent requests"
     assert metric_value(metrics, "modelfleet_batch_size_bucket", model="cnn", le="1") < batches
     assert metric_value(metrics, "modelfleet_queue_latency_seconds_count", model="cnn") == CLIENTS
+
+
+def test_rest_timeout_answers_504(tmp_path, start_server):
+    """A prediction still waiting at --rest_api_timeout_in_ms is answered 504, as TF Serving's
+    run timeout does; the server keeps serving afterwards."""
+    base = tmp_path / "digits"
+    base.mkdir()
+    (base / "1").symlink_to(EXAMPLES / "digits" / "1", target_is_directory=True)
+    params = tmp_path / "batching.config"
+    # Batches wait 1 s for company, longer than the 200 ms request timeout.
+    params.write_text("max_batch_size { value: 8 }\nbatch_timeout_micros { value: 1000000 }\n")
+    server = start_server(["--model_name=digits", f"--model_base_path={base}", "--enable_batching",
+                           f"--batching_parameters_file={params}", "--rest_api_timeout_in_ms=200"])
+    r = requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": [[0.0] * 64]},
+                      timeout=30)
+    assert r.status_code == 504, r.text
+    assert "Deadline exceeded" in r.json()["error"]
+    full = requests.post(f"{server.url}/v1/models/digits:predict",
+                         json={"instances": [[0.0] * 64] * 8}, timeout=30)
+    assert full.status_code == 200, "a full batch runs at once"
