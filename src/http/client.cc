@@ -17,7 +17,6 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
@@ -111,10 +110,7 @@ struct Connection {
 
 std::string ErrorText(beast::error_code ec) { return ec.message(); }
 
-// True for Beast's HTTP parser errors (bad syntax, bad chunk, ...), as opposed to socket errors.
-bool IsHttpParseError(beast::error_code ec) {
-  return ec.category() == beast::error_code(bhttp::error::bad_version).category();
-}
+
 
 }  // namespace
 
@@ -338,22 +334,44 @@ class Client::Impl {
     parser.header_limit(static_cast<std::uint32_t>(options_.max_response_header_bytes));
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // enforced below: streams are unbounded
     if (request.method == "HEAD") parser.skip(true);
-    conn.tcp.expires_after(read_timeout);
-    ec = conn.Run([&](auto handler) {
-      conn.WithStream([&](auto& s) { bhttp::async_read_header(s, conn.buffer, parser, handler); });
-    });
-    if (ec) {
-      bool nothing_read = ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
-                          ec == asio::error::connection_reset;
-      *retryable = retry_if_nothing_read && nothing_read && !conn.cancelled && !conn.deadline_hit;
-      if (ec == bhttp::error::header_limit) {
-        return DataLoss(what + ": response header is larger than " + std::to_string(options_.max_response_header_bytes) + " bytes");
-      }
-      if (nothing_read) return ErrorStatus(conn, ec, what + ": server closed the connection before responding");
-      if (IsHttpParseError(ec) || ec == bhttp::error::partial_message) {
+    // Bytes are read into conn.buffer and fed to the parser by hand (wire::PutBuffered), the same
+    // way the server does, so both get the same protection against Beast's parser quirks.
+    auto read_more = [&]() -> beast::error_code {
+      conn.tcp.expires_after(read_timeout);
+      return conn.Run([&](auto handler) {
+        conn.WithStream([&](auto& s) {
+          s.async_read_some(conn.buffer.prepare(64 * 1024), [&conn, handler](beast::error_code ec, size_t n) mutable {
+            conn.buffer.commit(n);
+            handler(ec);
+          });
+        });
+      });
+    };
+    auto peer_closed = [](beast::error_code ec) {
+      return ec == asio::error::eof || ec == asio::error::connection_reset || ec == ssl::error::stream_truncated;
+    };
+
+    bool received_any = false;
+    while (!parser.is_header_done()) {
+      beast::error_code ec;
+      if (conn.buffer.size() > 0) wire::PutBuffered(parser, conn.buffer, ec);
+      if (parser.is_header_done()) break;
+      if (ec && ec != bhttp::error::need_more) {
+        if (ec == bhttp::error::header_limit) {
+          return DataLoss(what + ": response header is larger than " +
+                          std::to_string(options_.max_response_header_bytes) + " bytes");
+        }
         return DataLoss(what + ": malformed HTTP response: " + ec.message());
       }
-      return ErrorStatus(conn, ec, what + ": reading the response");
+      ec = read_more();
+      if (ec) {
+        bool nothing_read = !received_any && conn.buffer.size() == 0 && peer_closed(ec);
+        *retryable = retry_if_nothing_read && nothing_read && !conn.cancelled && !conn.deadline_hit;
+        if (nothing_read) return ErrorStatus(conn, ec, what + ": server closed the connection before responding");
+        if (peer_closed(ec)) return DataLoss(what + ": server closed the connection inside the response header");
+        return ErrorStatus(conn, ec, what + ": reading the response");
+      }
+      received_any = true;
     }
 
     Response response;
@@ -375,10 +393,8 @@ class Client::Impl {
     while (!parser.is_done()) {
       parser.get().body().data = chunk;
       parser.get().body().size = sizeof(chunk);
-      conn.tcp.expires_after(read_timeout);
-      ec = conn.Run([&](auto handler) {
-        conn.WithStream([&](auto& s) { bhttp::async_read_some(s, conn.buffer, parser, handler); });
-      });
+      beast::error_code ec = bhttp::error::need_more;
+      if (conn.buffer.size() > 0) wire::PutBuffered(parser, conn.buffer, ec);
       if (ec == bhttp::error::need_buffer) ec = {};
       size_t n = sizeof(chunk) - parser.get().body().size;
       if (n > 0) {
@@ -396,21 +412,20 @@ class Client::Impl {
           response.body.append(chunk, n);
         }
       }
-      if (ec) {
-        if (conn.cancelled || conn.deadline_hit || ec == beast::error::timeout) {
-          return ErrorStatus(conn, ec, what + ": reading the response body");
-        }
-        if (ec == bhttp::error::partial_message || ec == asio::error::eof || ec == bhttp::error::end_of_stream ||
-            ec == asio::error::connection_reset || ec == ssl::error::stream_truncated) {
-          std::string expected = head.has_content_length() ? " of " + std::string(wire::ToStd(head[bhttp::field::content_length])) : "";
-          return DataLoss(what + ": server closed the connection mid-body (after " + std::to_string(received) +
-                          expected + " bytes)");
-        }
-        if (IsHttpParseError(ec)) {
-          return DataLoss(what + ": malformed HTTP response body: " + ec.message());
-        }
-        return ErrorStatus(conn, ec, what + ": reading the response body");
+      if (!ec) continue;
+      if (ec != bhttp::error::need_more) return DataLoss(what + ": malformed HTTP response body: " + ec.message());
+      ec = read_more();
+      if (!ec) continue;
+      if (peer_closed(ec) && !conn.cancelled && !conn.deadline_hit) {
+        beast::error_code eof_ec;
+        parser.put_eof(eof_ec);  // completes a body delimited by the end of the connection
+        if (!eof_ec && conn.buffer.size() == 0) break;
+        std::string expected =
+            head.has_content_length() ? " of " + std::string(wire::ToStd(head[bhttp::field::content_length])) : "";
+        return DataLoss(what + ": server closed the connection mid-body (after " + std::to_string(received) +
+                        expected + " bytes)");
       }
+      return ErrorStatus(conn, ec, what + ": reading the response body");
     }
     *reusable = !stopped_early && parser.is_done() && parser.keep_alive();
     return response;

@@ -104,8 +104,7 @@ RequestReader::Progress RequestReader::Feed(boost::beast::flat_buffer& input) {
   if (!parser_) Reset();
   while (input.size() > 0) {
     boost::beast::error_code ec;
-    size_t used = parser_->put(input.data(), ec);
-    input.consume(used);
+    size_t used = PutBuffered(*parser_, input, ec);
     if (ec == bhttp::error::need_more) return Progress::kNeedMore;
     if (ec) {
       rejection_ = RejectionForParseError(ec, limits_);

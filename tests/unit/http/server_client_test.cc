@@ -154,6 +154,22 @@ TEST_F(ServerClientTest, MalformedRequestGets400AndClose) {
   ::close(fd);
 }
 
+TEST_F(ServerClientTest, LastChunkSplitAcrossReadsIsHandled) {
+  // Beast 1.74 asserts on this split (boostorg/beast#2861); wire::PutBuffered works around it.
+  router_.Add("POST", "/echo", Echo());
+  StartServer();
+  int fd = Connect(server_->port());
+  SendAll(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n");
+  std::this_thread::sleep_for(30ms);
+  SendAll(fd, "\r");
+  std::this_thread::sleep_for(30ms);
+  SendAll(fd, "\n");
+  std::string got = ReceiveUntil(fd, 2s);
+  EXPECT_TRUE(got.starts_with("HTTP/1.1 200 OK\r\n")) << got;
+  EXPECT_NE(got.find("Content-Length: 0\r\n"), std::string::npos) << got;
+  ::close(fd);
+}
+
 TEST_F(ServerClientTest, GzipBodiesAreInflatedWithinTheLimit) {
   router_.Add("POST", "/echo", Echo());
   StartServer({.max_body_bytes = 1 << 20});
@@ -369,6 +385,14 @@ TEST(ClientAgainstBrokenServers, MalformedResponseIsDataLoss) {
   Client client;
   auto r = client.Get("http://127.0.0.1:" + std::to_string(peer.port()) + "/");
   EXPECT_EQ(r.status().code(), StatusCode::kDataLoss) << r.status().ToString();
+}
+
+TEST(ClientAgainstBrokenServers, BodyDelimitedByCloseIsRead) {
+  testing::ScriptedServer peer("HTTP/1.0 200 OK\r\n\r\nuntil the end");
+  Client client;
+  auto r = client.Get("http://127.0.0.1:" + std::to_string(peer.port()) + "/");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body, "until the end");
 }
 
 TEST(ClientAgainstBrokenServers, ChunkedBodyIsAssembled) {
