@@ -50,6 +50,18 @@ void FillModelSpec(const ServableHandle& handle, tfs::ModelSpec* spec) {
   spec->set_signature_name(std::string(codec::kDefaultSignatureName));
 }
 
+// The call's deadline is the run's deadline: a call that expired (or was cancelled) while its
+// request was decoded does not start a model run nobody will read.
+Status CheckStillWanted(grpc::ServerContext& context) {
+  if (context.deadline() <= std::chrono::system_clock::now()) {
+    return DeadlineExceeded("Deadline exceeded before the model run started");
+  }
+  if (context.IsCancelled()) {
+    return Cancelled("the client cancelled the call");
+  }
+  return Status::Ok();
+}
+
 StatusOr<ServableHandle> ResolveV2(const ModelManager& manager, const std::string& name,
                                    const std::string& version) {
   if (version.empty()) return manager.GetServable(name, VersionRequest::Latest());
@@ -62,7 +74,7 @@ StatusOr<ServableHandle> ResolveV2(const ModelManager& manager, const std::strin
 
 }  // namespace
 
-grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext*, const tfs::PredictRequest* request,
+grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext* context, const tfs::PredictRequest* request,
                                             tfs::PredictResponse* response) {
   const auto start = Clock::now();
   const std::string& model = request->model_spec().name();
@@ -85,6 +97,7 @@ grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext*, const tfs::Pre
     }
     MF_ASSIGN_OR_RETURN(std::vector<runtime::Tensor> inputs,
                         codec::BindInputs(signature.inputs, std::move(named)));
+    MF_RETURN_IF_ERROR(CheckStillWanted(*context));
     std::vector<const runtime::Tensor*> pointers;
     for (const auto& t : inputs) pointers.push_back(&t);
     Servable::Outputs outputs;
@@ -229,7 +242,7 @@ grpc::Status InferenceServiceImpl::ModelMetadata(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext*,
+grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context,
                                               const inference::ModelInferRequest* request,
                                               inference::ModelInferResponse* response) {
   const auto start = Clock::now();
@@ -254,6 +267,7 @@ grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext*,
                         codec::InputsFromModelInferRequest(*request));
     MF_ASSIGN_OR_RETURN(std::vector<runtime::Tensor> inputs,
                         codec::BindInputs(signature.inputs, std::move(named)));
+    MF_RETURN_IF_ERROR(CheckStillWanted(*context));
     std::vector<const runtime::Tensor*> pointers;
     for (const auto& t : inputs) pointers.push_back(&t);
     Servable::Outputs outputs;

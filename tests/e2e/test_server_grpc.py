@@ -7,7 +7,7 @@ import requests
 from sklearn.datasets import load_digits
 
 import proto_stubs
-from server_fixtures import start_server, digits_repo  # noqa: F401
+from server_fixtures import start_server, digits_repo, wait_for  # noqa: F401
 
 
 def tensor_proto(array: np.ndarray):
@@ -129,3 +129,32 @@ def test_kserve_v2_grpc(server):
         assert raw_response.model_version == "1"
         older = np.frombuffer(raw_response.raw_output_contents[0], dtype="<f4").reshape(2, 10)
         assert not np.allclose(typed, older)
+
+
+def test_reload_config_over_grpc(tmp_path, server, digits_repo):
+    """HandleReloadConfigRequest replaces the model set; an invalid config changes nothing."""
+    management = proto_stubs.module("tensorflow_serving.apis.model_management_pb2")
+    model_services = proto_stubs.module("tensorflow_serving.apis.model_service_pb2_grpc")
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        stub = model_services.ModelServiceStub(channel)
+        bad = management.ReloadConfigRequest()
+        entry = bad.config.model_config_list.config.add(name="digits", base_path=str(digits_repo))
+        entry.model_platform = "tensorflow"
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.HandleReloadConfigRequest(bad, timeout=10)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "model_platform" in refused.value.details()
+
+        good = management.ReloadConfigRequest()
+        good.config.model_config_list.config.add(name="renamed", base_path=str(digits_repo))
+        response = stub.HandleReloadConfigRequest(good, timeout=10)
+        assert response.status.error_code == 0
+
+    def renamed_serving():
+        r = requests.post(f"{server.url}/v1/models/renamed:predict",
+                          json={"instances": [[0.0] * 64]}, timeout=10)
+        return r.status_code == 200 and r.headers["X-Model-Version"] == "2"
+    wait_for(renamed_serving, what="the reloaded model to serve")
+    gone = requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": [[0.0] * 64]},
+                         timeout=10)
+    assert gone.status_code == 404
