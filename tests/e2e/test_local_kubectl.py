@@ -157,3 +157,18 @@ spec: {size: small, replicas: 4}
     widgets.kubectl("apply", "--server-side", "--field-manager=second", "--force-conflicts", "-f", "-",
                     input=doc.replace("replicas: 4", "replicas: 6"))
     assert get_json(widgets, "widget", "alpha")["spec"]["replicas"] == 6
+
+
+def test_unknown_fields_are_rejected_under_strict_validation(widgets):
+    doc = """
+apiVersion: example.modelfleet.io/v1
+kind: Widget
+metadata: {name: typo}
+spec: {size: small, colour: red}
+"""
+    strict = widgets.kubectl("apply", "-f", "-", input=doc, check=False)
+    assert strict.returncode != 0 and 'unknown field "spec.colour"' in strict.stderr
+    assert widgets.kubectl("get", "widget", "typo", check=False).returncode != 0
+    warned = widgets.kubectl("apply", "--validate=warn", "-f", "-", input=doc)
+    assert 'unknown field' in warned.stderr
+    assert "colour" not in get_json(widgets, "widget", "typo")["spec"]

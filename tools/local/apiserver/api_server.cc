@@ -9,6 +9,7 @@
 #include "tools/local/apiserver/api_errors.h"
 #include "tools/local/apiserver/apply.h"
 #include "tools/local/apiserver/discovery.h"
+#include "tools/local/apiserver/field_validation.h"
 #include "tools/local/apiserver/patch.h"
 #include "tools/local/apiserver/protobuf_body.h"
 #include "tools/local/apiserver/schema.h"
@@ -328,6 +329,17 @@ http::Response ApiServer::Serve(Call& call) {
 }
 
 http::Response ApiServer::ServeResource(Call& call) {
+  auto mode = ParseFieldValidation(call.Param("fieldValidation"));
+  if (!mode.ok()) return ErrorResponse(BadRequest(mode.status().message()), call.Details());
+  FieldValidationScope validation(*mode);
+  http::Response response = ServeResourceValidated(call);
+  for (const auto& field : validation.unknown_fields()) {
+    response.headers.Add("Warning", "299 - \"unknown field \\\"" + field + "\\\"\"");
+  }
+  return response;
+}
+
+http::Response ApiServer::ServeResourceValidated(Call& call) {
   const std::string& method = call.request.method;
   bool watch = Truthy(call.Param("watch")) || call.legacy_watch;
   if (!call.Param("dryRun").empty()) {

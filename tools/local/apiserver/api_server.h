@@ -52,6 +52,7 @@ class ApiServer {
   void Handle(http::Request request, http::Responder responder);
   http::Response Serve(Call& call);
   http::Response ServeResource(Call& call);
+  http::Response ServeResourceValidated(Call& call);
   http::Response Collection(Call& call);
   http::Response Object(Call& call);
   http::Response Scale(Call& call);

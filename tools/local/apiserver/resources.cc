@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "tools/local/apiserver/field_validation.h"
 #include "tools/local/apiserver/schema.h"
 #include "tools/local/store/object_meta.h"
 #include "tools/local/store/selector.h"
@@ -293,7 +294,7 @@ StatusOr<std::vector<ResourceInfo>> ResourcesFromCrd(const json& crd) {
     const std::string kind_group = info.type.kind + "." + info.type.gvr.group;
     const json schema = info.schema;
     info.type.admit = [schema, kind_group](json& object, const json*) -> Status {
-      PruneUnknownFields(object, schema);
+      MF_RETURN_IF_ERROR(FieldValidationScope::ReportUnknownFields(PruneUnknownFields(object, schema)));
       ApplyDefaults(object, schema);
       std::vector<std::string> errors = ValidateAgainstSchema(object, schema);
       if (!errors.empty()) return Invalid(object, kind_group, errors);
