@@ -121,7 +121,8 @@ TEST_F(WorkloadsTest, DeploymentServesThroughServiceEndpointsScalesAndDeletes) {
   ASSERT_TRUE(store_->Create(r::kServices, "default",
                              {{"metadata", {{"name", "web"}}},
                               {"spec", {{"selector", {{"app", "web"}}},
-                                        {"ports", Json::array({{{"name", "http"}, {"port", 8000}, {"targetPort", "http"}}})}}}})
+                                        {"type", "LoadBalancer"},
+                                        {"ports", Json::array({{{"name", "http"}, {"port", 80}, {"targetPort", "http"}}})}}}})
                   .ok());
   ASSERT_TRUE(store_->Create(r::kDeployments, "default", HttpServerDeployment(2)).ok());
 
@@ -154,8 +155,18 @@ TEST_F(WorkloadsTest, DeploymentServesThroughServiceEndpointsScalesAndDeletes) {
   ASSERT_TRUE(slices.ok());
   ASSERT_EQ(slices->items.size(), 1u);
   EXPECT_EQ(slices->items[0]["endpoints"].size(), 2u);
-  // The Service name resolves to a ready pod for processes in the namespace.
-  ASSERT_TRUE(WaitFor([&] { return Read(HostsFilePath(data_dir_, "default")).find(" web.default.svc\n") != std::string::npos; }));
+  // The Service has a VIP on the loopback network, published as its LoadBalancer ingress and
+  // resolvable by name, whose port 80 reaches the pods' port 8000.
+  std::string vip;
+  ASSERT_TRUE(WaitFor([&] {
+    vip = StringAt(Get(r::kServices, "web")["status"]["loadBalancer"]["ingress"][0], {"ip"});
+    return !vip.empty();
+  })) << Get(r::kServices, "web").dump(2);
+  EXPECT_NE(Read(HostsFilePath(data_dir_, "default")).find(vip + " web.default.svc\n"), std::string::npos);
+  for (int i = 0; i < 4; ++i) {
+    ProbeOutcome get = RunProbe({{"httpGet", {{"path", "/"}, {"port", 80}}}}, vip, Json::object(), {}, 2000ms);
+    EXPECT_TRUE(get.success) << vip << ": " << get.message;
+  }
 
   auto all_pids = [&] {
     std::vector<pid_t> pids;

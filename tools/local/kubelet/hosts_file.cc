@@ -7,8 +7,19 @@
 
 namespace mf::local {
 
-std::string BuildHostsFile(std::string_view ns, const std::vector<Json>& endpoints) {
+std::string BuildHostsFile(std::string_view ns, const std::vector<Json>& endpoints,
+                           const std::map<std::string, std::string>& service_vips) {
   std::map<std::string, std::string> name_to_ip;  // first writer wins; sorted output
+  auto add_service = [&](const std::string& svc, const std::string& svc_ns, const std::string& ip) {
+    name_to_ip.emplace(svc + "." + svc_ns + ".svc.cluster.local", ip);
+    name_to_ip.emplace(svc + "." + svc_ns + ".svc", ip);
+    name_to_ip.emplace(svc + "." + svc_ns, ip);
+    if (svc_ns == ns) name_to_ip.emplace(svc, ip);
+  };
+  for (const auto& [key, vip] : service_vips) {
+    size_t slash = key.find('/');
+    if (slash != std::string::npos) add_service(key.substr(slash + 1), key.substr(0, slash), vip);
+  }
   for (const Json& ep : endpoints) {
     const std::string svc = NameOf(ep), svc_ns = NamespaceOf(ep);
     std::set<std::string> ready_ips;
@@ -29,12 +40,7 @@ std::string BuildHostsFile(std::string_view ns, const std::vector<Json>& endpoin
         }
       }
     }
-    if (ready_ips.empty()) continue;
-    const std::string& ip = *ready_ips.begin();
-    name_to_ip.emplace(svc + "." + svc_ns + ".svc.cluster.local", ip);
-    name_to_ip.emplace(svc + "." + svc_ns + ".svc", ip);
-    name_to_ip.emplace(svc + "." + svc_ns, ip);
-    if (svc_ns == ns) name_to_ip.emplace(svc, ip);
+    if (!ready_ips.empty()) add_service(svc, svc_ns, *ready_ips.begin());  // no-op when proxied
   }
   std::ostringstream out;
   out << "# Written by the modelfleet-local kubelet for namespace " << ns << "; do not edit.\n";

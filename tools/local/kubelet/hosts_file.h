@@ -7,15 +7,16 @@
 // (glibc's HOSTALIASES only rewrites dot-free names to other names, and LD_PRELOAD shims break
 // static and setuid programs, so neither is used.) Other programs see the names as unresolvable.
 //
-// Names written, for each Service <s> in namespace <n> with at least one ready address:
-//   <s>.<n>.svc.cluster.local, <s>.<n>.svc, <s>.<n>, and bare <s> in <n>'s own file, resolving
-//   to the first ready address (sorted). There is no Service proxy: a client reaches that pod
-//   directly, so a Service's port must equal its targetPort to be usable by name.
+// Names written, for each Service <s> in namespace <n>:
+//   <s>.<n>.svc.cluster.local, <s>.<n>.svc, <s>.<n>, and bare <s> in <n>'s own file, resolving to
+//   the Service's virtual IP when it is proxied (service_proxy.h: ports map to targetPorts, load
+//   spreads over ready pods), else (headless) to its first ready address (sorted);
 //   <h>.<s>.<n>.svc[.cluster.local] for each address with a hostname (pods with
 //   spec.hostname + spec.subdomain = <s>, the headless-Service pattern TrainingJobs use).
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,8 +25,10 @@
 
 namespace mf::local {
 
-// The file's text for processes in namespace `ns`, from all namespaces' Endpoints.
-std::string BuildHostsFile(std::string_view ns, const std::vector<Json>& endpoints);
+// The file's text for processes in namespace `ns`, from all namespaces' Endpoints and the
+// virtual IPs of proxied Services ("ns/name" -> address).
+std::string BuildHostsFile(std::string_view ns, const std::vector<Json>& endpoints,
+                           const std::map<std::string, std::string>& service_vips = {});
 
 // Writes `text` to `path` atomically (temp file + rename) when it differs from what is there.
 Status WriteFileIfChanged(const std::filesystem::path& path, const std::string& text);

@@ -1,6 +1,7 @@
 #include "tools/local/kubelet/kubelet.h"
 
 #include "common/logging.h"
+#include "tools/local/controllers/controller_loop.h"
 #include "tools/local/controllers/resources.h"
 #include "tools/local/kubelet/hosts_file.h"
 #include "tools/local/kubelet/pod_paths.h"
@@ -20,9 +21,6 @@ Status Kubelet::Start() {
   watch.send_initial_events = false;
   watch.resource_version = store_->CurrentResourceVersion();
   MF_ASSIGN_OR_RETURN(pod_watch_, store_->Watch(resources::kPods, "", watch));
-  if (store_->FindType(resources::kEndpoints)) {
-    MF_ASSIGN_OR_RETURN(endpoints_watch_, store_->Watch(resources::kEndpoints, "", watch));
-  }
   thread_ = std::thread([this] { Loop(); });
   log::Info("local kubelet started", {{"node", options_.node_name}, {"data_dir", options_.data_dir.string()}});
   return Status::Ok();
@@ -35,8 +33,8 @@ void Kubelet::Stop() {
     stopping_ = true;
   }
   if (pod_watch_) pod_watch_->Stop();
-  if (endpoints_watch_) endpoints_watch_->Stop();
   if (thread_.joinable()) thread_.join();
+  proxy_.Apply({});  // close every Service listener
   std::map<std::string, std::unique_ptr<PodWorker>> workers;
   {
     std::lock_guard lock(mu_);
@@ -96,8 +94,8 @@ void Kubelet::Loop() {
       if (stopping_) return;
     }
     SyncPods();
-    SyncHostsFiles();
-    // Sleep until a pod changes (or at most a second, to retry failed binds and writes).
+    SyncNetworking();
+    // Sleep until a pod changes, or 200 ms: Services and Endpoints are polled at that pace.
     if (pod_watch_->done()) {
       WatchOptions watch;
       watch.send_initial_events = false;
@@ -105,11 +103,8 @@ void Kubelet::Loop() {
       auto renewed = store_->Watch(resources::kPods, "", watch);
       if (renewed.ok()) pod_watch_ = *renewed;
     }
-    auto event = pod_watch_->Next(std::chrono::milliseconds(endpoints_watch_ ? 200 : 1000));
-    while (event && pod_watch_->Next(std::chrono::milliseconds(0))) {
-    }
-    if (endpoints_watch_) {
-      while (endpoints_watch_->Next(std::chrono::milliseconds(0))) {
+    if (pod_watch_->Next(std::chrono::milliseconds(200))) {
+      while (pod_watch_->Next(std::chrono::milliseconds(0))) {
       }
     }
   }
@@ -184,18 +179,53 @@ void Kubelet::SyncPods() {
   }
 }
 
-void Kubelet::SyncHostsFiles() {
+void Kubelet::SyncNetworking() {
   if (!store_->FindType(resources::kEndpoints)) return;
   auto endpoints = store_->List(resources::kEndpoints, "");
   if (!endpoints.ok()) return;
+  std::vector<Json> services;
+  if (store_->FindType(resources::kServices)) {
+    auto listed = store_->List(resources::kServices, "");
+    if (!listed.ok()) return;
+    services = std::move(listed->items);
+  }
+  std::map<std::string, std::string> vips;
+  for (const Json& svc : services) {
+    if (!IsProxiedService(svc)) continue;
+    const std::string key = NamespaceOf(svc) + "/" + NameOf(svc);
+    std::string vip = proxy_.VipFor(key, StringAt(svc, {"spec", "clusterIP"}));
+    if (!vip.empty()) vips[key] = vip;
+  }
+  for (const auto& [key, vip] : known_vips_) {
+    if (!vips.count(key)) proxy_.Forget(key);
+  }
+  known_vips_ = vips;
+  std::vector<std::string> errors = proxy_.Apply(PlanServiceProxy(services, endpoints->items, vips));
+  std::set<std::string> error_set(errors.begin(), errors.end());
+  for (const std::string& e : error_set) {
+    if (!proxy_errors_.count(e)) log::Warning("cannot open a Service proxy listener", {{"listener", e}});
+  }
+  proxy_errors_ = std::move(error_set);
+
+  // A LoadBalancer Service's ingress is its VIP: reachable from the host, like `minikube tunnel`.
+  for (const Json& svc : services) {
+    const std::string key = NamespaceOf(svc) + "/" + NameOf(svc);
+    if (StringAt(svc, {"spec", "type"}) != "LoadBalancer" || !vips.count(key)) continue;
+    Json status = ObjectAt(svc, {"status"});
+    status["loadBalancer"] = {{"ingress", Json::array({{{"ip", vips[key]}}})}};
+    Status s = UpdateStatusIfChanged(store_, resources::kServices, svc, status);
+    if (!s.ok()) log::Warning("cannot write LoadBalancer status", {{"service", key}, {"error", s.message()}});
+  }
+
   std::set<std::string> namespaces;
   for (const Json& ep : endpoints->items) namespaces.insert(NamespaceOf(ep));
+  for (const Json& svc : services) namespaces.insert(NamespaceOf(svc));
   {
     std::lock_guard lock(mu_);
     for (const auto& [uid, key] : worker_keys_) namespaces.insert(key.substr(0, key.find('/')));
   }
   for (const std::string& ns : namespaces) {
-    Status s = WriteFileIfChanged(HostsFilePath(options_.data_dir, ns), BuildHostsFile(ns, endpoints->items));
+    Status s = WriteFileIfChanged(HostsFilePath(options_.data_dir, ns), BuildHostsFile(ns, endpoints->items, vips));
     if (!s.ok()) log::Warning("cannot write hosts file", {{"error", s.message()}});
   }
 }
