@@ -10,6 +10,7 @@
 #include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>
 
+#include "server/codec/kserve_json.h"
 #include "server/codec/rest_predict.h"
 
 namespace {
@@ -78,6 +79,20 @@ void BM_ParseInstances_Nlohmann(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(body.size()));
 }
 
+// KServe v2 JSON with the same floats nested the same way.
+void BM_ParseV2Infer_ModelFleet(benchmark::State& state) {
+  std::string body = RequestBody(RandomFloats());
+  body.replace(0, body.find('[') + 1,
+               "{\"inputs\": [{\"name\": \"x\", \"shape\": [1000, 784], \"datatype\": \"FP32\", \"data\": [");
+  body.replace(body.size() - 2, 2, "]}]}");
+  for (auto _ : state) {
+    auto request = mf::codec::ParseV2InferRequest(body, std::nullopt);
+    if (!request.ok()) state.SkipWithError(request.status().ToString().c_str());
+    benchmark::DoNotOptimize(request);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(body.size()));
+}
+
 mf::runtime::Tensor OutputTensor() {
   auto values = RandomFloats();
   auto tensor = mf::runtime::Tensor::FromBytes(
@@ -118,6 +133,7 @@ void BM_WritePredictions_Nlohmann(benchmark::State& state) {
 
 BENCHMARK(BM_ParseInstances_ModelFleet)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ParseInstances_Nlohmann)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ParseV2Infer_ModelFleet)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_WritePredictions_ModelFleet)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_WritePredictions_Nlohmann)->Unit(benchmark::kMillisecond)->UseRealTime();
 

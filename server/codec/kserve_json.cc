@@ -30,7 +30,7 @@ Status AppendFlattened(od::value value, int depth, json::ValueAccumulator* value
   for (auto element : array) {
     od::value child;
     if (auto error = element.get(child)) return ParseError(error);
-    MF_RETURN_IF_ERROR(AppendFlattened(child, depth + 1, values));
+    if (!values->TryAppendNumber(child)) MF_RETURN_IF_ERROR(AppendFlattened(child, depth + 1, values));
   }
   return Status::Ok();
 }
