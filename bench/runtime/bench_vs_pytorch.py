@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 import runtime_fixtures as rf  # noqa: E402
@@ -78,7 +80,6 @@ def main():
                 exported[name] = rf.export(name, tmp)
             x, _ = rf.reference(name, batch)
             inp = tmp / f"{name}_{batch}.npy"
-            import numpy as np
             np.save(inp, x)
             ours_args = [str(binary), str(exported[name]), "--input", str(inp), "--threads", str(opts.threads),
                          "--warmup", "2", "--iterations", str(iters), "--show", "0"]

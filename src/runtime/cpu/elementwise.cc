@@ -290,6 +290,79 @@ StatusOr<BoundKernel> WhereFactory(const KernelInit& init) {
       {t});
 }
 
+// Max, Min, Sum, Mean over any number of inputs with multidirectional broadcasting: a left fold
+// of the binary kernels (Mean divides the sum at the end).
+KernelFactory VariadicFactory(BinaryOp op, bool mean) {
+  return [op, mean](const KernelInit& init) -> StatusOr<BoundKernel> {
+    if (init.num_inputs() == 0) return init.Error(StatusCode::kInvalidArgument, "needs at least one input");
+    for (size_t i = 0; i < init.num_inputs(); ++i) {
+      if (!init.has_input(i) || init.dtype(i) != init.dtype(0)) {
+        return init.Error(StatusCode::kInvalidArgument, "inputs must all be present and of one type");
+      }
+    }
+    DataType t = init.dtype(0);
+    if (!IsNumeric(t) || (mean && !IsFloat(t))) {
+      return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(t)) + " is not supported");
+    }
+    return Bind(
+        [op, mean, t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+          return DispatchNumeric(t, [&](auto tag) -> Status {
+            using T = decltype(tag);
+            Tensor acc = in[0]->Clone();
+            for (size_t i = 1; i < in.size(); ++i) {
+              Tensor next;
+              MF_RETURN_IF_ERROR(RunArithmetic<T>(op, acc, *in[i], next));
+              acc = std::move(next);
+            }
+            if constexpr (std::is_floating_point_v<T>) {
+              if (mean) {
+                T* p = acc.data<T>();
+                for (int64_t i = 0; i < acc.num_elements(); ++i) p[i] /= static_cast<T>(in.size());
+              }
+            }
+            out[0] = std::move(acc);
+            return Status::Ok();
+          });
+        },
+        {t});
+  };
+}
+
+// Neg and Abs also apply to signed integers (shape arithmetic in exported graphs uses them).
+KernelFactory SignedUnaryFactory(bool negate) {
+  return [negate](const KernelInit& init) -> StatusOr<BoundKernel> {
+    if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input");
+    DataType t = init.dtype(0);
+    if (!IsNumeric(t)) return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(t)) + " is not supported");
+    return Bind(
+        [negate, t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+          MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(t, in[0]->shape()));
+          return DispatchNumeric(t, [&](auto tag) -> Status {
+            using T = decltype(tag);
+            const T* px = in[0]->data<T>();
+            T* po = out[0].data<T>();
+            for (int64_t i = 0; i < in[0]->num_elements(); ++i) {
+              T v = px[i];
+              if constexpr (std::is_signed_v<T>) {
+                // Wraps like numpy for the most negative integer instead of overflowing (UB).
+                if constexpr (std::is_integral_v<T>) {
+                  using U = std::make_unsigned_t<T>;
+                  T neg = static_cast<T>(U(0) - static_cast<U>(v));
+                  po[i] = negate ? neg : (v < 0 ? neg : v);
+                } else {
+                  po[i] = negate ? -v : (v < 0 ? -v : v);
+                }
+              } else {
+                po[i] = negate ? static_cast<T>(0 - v) : v;
+              }
+            }
+            return Status::Ok();
+          });
+        },
+        {t});
+  };
+}
+
 float Relu(float x) { return x > 0.f ? x : 0.f; }
 float Sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
 float Tanh(float x) { return std::tanh(x); }
@@ -297,8 +370,6 @@ float Erf(float x) { return std::erf(x); }
 float Sqrt(float x) { return std::sqrt(x); }
 float Exp(float x) { return std::exp(x); }
 float Log(float x) { return std::log(x); }
-float Neg(float x) { return -x; }
-float Abs(float x) { return std::fabs(x); }
 float Reciprocal(float x) { return 1.f / x; }
 float Floor(float x) { return std::floor(x); }
 float Ceil(float x) { return std::ceil(x); }
@@ -321,8 +392,13 @@ void RegisterElementwiseKernels(KernelRegistry* r) {
   r->Register({"Sqrt", 6, UnaryFactory(Simple(Sqrt)), "float"});
   r->Register({"Exp", 6, UnaryFactory(Simple(Exp)), "float"});
   r->Register({"Log", 6, UnaryFactory(Simple(Log)), "float"});
-  r->Register({"Neg", 6, UnaryFactory(Simple(Neg)), "float"});
-  r->Register({"Abs", 6, UnaryFactory(Simple(Abs)), "float"});
+  r->Register({"Neg", 6, SignedUnaryFactory(true), "numeric"});
+  r->Register({"Abs", 6, SignedUnaryFactory(false), "numeric"});
+  // Opset 8 introduced multidirectional broadcasting for the variadic ops.
+  r->Register({"Max", 8, VariadicFactory(BinaryOp::kMax, false), "numeric"});
+  r->Register({"Min", 8, VariadicFactory(BinaryOp::kMin, false), "numeric"});
+  r->Register({"Sum", 8, VariadicFactory(BinaryOp::kAdd, false), "numeric"});
+  r->Register({"Mean", 8, VariadicFactory(BinaryOp::kAdd, true), "float"});
   r->Register({"Reciprocal", 6, UnaryFactory(Simple(Reciprocal)), "float"});
   r->Register({"Floor", 6, UnaryFactory(Simple(Floor)), "float"});
   r->Register({"Ceil", 6, UnaryFactory(Simple(Ceil)), "float"});

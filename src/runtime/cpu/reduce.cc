@@ -117,9 +117,58 @@ KernelFactory ReduceFactory(ReduceKind kind, int64_t axes_input_since) {
   };
 }
 
+// ArgMax / ArgMin along one axis: int64 indices, first (or with select_last_index, last)
+// position of the extreme value.
+KernelFactory ArgFactory(bool is_max) {
+  return [is_max](const KernelInit& init) -> StatusOr<BoundKernel> {
+    if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input");
+    DataType t = init.dtype(0);
+    if (!IsNumeric(t)) return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(t)) + " is not supported");
+    MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 0));
+    MF_ASSIGN_OR_RETURN(int64_t keepdims, init.attrs().GetInt("keepdims", 1));
+    MF_ASSIGN_OR_RETURN(int64_t last, init.attrs().GetInt("select_last_index", 0));
+    return Bind(
+        [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+          const Tensor& x = *in[0];
+          MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, x.rank()));
+          if (x.rank() == 0 || x.dim(axis) == 0) return InvalidArgument("cannot take the arg-extreme of an empty axis");
+          int64_t outer = 1, len = x.dim(axis), inner = 1;
+          for (int i = 0; i < x.rank(); ++i) {
+            if (i < axis) outer *= x.dim(i);
+            if (i > axis) inner *= x.dim(i);
+          }
+          Shape shape = x.shape();
+          if (keepdims) shape[static_cast<size_t>(axis)] = 1;
+          else shape.erase(shape.begin() + axis);
+          MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kInt64, shape));
+          int64_t* po = out[0].data<int64_t>();
+          return DispatchNumeric(x.dtype(), [&](auto tag) -> Status {
+            using T = decltype(tag);
+            const T* px = x.data<T>();
+            for (int64_t o = 0; o < outer; ++o) {
+              for (int64_t i = 0; i < inner; ++i) {
+                const T* s = px + o * len * inner + i;
+                int64_t best = 0;
+                for (int64_t j = 1; j < len; ++j) {
+                  T v = s[j * inner], b = s[best * inner];
+                  bool better = is_max ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
+                  if (better) best = j;
+                }
+                po[o * inner + i] = best;
+              }
+            }
+            return Status::Ok();
+          });
+        },
+        {DataType::kInt64});
+  };
+}
+
 }  // namespace
 
 void RegisterReduceKernels(KernelRegistry* r) {
+  r->Register({"ArgMax", 1, ArgFactory(true), "numeric"});
+  r->Register({"ArgMin", 1, ArgFactory(false), "numeric"});
   r->Register({"ReduceMean", 1, ReduceFactory(ReduceKind::kMean, 18), "numeric"});
   r->Register({"ReduceSum", 1, ReduceFactory(ReduceKind::kSum, 13), "numeric"});
   r->Register({"ReduceMax", 1, ReduceFactory(ReduceKind::kMax, 18), "numeric"});
