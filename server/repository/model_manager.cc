@@ -62,6 +62,17 @@ ModelManager::ModelManager(std::shared_ptr<Loader> loader, ManagerOptions option
 
 ModelManager::~ModelManager() { Stop(); }
 
+// UNLOADING ends once the last request holding the version has let go of it.
+void ModelManager::FinishUnloadIfReleased(const std::string& model, int64_t version,
+                                          TrackedVersion& tracked) {
+  if (tracked.state != VersionState::kUnloading || !tracked.releasing.expired()) return;
+  tracked.state = VersionState::kEnd;
+  tracked.releasing.reset();
+  repository_metrics::SetVersionState(model, version, tracked.state);
+  repository_metrics::SetMemoryBytes(model, version, 0);
+  mf::log::Info("model version unloaded", {{"model", model}, {"version", std::to_string(version)}});
+}
+
 Status ModelManager::SetModels(std::vector<ModelConfig> models) {
   std::set<std::string> names;
   for (const ModelConfig& config : models) {
@@ -196,12 +207,7 @@ void ModelManager::PollModel(ModelState& model) {
     repository_metrics::CountStorageError(name);
     model.storage_status = storage;
     // A glitch is not a deletion: keep every version as it is, only finish pending unloads.
-    for (auto& [v, tracked] : model.versions) {
-      if (tracked.state == VersionState::kUnloading && tracked.releasing.expired()) {
-        tracked.state = VersionState::kEnd;
-        repository_metrics::SetVersionState(name, v, tracked.state);
-      }
-    }
+    for (auto& [v, tracked] : model.versions) FinishUnloadIfReleased(name, v, tracked);
     Publish(model);
     return;
   }
@@ -258,12 +264,7 @@ void ModelManager::PollModel(ModelState& model) {
   // Housekeeping: finished unloads end; versions gone from disk and not loaded are forgotten.
   for (auto it = model.versions.begin(); it != model.versions.end();) {
     TrackedVersion& tracked = it->second;
-    if (tracked.state == VersionState::kUnloading && tracked.releasing.expired()) {
-      tracked.state = VersionState::kEnd;
-      tracked.releasing.reset();
-      repository_metrics::SetVersionState(name, it->first, tracked.state);
-      mf::log::Info("model version unloaded", {{"model", name}, {"version", std::to_string(it->first)}});
-    }
+    FinishUnloadIfReleased(name, it->first, tracked);
     bool idle = tracked.state == VersionState::kEnd || tracked.state == VersionState::kStart;
     if (idle && (!tracked.on_disk || model.aspired.count(it->first) == 0)) {
       repository_metrics::RemoveVersion(name, it->first);
@@ -310,6 +311,7 @@ void ModelManager::LoadVersion(ModelState& model, int64_t version) {
   tracked.servable = std::move(loaded).value();
   repository_metrics::SetVersionState(name, version, tracked.state);
   repository_metrics::ObserveLoadSeconds(name, seconds);
+  repository_metrics::SetMemoryBytes(name, version, static_cast<double>(tracked.servable->memory_bytes()));
   mf::log::Info("model version available",
                 {{"model", name},
                  {"version", std::to_string(version)},

@@ -104,6 +104,7 @@ class ModelManager {
   void LoadVersion(ModelState& model, int64_t version);
   void UnloadVersion(ModelState& model, int64_t version);
   void Publish(const ModelState& model);
+  static void FinishUnloadIfReleased(const std::string& model, int64_t version, TrackedVersion& tracked);
   bool NeedsRecheck(const ModelState& model) const;
   void Loop();
 

@@ -15,6 +15,7 @@ struct Families {
   prometheus::Family<prometheus::Counter>& load_failures;
   prometheus::Family<prometheus::Counter>& storage_errors;
   prometheus::Family<prometheus::Histogram>& load_seconds;
+  prometheus::Family<prometheus::Gauge>& memory_bytes;
 };
 
 Families& Get() {
@@ -39,6 +40,10 @@ Families& Get() {
             .Name("modelfleet_model_load_seconds")
             .Help("Time to load and warm up one model version")
             .Register(registry),
+        prometheus::BuildGauge()
+            .Name("modelfleet_model_memory_bytes")
+            .Help("Bytes a loaded model version holds (weights and activation plan)")
+            .Register(registry),
     };
   }();
   return *families;
@@ -52,8 +57,15 @@ void SetVersionState(const std::string& model, int64_t version, VersionState sta
 }
 
 void RemoveVersion(const std::string& model, int64_t version) {
-  auto& family = Get().version_state;
-  family.Remove(&family.Add({{"model", model}, {"version", std::to_string(version)}}));
+  const prometheus::Labels labels = {{"model", model}, {"version", std::to_string(version)}};
+  auto& state = Get().version_state;
+  state.Remove(&state.Add(labels));
+  auto& memory = Get().memory_bytes;
+  memory.Remove(&memory.Add(labels));
+}
+
+void SetMemoryBytes(const std::string& model, int64_t version, double bytes) {
+  Get().memory_bytes.Add({{"model", model}, {"version", std::to_string(version)}}).Set(bytes);
 }
 
 void CountLoadFailure(const std::string& model) {

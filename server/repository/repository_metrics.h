@@ -5,6 +5,8 @@
 //   modelfleet_model_storage_errors_total{model}    counter, polls that could not read the
 //                                                   base path (storage glitches)
 //   modelfleet_model_load_seconds{model}            histogram, load + warm-up time
+//   modelfleet_model_memory_bytes{model,version}    gauge, what a loaded version holds (weights
+//                                                   + activation plan); 0 once unloaded
 #pragma once
 
 #include <cstdint>
@@ -19,5 +21,6 @@ void RemoveVersion(const std::string& model, int64_t version);
 void CountLoadFailure(const std::string& model);
 void CountStorageError(const std::string& model);
 void ObserveLoadSeconds(const std::string& model, double seconds);
+void SetMemoryBytes(const std::string& model, int64_t version, double bytes);
 
 }  // namespace mf::server::repository_metrics

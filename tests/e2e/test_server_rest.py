@@ -150,3 +150,4 @@ def test_metrics_names(tmp_path, digits_repo, start_server):
                         api="Predict", status="OK") == 3
     assert metric_value(text, "modelfleet_model_version_state", model="digits", version="2") == 30
     assert metric_value(text, "modelfleet_compute_latency_seconds_count", model="digits") >= 3
+    assert metric_value(text, "modelfleet_model_memory_bytes", model="digits", version="2") > 0
