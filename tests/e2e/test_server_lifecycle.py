@@ -6,7 +6,8 @@ import time
 
 import requests
 
-from server_fixtures import EXAMPLES, copy_version, server_binary, start_server  # noqa: F401
+from server_fixtures import (EXAMPLES, copy_version, server_binary, start_server,  # noqa: F401
+                             wait_for)
 
 
 def run_server(args, timeout=30):
@@ -45,3 +46,36 @@ def test_sigterm_not_ready_then_drain_then_exit(tmp_path, start_server):
     assert r.status_code == 200
     assert server.proc.wait(timeout=20) == 0
     assert "modelfleet-server stopped drained=true" in server.log()
+
+
+def test_model_config_file_is_polled(tmp_path, start_server):
+    """A changed config file is applied (labels move); a broken one is refused and changes
+    nothing."""
+    base = tmp_path / "digits"
+    for v in (1, 2):
+        copy_version(EXAMPLES / "digits", v, base)
+    config = tmp_path / "models.config"
+
+    def write(stable):
+        partial = tmp_path / "models.config.partial"
+        partial.write_text(f'model_config_list {{ config {{ name: "digits" base_path: "{base}" '
+                           f'model_version_policy {{ all {{}} }} '
+                           f'version_labels {{ key: "stable" value: {stable} }} }} }}')
+        partial.rename(config)
+
+    write(1)
+    server = start_server([f"--model_config_file={config}",
+                           "--model_config_file_poll_wait_seconds=1"])
+
+    def stable_version():
+        r = requests.post(f"{server.url}/v1/models/digits/labels/stable:predict",
+                          json={"instances": [[0.0] * 64]}, timeout=10)
+        return r.headers.get("X-Model-Version") if r.status_code == 200 else None
+
+    assert stable_version() == "1"
+    write(2)
+    wait_for(lambda: stable_version() == "2", timeout=20, what="the label to move to version 2")
+    config.write_text("model_config_list { config { name: ")
+    wait_for(lambda: "model config reload refused" in server.log(), timeout=20,
+             what="the broken config to be refused")
+    assert stable_version() == "2"
