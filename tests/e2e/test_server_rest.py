@@ -151,3 +151,29 @@ def test_metrics_names(tmp_path, digits_repo, start_server):
     assert metric_value(text, "modelfleet_model_version_state", model="digits", version="2") == 30
     assert metric_value(text, "modelfleet_compute_latency_seconds_count", model="digits") >= 3
     assert metric_value(text, "modelfleet_model_memory_bytes", model="digits", version="2") > 0
+
+
+def test_kserve_v2_binary_tensor_extension(digits_repo, start_server):
+    import json
+    server = start_server([f"--model_name=digits", f"--model_base_path={digits_repo}"])
+    x = load_digits().data[:2].astype("<f4")
+    header = json.dumps({
+        "inputs": [{"name": "images", "shape": [2, 64], "datatype": "FP32",
+                    "parameters": {"binary_data_size": x.nbytes}}],
+        "outputs": [{"name": "scores", "parameters": {"binary_data": True}}]}).encode()
+    r = requests.post(f"{server.url}/v2/models/digits/infer", data=header + x.tobytes(),
+                      headers={"Inference-Header-Content-Length": str(len(header)),
+                               "Content-Type": "application/octet-stream"}, timeout=10)
+    assert r.status_code == 200, r.text
+    json_length = int(r.headers["Inference-Header-Content-Length"])
+    meta = json.loads(r.content[:json_length])
+    assert meta["model_version"] == "2"
+    out = meta["outputs"][0]
+    assert out["shape"] == [2, 10] and out["parameters"]["binary_data_size"] == 80
+    scores = np.frombuffer(r.content[json_length:], dtype="<f4").reshape(2, 10)
+    v1 = requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": x.tolist()},
+                       timeout=10).json()["predictions"]
+    np.testing.assert_allclose(scores, np.array(v1), rtol=1e-6)
+    bad = requests.post(f"{server.url}/v2/models/digits/infer", data=header + x.tobytes()[:-4],
+                        headers={"Inference-Header-Content-Length": str(len(header))}, timeout=10)
+    assert bad.status_code == 400 and "error" in bad.json()
