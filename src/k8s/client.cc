@@ -146,9 +146,9 @@ StatusOr<Json> Client::List(const ResourceRef& collection, const ListOptions& op
       merged = std::move(page);
     } else {
       for (auto& item : page["items"]) merged["items"].push_back(std::move(item));
-      merged["metadata"] = page.value("metadata", Json::object());
+      merged["metadata"] = MetadataOf(page);
     }
-    continue_token = merged["metadata"].value("continue", std::string());
+    continue_token = StringAt(MetadataOf(merged), "continue");
     if (options.limit <= 0 || continue_token.empty()) break;
   }
   if (merged.contains("metadata") && merged["metadata"].is_object()) merged["metadata"].erase("continue");
@@ -159,8 +159,8 @@ StatusOr<Json> Client::Create(const ResourceRef& ref, const Json& object) {
   if (!object.is_object()) return InvalidArgument("Create needs a JSON object");
   ResourceRef collection = ref;
   if (!ref.name.empty()) {
-    const Json* meta = object.contains("metadata") ? &object["metadata"] : nullptr;
-    if (meta && meta->value("name", ref.name) != ref.name) {
+    const std::string name = StringAt(MetadataOf(object), "name");
+    if (!name.empty() && name != ref.name) {
       return InvalidArgument("Create: metadata.name does not match '" + ref.name + "'");
     }
     collection.name.clear();
@@ -295,17 +295,27 @@ Status RetryOnConflict(const std::function<Status()>& fn, int attempts, std::chr
   return s;
 }
 
+std::string StringAt(const Json& object, std::string_view key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const Json& MetadataOf(const Json& object) {
+  static const Json kEmpty = Json::object();
+  if (!object.is_object()) return kEmpty;
+  auto it = object.find("metadata");
+  return it != object.end() && it->is_object() ? *it : kEmpty;
+}
+
 std::string ObjectKey(const Json& object) {
-  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) return "";
-  const Json& meta = object["metadata"];
-  const std::string name = meta.value("name", std::string());
-  const std::string ns = meta.value("namespace", std::string());
+  const Json& meta = MetadataOf(object);
+  const std::string name = StringAt(meta, "name");
+  if (name.empty()) return "";
+  const std::string ns = StringAt(meta, "namespace");
   return ns.empty() ? name : ns + "/" + name;
 }
 
-std::string ResourceVersion(const Json& object) {
-  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) return "";
-  return object["metadata"].value("resourceVersion", std::string());
-}
+std::string ResourceVersion(const Json& object) { return StringAt(MetadataOf(object), "resourceVersion"); }
 
 }  // namespace mf::k8s

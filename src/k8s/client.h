@@ -138,5 +138,9 @@ Status RetryOnConflict(const std::function<Status()>& fn, int attempts = 5,
 std::string ObjectKey(const Json& object);
 // metadata.resourceVersion, or "".
 std::string ResourceVersion(const Json& object);
+// object[key] when it is a string, else "" (never throws, whatever the server sent).
+std::string StringAt(const Json& object, std::string_view key);
+// object.metadata when it is an object, else an empty object.
+const Json& MetadataOf(const Json& object);
 
 }  // namespace mf::k8s

@@ -12,11 +12,11 @@ namespace {
 // A list's items carry no apiVersion/kind; derive them from the list ("PodList" -> "Pod") so
 // handlers see the same shape a GET or a watch event returns.
 void FillTypeMeta(const Json& list, Json* item) {
-  const std::string list_kind = list.contains("kind") && list["kind"].is_string() ? list["kind"].get<std::string>() : "";
+  const std::string list_kind = StringAt(list, "kind");
   if (!item->contains("kind") && list_kind.size() > 4 && list_kind.ends_with("List")) {
     (*item)["kind"] = list_kind.substr(0, list_kind.size() - 4);
   }
-  if (!item->contains("apiVersion") && list.contains("apiVersion")) (*item)["apiVersion"] = list["apiVersion"];
+  if (!item->contains("apiVersion") && !StringAt(list, "apiVersion").empty()) (*item)["apiVersion"] = list["apiVersion"];
 }
 
 bool SleepFor(Clock::duration d, std::stop_token stop) {
@@ -79,7 +79,14 @@ void Informer::RunReflector(std::stop_token stop) {
   int failures = 0;
   while (!stop.stop_requested()) {
     std::string resource_version;
-    if (Status s = ListAndReplace(&resource_version); !s.ok()) {
+    Status listed;
+    try {
+      listed = ListAndReplace(&resource_version);
+    } catch (const std::exception& e) {
+      // An index function threw on some object; the cache is unchanged for it. Retry later.
+      listed = Internal(std::string("storing the list failed: ") + e.what());
+    }
+    if (Status s = listed; !s.ok()) {
       log::Warning("informer list failed", {{"resource", what}, {"error", s.message()}});
       if (!Backoff(++failures, stop)) return;
       continue;
@@ -118,9 +125,9 @@ Status Informer::ListAndReplace(std::string* resource_version) {
   std::lock_guard lock(mu_);
   std::set<std::string> listed;
   for (Json& item : list["items"]) {
-    FillTypeMeta(list, &item);
     std::string key = ObjectKey(item);
-    if (key.empty()) continue;
+    if (key.empty()) continue;  // not an object with a name: nothing a handler could use
+    FillTypeMeta(list, &item);
     listed.insert(key);
     ObjectPtr previous = store_.Get(key);
     if (previous && ResourceVersion(*previous) == ResourceVersion(item)) continue;  // unchanged
@@ -144,13 +151,20 @@ Status Informer::WatchOnce(std::string* resource_version, std::stop_token stop) 
   watch_options.resource_version = *resource_version;
   watch_options.allow_bookmarks = true;
   watch_options.timeout = options_.watch_timeout;
-  return client_.Watch(
+  Status handler_error;
+  Status watched = client_.Watch(
       options_.collection, watch_options,
       [&](WatchEvent&& event) {
-        ApplyEvent(std::move(event), resource_version);
+        try {
+          ApplyEvent(std::move(event), resource_version);
+        } catch (const std::exception& e) {
+          handler_error = Internal(std::string("storing a watch event failed: ") + e.what());
+          return false;
+        }
         return !stop.stop_requested();
       },
       stop);
+  return handler_error.ok() ? watched : handler_error;
 }
 
 void Informer::ApplyEvent(WatchEvent&& event, std::string* resource_version) {
@@ -222,20 +236,29 @@ void Informer::RunDispatcher(std::stop_token stop) {
       continue;
     }
     for (const EventHandlers& h : handlers_) {
-      switch (n.kind) {
-        case Kind::kAdd:
-          if (h.on_add) h.on_add(n.new_object);
-          break;
-        case Kind::kUpdate:
-          if (h.on_update) h.on_update(n.old_object, n.new_object);
-          break;
-        case Kind::kDelete:
-          if (h.on_delete) h.on_delete(n.old_object);
-          break;
-        case Kind::kSynced:
-          break;
+      try {
+        Deliver(h, n);
+      } catch (const std::exception& e) {
+        // A handler's bug must not take the informer (or the process) down with it.
+        log::Error("informer event handler threw", {{"resource", options_.collection.gvr.ToString()}, {"error", e.what()}});
       }
     }
+  }
+}
+
+void Informer::Deliver(const EventHandlers& h, const Notification& n) {
+  switch (n.kind) {
+    case Kind::kAdd:
+      if (h.on_add) h.on_add(n.new_object);
+      break;
+    case Kind::kUpdate:
+      if (h.on_update) h.on_update(n.old_object, n.new_object);
+      break;
+    case Kind::kDelete:
+      if (h.on_delete) h.on_delete(n.old_object);
+      break;
+    case Kind::kSynced:
+      break;
   }
 }
 

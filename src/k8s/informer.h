@@ -89,6 +89,7 @@ class Informer {
   Status WatchOnce(std::string* resource_version, std::stop_token stop);
   void ApplyEvent(WatchEvent&& event, std::string* resource_version);
   void EnqueueLocked(Kind kind, ObjectPtr old_object, ObjectPtr new_object);
+  static void Deliver(const EventHandlers& h, const Notification& n);
   bool Backoff(int failures, std::stop_token stop);
 
   Client& client_;

@@ -109,7 +109,11 @@ bool LeaderElector::TryAcquireOrRenew() {
     log::Warning("lease read failed", {{"lease", config_.lease_name}, {"error", current.status().message()}});
     return false;
   }
-  const Json spec = current->contains("spec") ? (*current)["spec"] : Json::object();
+  if (!current->is_object()) {
+    log::Warning("lease read returned a non-object", {{"lease", config_.lease_name}});
+    return false;
+  }
+  const Json spec = current->contains("spec") && (*current)["spec"].is_object() ? (*current)["spec"] : Json::object();
   std::string previous_holder;
   bool new_leader = false;
   {
@@ -157,7 +161,10 @@ bool LeaderElector::TryAcquireOrRenew() {
 
 void LeaderElector::Release() {
   StatusOr<Json> current = client_.Get(lease_ref_);
-  if (!current.ok() || !current->contains("spec") || HolderOf((*current)["spec"]) != config_.identity) return;
+  if (!current.ok() || !current->is_object() || !current->contains("spec") ||
+      HolderOf((*current)["spec"]) != config_.identity) {
+    return;
+  }
   Json object = *current;
   const auto wall_now = FormatMicroTime(std::chrono::system_clock::now());
   object["spec"]["holderIdentity"] = "";

@@ -19,28 +19,37 @@ bool Store::AddIndex(const std::string& name, IndexFunc fn) {
   return true;
 }
 
-void Store::IndexLocked(const std::string& key, const nlohmann::json& object, bool add) {
-  for (const auto& [name, fn] : index_funcs_) {
+Store::IndexValues Store::ComputeLocked(const nlohmann::json& object) const {
+  IndexValues values;
+  for (const auto& [name, fn] : index_funcs_) values[name] = fn(object);
+  return values;
+}
+
+void Store::UnindexLocked(const std::string& key) {
+  auto filed = filed_.find(key);
+  if (filed == filed_.end()) return;
+  for (const auto& [name, values] : filed->second) {
     auto& index = indexes_[name];
-    for (const std::string& value : fn(object)) {
-      if (add) {
-        index[value].insert(key);
-      } else if (auto it = index.find(value); it != index.end()) {
+    for (const std::string& value : values) {
+      if (auto it = index.find(value); it != index.end()) {
         it->second.erase(key);
         if (it->second.empty()) index.erase(it);
       }
     }
   }
+  filed_.erase(filed);
 }
 
 ObjectPtr Store::Upsert(const std::string& key, ObjectPtr object) {
   std::lock_guard lock(mu_);
+  IndexValues values = ComputeLocked(*object);  // may throw: nothing changed yet
   ObjectPtr previous;
-  if (auto it = objects_.find(key); it != objects_.end()) {
-    previous = it->second;
-    IndexLocked(key, *previous, /*add=*/false);
+  if (auto it = objects_.find(key); it != objects_.end()) previous = it->second;
+  UnindexLocked(key);
+  for (const auto& [name, index_values] : values) {
+    for (const std::string& value : index_values) indexes_[name][value].insert(key);
   }
-  IndexLocked(key, *object, /*add=*/true);
+  filed_[key] = std::move(values);
   objects_[key] = std::move(object);
   return previous;
 }
@@ -50,7 +59,7 @@ ObjectPtr Store::Erase(const std::string& key) {
   auto it = objects_.find(key);
   if (it == objects_.end()) return nullptr;
   ObjectPtr previous = it->second;
-  IndexLocked(key, *previous, /*add=*/false);
+  UnindexLocked(key);
   objects_.erase(it);
   return previous;
 }

@@ -17,7 +17,9 @@
 namespace mf::k8s {
 
 using ObjectPtr = std::shared_ptr<const nlohmann::json>;
-// Index values an object is filed under (may be empty: not indexed).
+// Index values an object is filed under (may be empty: not indexed). Objects come from the API
+// server: read them with .at()/.find()/.value() (which throw or default), never with const
+// operator[] on a key that may be missing (which asserts).
 using IndexFunc = std::function<std::vector<std::string>(const nlohmann::json&)>;
 
 class Store {
@@ -29,7 +31,8 @@ class Store {
   // when the name is taken).
   bool AddIndex(const std::string& name, IndexFunc fn);
 
-  // Inserts or replaces; returns the previous object (null if none).
+  // Inserts or replaces; returns the previous object (null if none). Index functions run
+  // before anything changes, so one that throws leaves the store as it was.
   ObjectPtr Upsert(const std::string& key, ObjectPtr object);
   // Removes; returns the removed object (null if none).
   ObjectPtr Erase(const std::string& key);
@@ -42,13 +45,16 @@ class Store {
   size_t Size() const;
 
  private:
-  void IndexLocked(const std::string& key, const nlohmann::json& object, bool add);
+  using IndexValues = std::map<std::string, std::vector<std::string>>;  // index name -> values
+  IndexValues ComputeLocked(const nlohmann::json& object) const;
+  void UnindexLocked(const std::string& key);
 
   mutable std::mutex mu_;
   std::map<std::string, ObjectPtr> objects_;
   std::map<std::string, IndexFunc> index_funcs_;
-  // index name -> value -> keys
+  // index name -> value -> keys, and what each key was filed under (to unfile it exactly).
   std::map<std::string, std::map<std::string, std::set<std::string>>> indexes_;
+  std::map<std::string, IndexValues> filed_;
 };
 
 }  // namespace mf::k8s

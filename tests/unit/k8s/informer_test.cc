@@ -240,6 +240,37 @@ TEST_F(InformerTest, ResyncRedeliversCachedObjects) {
   EXPECT_GE(resyncs.load(), 2);
 }
 
+TEST_F(InformerTest, AThrowingHandlerDoesNotStopDelivery) {
+  Informer informer(client_, PodOptions());
+  Recorder rec;
+  informer.AddEventHandlers({.on_add = [](const ObjectPtr& o) {
+    if (Name(o) == "bad") throw std::runtime_error("handler bug");
+  }});
+  informer.AddEventHandlers(rec.Handlers());
+  ASSERT_TRUE(informer.Start().ok());
+  ASSERT_TRUE(informer.WaitForSync(5s));
+  const std::string bad = Rv(server_->Put(kPods, Pod("bad")));
+  const std::string good = Rv(server_->Put(kPods, Pod("good")));
+  ASSERT_TRUE(rec.WaitFor(2));
+  EXPECT_EQ(rec.events(), (std::vector<std::string>{"add bad@" + bad, "add good@" + good}));
+}
+
+TEST_F(InformerTest, MalformedObjectsFromTheServerAreSkipped) {
+  server_->Put(kPods, Pod("a"));
+  Informer informer(client_, PodOptions());
+  Recorder rec;
+  informer.AddEventHandlers(rec.Handlers());
+  ASSERT_TRUE(informer.Start().ok());
+  ASSERT_TRUE(informer.WaitForSync(5s));
+  // A name that is not a string must not crash the reflector thread.
+  server_->Put(kPods, {{"metadata", {{"name", "weird"}, {"namespace", "ml"}, {"labels", 5}}}});
+  const std::string b = Rv(server_->Put(kPods, Pod("b")));
+  ASSERT_TRUE(rec.WaitFor(3));
+  EXPECT_EQ(rec.events().back(), "add b@" + b);
+  EXPECT_EQ(ObjectKey(Json{{"metadata", {{"name", 42}}}}), "");
+  EXPECT_EQ(ResourceVersion(Json{{"metadata", {{"resourceVersion", 7}}}}), "");
+}
+
 TEST_F(InformerTest, RejectsAnObjectRef) {
   InformerOptions options = PodOptions();
   options.collection.name = "a";

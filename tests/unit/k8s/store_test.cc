@@ -40,3 +40,22 @@ TEST(StoreTest, CustomIndexIsMaintainedOnReplaceAndErase) {
 
 }  // namespace
 }  // namespace mf::k8s
+
+namespace mf::k8s {
+namespace {
+
+TEST(StoreTest, ThrowingIndexFunctionChangesNothing) {
+  Store store;
+  ASSERT_TRUE(store.AddIndex("owner", [](const nlohmann::json& o) {
+    return std::vector<std::string>{o.at("metadata").at("ownerReferences").at(0).at("uid").get<std::string>()};
+  }));
+  store.Upsert("ml/a", Obj("ml", "a", "u1"));
+  auto broken = std::make_shared<const nlohmann::json>(nlohmann::json{{"metadata", {{"name", "a"}}}});
+  EXPECT_ANY_THROW(store.Upsert("ml/a", broken));
+  EXPECT_EQ((*store.Get("ml/a"))["metadata"]["ownerReferences"][0]["uid"], "u1");
+  EXPECT_EQ(store.ByIndex("owner", "u1").size(), 1u);
+  EXPECT_EQ(store.ByIndex("namespace", "ml").size(), 1u);
+}
+
+}  // namespace
+}  // namespace mf::k8s
