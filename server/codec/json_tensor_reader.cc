@@ -88,6 +88,12 @@ bool InRange(int64_t v) {
 
 }  // namespace
 
+od::parser& ParserFor(size_t size, od::parser* fallback) {
+  constexpr size_t kReuseLimit = size_t{16} << 20;
+  thread_local od::parser reused;
+  return size <= kReuseLimit ? reused : *fallback;
+}
+
 Status ParseError(simdjson::error_code error) {
   return InvalidArgument(std::string("JSON Parse error: ") + simdjson::error_message(error));
 }

@@ -20,6 +20,11 @@ namespace od = simdjson::ondemand;
 // Deepest list nesting accepted (a tensor rank); deeper input is refused, not recursed into.
 inline constexpr int kMaxNesting = 32;
 
+// The parser to read a document of `size` bytes with: this thread's reusable parser, whose
+// buffers grow to the largest document it has read, or for documents above 16 MiB `*fallback`
+// (a caller's local parser), so one huge request does not pin its buffers to a thread forever.
+od::parser& ParserFor(size_t size, od::parser* fallback);
+
 // "JSON Parse error: <what simdjson says>".
 Status ParseError(simdjson::error_code error);
 

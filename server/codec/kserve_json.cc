@@ -12,10 +12,6 @@ namespace {
 namespace od = simdjson::ondemand;
 using json::ParseError;
 
-od::parser& ThreadParser() {
-  thread_local od::parser parser;
-  return parser;
-}
 
 // Appends every scalar of a (possibly nested) list, row-major; the v2 protocol allows both the
 // flat and the nested form and only the element count matters.
@@ -208,9 +204,10 @@ StatusOr<V2InferRequest> ParseV2InferRequest(std::string_view body, std::optiona
     binary = body.substr(*json_length);
   }
   if (json_part.empty()) return InvalidArgument("JSON Parse error: The document is empty");
+  od::parser local_parser;  // only used for very large bodies
   simdjson::padded_string padded(json_part);
   od::document doc;
-  if (auto error = ThreadParser().iterate(padded).get(doc)) return ParseError(error);
+  if (auto error = json::ParserFor(padded.size(), &local_parser).iterate(padded).get(doc)) return ParseError(error);
   od::object top;
   if (auto error = doc.get_object().get(top)) {
     if (error != simdjson::INCORRECT_TYPE) return ParseError(error);

@@ -16,11 +16,6 @@ using json::ParseError;
 
 constexpr json::ValueAccumulator::Options kRestValues{.allow_base64_objects = true};
 
-// One parser per thread: it keeps its buffers between requests.
-od::parser& ThreadParser() {
-  thread_local od::parser parser;
-  return parser;
-}
 
 // Re-reads the top-level object and returns the value under `key`. On Demand reads forward
 // only, so looking at a value twice (peek, then decode) means starting over; the structural
@@ -264,9 +259,10 @@ class TensorJsonWriter {
 StatusOr<RestPredictRequest> ParseRestPredictRequest(std::string_view body,
                                                      std::span<const ModelSignature> signatures) {
   if (body.empty()) return InvalidArgument("JSON Parse error: The document is empty");
+  od::parser local_parser;  // only used for very large bodies
   simdjson::padded_string padded(body);
   od::document doc;
-  if (auto error = ThreadParser().iterate(padded).get(doc)) return ParseError(error);
+  if (auto error = json::ParserFor(padded.size(), &local_parser).iterate(padded).get(doc)) return ParseError(error);
   od::object top;
   if (auto error = doc.get_object().get(top)) {
     if (error != simdjson::INCORRECT_TYPE) return ParseError(error);
