@@ -338,9 +338,88 @@ StatusOr<BoundKernel> RangeFactory(const KernelInit& init) {
       {t});
 }
 
+StatusOr<BoundKernel> GatherElementsFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(Require(init, 0));
+  MF_RETURN_IF_ERROR(Require(init, 1));
+  if (init.dtype(1) != DataType::kInt64 && init.dtype(1) != DataType::kInt32) {
+    return init.Error(StatusCode::kInvalidArgument, "indices must be int32 or int64");
+  }
+  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 0));
+  return Bind(
+      [axis_attr](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor& data = *in[0];
+        const Tensor& idx = *in[1];
+        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, data.rank()));
+        if (idx.rank() != data.rank()) return InvalidArgument("GatherElements indices must have the data's rank");
+        for (int d = 0; d < data.rank(); ++d) {
+          if (d != axis && idx.dim(d) > data.dim(d)) return InvalidArgument("GatherElements indices exceed the data's shape");
+        }
+        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(data.dtype(), idx.shape()));
+        int rank = data.rank();
+        std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
+        for (int i = rank - 1; i > 0; --i) strides[static_cast<size_t>(i - 1)] = strides[static_cast<size_t>(i)] * data.dim(i);
+        int64_t dim = data.dim(axis);
+        return DispatchBySize(data.dtype(), [&](auto tag) -> Status {
+          using T = decltype(tag);
+          const T* pd = data.data<T>();
+          T* po = out[0].data<T>();
+          for (int64_t i = 0; i < idx.num_elements(); ++i) {
+            int64_t k = idx.dtype() == DataType::kInt64 ? idx.data<int64_t>()[i] : idx.data<int32_t>()[i];
+            if (k < -dim || k >= dim) return InvalidArgument("GatherElements index " + std::to_string(k) + " is out of range");
+            if (k < 0) k += dim;
+            int64_t rem = i, off = 0;
+            for (int d = rank; d-- > 0;) {
+              int64_t c = rem % idx.dim(d);
+              rem /= idx.dim(d);
+              off += (d == axis ? k : c) * strides[static_cast<size_t>(d)];
+            }
+            po[i] = pd[off];
+          }
+          return Status::Ok();
+        });
+      },
+      {init.dtype(0)});
+}
+
+// Trilu: keeps the upper (or lower) triangle of the last two dims, offset by k.
+StatusOr<BoundKernel> TriluFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(Require(init, 0));
+  MF_ASSIGN_OR_RETURN(int64_t upper, init.attrs().GetInt("upper", 1));
+  return Bind(
+      [upper](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor& x = *in[0];
+        if (x.rank() < 2) return InvalidArgument("Trilu input must be at least 2-D");
+        int64_t k = 0;
+        if (in.size() > 1 && in[1]) {
+          MF_ASSIGN_OR_RETURN(std::vector<int64_t> kv, ReadInts(*in[1], "k"));
+          if (kv.size() != 1) return InvalidArgument("Trilu k must be a scalar");
+          k = kv[0];
+        }
+        out[0] = x.Clone();
+        int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
+        int64_t mats = rows * cols == 0 ? 0 : x.num_elements() / (rows * cols);
+        size_t elem = ElementSize(x.dtype());
+        char* p = static_cast<char*>(out[0].raw_data());
+        for (int64_t m = 0; m < mats; ++m) {
+          for (int64_t i = 0; i < rows; ++i) {
+            for (int64_t j = 0; j < cols; ++j) {
+              // Compare j - i with k without overflow for extreme k.
+              bool keep = upper ? (k <= 0 ? j - i >= std::max(k, -rows - 1) : j - i >= std::min(k, cols + 1))
+                                : (k >= 0 ? j - i <= std::min(k, cols + 1) : j - i <= std::max(k, -rows - 1));
+              if (!keep) std::memset(p + static_cast<size_t>((m * rows + i) * cols + j) * elem, 0, elem);
+            }
+          }
+        }
+        return Status::Ok();
+      },
+      {init.dtype(0)});
+}
+
 }  // namespace
 
 void RegisterDataKernels(KernelRegistry* r) {
+  r->Register({"GatherElements", 11, GatherElementsFactory, "any fixed-width"});
+  r->Register({"Trilu", 14, TriluFactory, "any fixed-width"});
   r->Register({"Gather", 1, GatherFactory, "any fixed-width"});
   r->Register({"Slice", 10, SliceFactory, "any fixed-width"});
   r->Register({"Pad", 11, PadFactory, "any fixed-width"});

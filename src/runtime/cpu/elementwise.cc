@@ -363,6 +363,43 @@ KernelFactory SignedUnaryFactory(bool negate) {
   };
 }
 
+// And, Or, Xor on bool tensors with broadcasting; Not.
+KernelFactory LogicalFactory(int op) {
+  return [op](const KernelInit& init) -> StatusOr<BoundKernel> {
+    size_t arity = op == 3 ? 1 : 2;
+    if (init.num_inputs() != arity) return init.Error(StatusCode::kInvalidArgument, "wrong number of inputs");
+    for (size_t i = 0; i < arity; ++i) {
+      if (!init.has_input(i) || init.dtype(i) != DataType::kBool) return init.Error(StatusCode::kInvalidArgument, "inputs must be bool");
+    }
+    return Bind(
+        [op](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+          if (op == 3) {
+            MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kBool, in[0]->shape()));
+            for (int64_t i = 0; i < in[0]->num_elements(); ++i) out[0].data<bool>()[i] = !in[0]->data<bool>()[i];
+            return Status::Ok();
+          }
+          return BinaryBroadcast<bool, bool>(*in[0], *in[1], DataType::kBool, out[0], [op](bool a, bool b) {
+            return op == 0 ? (a && b) : op == 1 ? (a || b) : (a != b);
+          });
+        },
+        {DataType::kBool});
+  };
+}
+
+// PRelu: x < 0 ? slope * x : x, with the slope broadcast to x.
+StatusOr<BoundKernel> PReluFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(RequireFloat(init, 0));
+  MF_RETURN_IF_ERROR(RequireFloat(init, 1));
+  return Bind(
+      [](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        auto prelu = [](float x, float s) { return x < 0.f ? s * x : x; };
+        MF_RETURN_IF_ERROR((BinaryBroadcast<float, float>(*in[0], *in[1], DataType::kFloat32, out[0], prelu)));
+        if (out[0].shape() != in[0]->shape()) return InvalidArgument("PRelu slope must broadcast to the input's shape");
+        return Status::Ok();
+      },
+      {DataType::kFloat32});
+}
+
 float Relu(float x) { return x > 0.f ? x : 0.f; }
 float Sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
 float Tanh(float x) { return std::tanh(x); }
@@ -373,6 +410,10 @@ float Log(float x) { return std::log(x); }
 float Reciprocal(float x) { return 1.f / x; }
 float Floor(float x) { return std::floor(x); }
 float Ceil(float x) { return std::ceil(x); }
+float Round(float x) { return std::nearbyint(x); }  // half to even, as ONNX specifies
+float Cos(float x) { return std::cos(x); }
+float Sin(float x) { return std::sin(x); }
+float Softplus(float x) { return x > 20.f ? x : std::log1p(std::exp(x)); }
 
 }  // namespace
 
@@ -407,6 +448,25 @@ void RegisterElementwiseKernels(KernelRegistry* r) {
                  return UnaryFn([alpha](float x) { return x >= 0.f ? x : alpha * (std::exp(x) - 1.f); });
                }), "float"});
   r->Register({"Clip", 6, ClipFactory, "float"});
+  r->Register({"And", 7, LogicalFactory(0), "bool"});
+  r->Register({"Or", 7, LogicalFactory(1), "bool"});
+  r->Register({"Xor", 7, LogicalFactory(2), "bool"});
+  r->Register({"Not", 1, LogicalFactory(3), "bool"});
+  r->Register({"PRelu", 7, PReluFactory, "float"});
+  r->Register({"Round", 11, UnaryFactory(Simple(Round)), "float"});
+  r->Register({"Cos", 7, UnaryFactory(Simple(Cos)), "float"});
+  r->Register({"Sin", 7, UnaryFactory(Simple(Sin)), "float"});
+  r->Register({"Softplus", 1, UnaryFactory(Simple(Softplus)), "float"});
+  r->Register({"Selu", 6, UnaryFactory([](const KernelInit& init) -> StatusOr<UnaryFn> {
+                 MF_ASSIGN_OR_RETURN(float alpha, init.attrs().GetFloat("alpha", 1.67326319217681884765625f));
+                 MF_ASSIGN_OR_RETURN(float gamma, init.attrs().GetFloat("gamma", 1.05070102214813232421875f));
+                 return UnaryFn([alpha, gamma](float x) { return x > 0.f ? gamma * x : gamma * (alpha * std::exp(x) - alpha); });
+               }), "float"});
+  r->Register({"HardSigmoid", 6, UnaryFactory([](const KernelInit& init) -> StatusOr<UnaryFn> {
+                 MF_ASSIGN_OR_RETURN(float alpha, init.attrs().GetFloat("alpha", 0.2f));
+                 MF_ASSIGN_OR_RETURN(float beta, init.attrs().GetFloat("beta", 0.5f));
+                 return UnaryFn([alpha, beta](float x) { return std::max(0.f, std::min(1.f, alpha * x + beta)); });
+               }), "float"});
   r->Register({"Where", 9, WhereFactory, "any but string"});
 }
 

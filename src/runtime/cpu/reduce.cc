@@ -9,7 +9,7 @@
 namespace mf::runtime::cpu {
 namespace {
 
-enum class ReduceKind { kMean, kSum, kMax, kMin, kProd, kSumSquare };
+enum class ReduceKind { kMean, kSum, kMax, kMin, kProd, kSumSquare, kL1, kL2, kLogSum, kLogSumExp };
 
 template <typename T>
 Status Reduce(ReduceKind kind, const Tensor& x, const std::vector<bool>& reduced, bool keepdims, Tensor& out) {
@@ -50,7 +50,12 @@ Status Reduce(ReduceKind kind, const Tensor& x, const std::vector<bool>& reduced
       case ReduceKind::kMax: return v > a ? v : a;
       case ReduceKind::kMin: return v < a ? v : a;
       case ReduceKind::kProd: return a * v;
-      case ReduceKind::kSumSquare: return a + v * v;
+      case ReduceKind::kSumSquare:
+      case ReduceKind::kL2: return a + v * v;
+      case ReduceKind::kL1:
+        if constexpr (std::is_signed_v<Acc>) return a + (v < 0 ? -v : v);
+        else return a + v;
+      case ReduceKind::kLogSumExp: return a + static_cast<Acc>(std::exp(static_cast<double>(v)));
       default: return a + v;
     }
   };
@@ -85,6 +90,8 @@ Status Reduce(ReduceKind kind, const Tensor& x, const std::vector<bool>& reduced
   for (int64_t i = 0; i < n_out; ++i) {
     Acc a = acc[static_cast<size_t>(i)];
     if (kind == ReduceKind::kMean) a = count ? static_cast<Acc>(a / static_cast<Acc>(count)) : a;
+    if (kind == ReduceKind::kL2) a = static_cast<Acc>(std::sqrt(static_cast<double>(a)));
+    if (kind == ReduceKind::kLogSum || kind == ReduceKind::kLogSumExp) a = static_cast<Acc>(std::log(static_cast<double>(a)));
     po[i] = static_cast<T>(a);
   }
   return Status::Ok();
@@ -94,7 +101,10 @@ KernelFactory ReduceFactory(ReduceKind kind, int64_t axes_input_since) {
   return [kind, axes_input_since](const KernelInit& init) -> StatusOr<BoundKernel> {
     if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input");
     DataType t = init.dtype(0);
-    if (!IsNumeric(t)) return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(t)) + " is not supported");
+    bool float_only = kind == ReduceKind::kLogSum || kind == ReduceKind::kLogSumExp;
+    if (!IsNumeric(t) || (float_only && !IsFloat(t))) {
+      return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(t)) + " is not supported");
+    }
     bool axes_from_input = init.opset >= axes_input_since;
     MF_ASSIGN_OR_RETURN(std::vector<int64_t> attr_axes, init.attrs().GetInts("axes", {}));
     MF_ASSIGN_OR_RETURN(int64_t keepdims, init.attrs().GetInt("keepdims", 1));
@@ -175,6 +185,10 @@ void RegisterReduceKernels(KernelRegistry* r) {
   r->Register({"ReduceMin", 1, ReduceFactory(ReduceKind::kMin, 18), "numeric"});
   r->Register({"ReduceProd", 1, ReduceFactory(ReduceKind::kProd, 18), "numeric"});
   r->Register({"ReduceSumSquare", 1, ReduceFactory(ReduceKind::kSumSquare, 18), "numeric"});
+  r->Register({"ReduceL1", 1, ReduceFactory(ReduceKind::kL1, 18), "numeric"});
+  r->Register({"ReduceL2", 1, ReduceFactory(ReduceKind::kL2, 18), "numeric"});
+  r->Register({"ReduceLogSum", 1, ReduceFactory(ReduceKind::kLogSum, 18), "float"});
+  r->Register({"ReduceLogSumExp", 1, ReduceFactory(ReduceKind::kLogSumExp, 18), "float"});
 }
 
 }  // namespace mf::runtime::cpu
