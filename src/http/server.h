@@ -133,6 +133,7 @@ class Server {
   // True when everything finished within the deadline. Idempotent.
   bool Drain(std::chrono::milliseconds deadline);
   // Immediate shutdown: closes every connection and joins the io threads.
+  // Drain() and Stop() join the io threads: call them from another thread, never from a handler.
   void Stop();
   ServerStats stats() const;
 
