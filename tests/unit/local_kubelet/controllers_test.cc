@@ -350,5 +350,31 @@ TEST(EndpointsTest, HostnameForHeadlessSubdomain) {
   EXPECT_EQ(eps->endpoints["subsets"][0]["addresses"][0]["hostname"], "worker-0");
 }
 
+TEST(MalformedObjectsTest, WrongTypedFieldsAreErrorsNotCrashes) {
+  Json d = MakeDeployment(2, "nginx:1");
+  d["spec"]["paused"] = "yes";
+  auto plan = PlanDeployment(d, {}, kNow);
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(plan.status().message().find("Deployment default/web"), std::string::npos);
+  d = MakeDeployment(2, "nginx:1");
+  d["spec"]["replicas"] = "2";  // read as absent: the default of 1 applies, as IntAt documents
+  EXPECT_TRUE(PlanDeployment(d, {}, kNow).ok());
+  d["spec"]["template"] = "not an object";
+  EXPECT_FALSE(PlanDeployment(d, {}, kNow).ok());
+
+  Json rs = MakeRs(1);
+  Json pod = MakePod("p1", true);
+  pod["status"]["containerStatuses"] = "broken";
+  pod["metadata"]["ownerReferences"] = Json::array({{{"controller", "yes"}}});
+  auto rs_plan = PlanReplicaSet(rs, {pod}, kNow);
+  EXPECT_TRUE(rs_plan.ok() || rs_plan.status().code() == StatusCode::kInvalidArgument);
+
+  Json svc = MakeService(Json::array({{{"port", 80}}}));
+  svc["spec"]["publishNotReadyAddresses"] = "true";
+  EXPECT_EQ(BuildServiceEndpoints(svc, {MakePod("p1", true)}).status().code(), StatusCode::kInvalidArgument);
+  svc = MakeService("80");
+  EXPECT_EQ(BuildServiceEndpoints(svc, {}).status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace mf::local

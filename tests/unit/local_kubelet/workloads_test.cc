@@ -372,6 +372,11 @@ TEST_F(WorkloadsTest, ConfigErrorsAreReportedOnTheContainer) {
   EXPECT_NE(StringAt(ContainerStatus("misconfigured"), {"state", "waiting", "message"}).find("absent"), std::string::npos);
   EXPECT_NE(StringAt(ContainerStatus("unknown-image"), {"state", "waiting", "message"}).find("no/such-image:1"), std::string::npos);
   EXPECT_EQ(Get(r::kPods, "misconfigured")["status"]["phase"], "Pending");
+  // A container that is not even an object is reported, and the kubelet keeps serving others.
+  Json garbage = {{"metadata", {{"name", "garbage"}}}, {"spec", {{"containers", {"oops"}}}}};
+  ASSERT_TRUE(store_->Create(r::kPods, "default", garbage).ok());
+  ASSERT_TRUE(store_->Create(r::kPods, "default", SimplePod("after-garbage", "Never", {"true"})).ok());
+  EXPECT_TRUE(WaitFor([&] { return StringAt(Get(r::kPods, "after-garbage"), {"status", "phase"}) == "Succeeded"; }));
   // Creating the ConfigMap lets the container start.
   ASSERT_TRUE(store_->Create(r::kConfigMaps, "default", {{"metadata", {{"name", "absent"}}}, {"data", {{"k", "v"}}}}).ok());
   EXPECT_TRUE(WaitFor([&] { return IntAt(ContainerStatus("misconfigured"), {"restartCount"}, 0) >= 1 ||

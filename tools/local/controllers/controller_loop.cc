@@ -89,7 +89,7 @@ void ControllerLoop::Run() {
     }
     for (const std::string& key : keys) {
       size_t slash = key.find('/');
-      Status s = reconcile_(key.substr(0, slash), key.substr(slash + 1));
+      Status s = CatchMalformed(name_ + " " + key, [&] { return reconcile_(key.substr(0, slash), key.substr(slash + 1)); });
       if (!s.ok() && s.code() != StatusCode::kAborted) {
         log::Warning("reconcile failed", {{"controller", name_}, {"key", key}, {"error", s.message()}});
       }

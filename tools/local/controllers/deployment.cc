@@ -74,7 +74,9 @@ std::string PodTemplateHash(const Json& pod_template, int64_t collision_count) {
   return out;
 }
 
-StatusOr<DeploymentPlan> PlanDeployment(const Json& deployment,
+namespace {
+
+StatusOr<DeploymentPlan> PlanDeploymentUnchecked(const Json& deployment,
                                         const std::vector<Json>& replica_sets,
                                         Clock::time_point now) {
   const Json& spec = ObjectAt(deployment, {"spec"});
@@ -251,6 +253,22 @@ StatusOr<DeploymentPlan> PlanDeployment(const Json& deployment,
   status["conditions"] = std::move(conditions);
   plan.status = std::move(status);
   return plan;
+}
+
+}  // namespace
+
+StatusOr<DeploymentPlan> PlanDeployment(const Json& deployment,
+                                        const std::vector<Json>& replica_sets,
+                                        Clock::time_point now) {
+  std::optional<DeploymentPlan> result;
+  Status s = CatchMalformed("Deployment " + NamespaceOf(deployment) + "/" + NameOf(deployment), [&] {
+    auto planned = PlanDeploymentUnchecked(deployment, replica_sets, now);
+    if (!planned.ok()) return planned.status();
+    result = std::move(planned).value();
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return std::move(*result);
 }
 
 }  // namespace mf::local

@@ -41,7 +41,9 @@ Json TargetRef(const Json& pod) {
 
 }  // namespace
 
-StatusOr<ServiceEndpoints> BuildServiceEndpoints(const Json& service, const std::vector<Json>& pods) {
+namespace {
+
+StatusOr<ServiceEndpoints> BuildServiceEndpointsUnchecked(const Json& service, const std::vector<Json>& pods) {
   const Json& spec = ObjectAt(service, {"spec"});
   ServiceEndpoints out;
   const Json selector = spec.value("selector", Json::object());
@@ -135,6 +137,20 @@ StatusOr<ServiceEndpoints> BuildServiceEndpoints(const Json& service, const std:
                      {"labels", LabelsOf(service)}}},
                    {"subsets", subsets}};
   return out;
+}
+
+}  // namespace
+
+StatusOr<ServiceEndpoints> BuildServiceEndpoints(const Json& service, const std::vector<Json>& pods) {
+  std::optional<ServiceEndpoints> result;
+  Status s = CatchMalformed("Service " + NamespaceOf(service) + "/" + NameOf(service), [&] {
+    auto planned = BuildServiceEndpointsUnchecked(service, pods);
+    if (!planned.ok()) return planned.status();
+    result = std::move(planned).value();
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return std::move(*result);
 }
 
 }  // namespace mf::local

@@ -214,4 +214,12 @@ void SetCondition(Json& conditions, std::string_view type, bool status, std::str
   conditions.push_back(std::move(c));
 }
 
+Status CatchMalformed(std::string_view what, const std::function<Status()>& fn) {
+  try {
+    return fn();
+  } catch (const Json::exception& e) {
+    return InvalidArgument(std::string(what) + " has a field of an unexpected type: " + e.what());
+  }
+}
+
 }  // namespace mf::local

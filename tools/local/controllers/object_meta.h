@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -50,6 +51,11 @@ bool IsPodAvailable(const Json& pod, int64_t min_ready_seconds, Clock::time_poin
 
 // Parses metav1.Time as written by FormatTime (fractional seconds accepted).
 std::optional<Clock::time_point> ParseTime(std::string_view text);
+
+// Runs `fn`; a nlohmann::json exception from it (a stored object with a field of an unexpected
+// type, e.g. "replicas": "3") becomes INVALID_ARGUMENT naming `what`, so bad input is reported
+// and never escapes a controller or kubelet thread.
+Status CatchMalformed(std::string_view what, const std::function<Status()>& fn);
 
 // Resolves an IntOrString such as 3 or "25%" against `total`: percentages round up for surge
 // and down for unavailability, as the Deployment controller does.

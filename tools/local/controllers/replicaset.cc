@@ -53,7 +53,9 @@ Json PodFromTemplate(const Json& replica_set) {
   return pod;
 }
 
-StatusOr<ReplicaSetPlan> PlanReplicaSet(const Json& replica_set, const std::vector<Json>& pods,
+namespace {
+
+StatusOr<ReplicaSetPlan> PlanReplicaSetUnchecked(const Json& replica_set, const std::vector<Json>& pods,
                                         Clock::time_point now) {
   const Json& spec = ObjectAt(replica_set, {"spec"});
   int64_t desired = IntAt(spec, {"replicas"}, 1);
@@ -101,6 +103,21 @@ StatusOr<ReplicaSetPlan> PlanReplicaSet(const Json& replica_set, const std::vect
                  {"availableReplicas", available},
                  {"observedGeneration", IntAt(replica_set, {"metadata", "generation"}, 0)}};
   return plan;
+}
+
+}  // namespace
+
+StatusOr<ReplicaSetPlan> PlanReplicaSet(const Json& replica_set, const std::vector<Json>& pods,
+                                        Clock::time_point now) {
+  std::optional<ReplicaSetPlan> result;
+  Status s = CatchMalformed("ReplicaSet " + NamespaceOf(replica_set) + "/" + NameOf(replica_set), [&] {
+    auto planned = PlanReplicaSetUnchecked(replica_set, pods, now);
+    if (!planned.ok()) return planned.status();
+    result = std::move(planned).value();
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return std::move(*result);
 }
 
 }  // namespace mf::local

@@ -93,8 +93,14 @@ void Kubelet::Loop() {
       std::lock_guard lock(mu_);
       if (stopping_) return;
     }
-    SyncPods();
-    SyncNetworking();
+    for (auto [what, step] : {std::pair<const char*, void (Kubelet::*)()>{"pods", &Kubelet::SyncPods},
+                              {"services", &Kubelet::SyncNetworking}}) {
+      Status s = CatchMalformed(std::string("kubelet sync of ") + what, [&] {
+        (this->*step)();
+        return Status::Ok();
+      });
+      if (!s.ok()) log::Warning("kubelet sync failed", {{"error", s.message()}});
+    }
     // Sleep until a pod changes, or 200 ms: Services and Endpoints are polled at that pace.
     if (pod_watch_->done()) {
       WatchOptions watch;

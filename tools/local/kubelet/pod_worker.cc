@@ -123,8 +123,15 @@ void PodWorker::Run() {
       Terminate(pod, !removed);
       break;
     }
-    SyncContainers(pod);
-    WriteStatus(pod);
+    Status synced = CatchMalformed("pod " + NamespaceOf(pod) + "/" + NameOf(pod), [&] {
+      SyncContainers(pod);
+      WriteStatus(pod);
+      return Status::Ok();
+    });
+    if (!synced.ok() && synced.message() != last_error_) {
+      last_error_ = synced.message();  // the spec cannot change type under a running pod: log once
+      log::Warning("cannot run pod", {{"error", synced.message()}});
+    }
     std::vector<pid_t> pids;
     for (const auto* list : {&init_containers_, &containers_}) {
       for (const Container& c : *list) {

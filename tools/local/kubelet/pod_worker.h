@@ -107,6 +107,7 @@ class PodWorker {
   std::string start_time_;
   VolumeDirs volumes_;
   Json last_status_;
+  std::string last_error_;
   std::thread thread_;
 };
 
