@@ -172,3 +172,20 @@ spec: {size: small, colour: red}
     warned = widgets.kubectl("apply", "--validate=warn", "-f", "-", input=doc)
     assert 'unknown field' in warned.stderr
     assert "colour" not in get_json(widgets, "widget", "typo")["spec"]
+
+
+def test_kubectl_create_commands_that_send_protobuf(local_cluster):
+    local_cluster.kubectl("create", "deployment", "web", "--image=nginx:1", "--replicas=0", "--port=8080")
+    local_cluster.kubectl("create", "service", "clusterip", "web", "--tcp=80:8080")
+    local_cluster.kubectl("create", "secret", "generic", "s", "--from-literal=password=hunter2")
+    local_cluster.kubectl("create", "role", "reader", "--verb=get,list", "--resource=pods")
+    deployment = get_json(local_cluster, "deployment", "web")
+    assert deployment["spec"]["replicas"] == 0  # an explicit zero survives, unset scalars do not appear
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container == {"name": "nginx", "image": "nginx:1", "ports": [{"containerPort": 8080}], "resources": {}}
+    assert deployment["spec"]["strategy"]["type"] == "RollingUpdate"
+    service = get_json(local_cluster, "service", "web")
+    assert service["spec"]["ports"] == [{"name": "80-8080", "port": 80, "protocol": "TCP", "targetPort": 8080}]
+    assert get_json(local_cluster, "secret", "s")["data"] == {"password": "aHVudGVyMg=="}
+    assert get_json(local_cluster, "role", "reader")["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]

@@ -43,6 +43,22 @@ TEST(ProtobufBodyTest, DecodesConfigMapAndSecretData) {
   EXPECT_EQ((*secret)["type"], "Opaque");
 }
 
+TEST(ProtobufBodyTest, DecodesADeploymentWithItsPodTemplate) {
+  std::string container = Bytes(1, "web") + Bytes(2, "nginx") + Bytes(8, MapEntry(1, "cpu", Bytes(1, "500m")));
+  std::string pod_spec = Bytes(2, container);
+  std::string labels = MapEntry(11, "app", "web");
+  std::string spec = Varint(1 << 3) + Varint(2) + Bytes(2, MapEntry(1, "app", "web")) +
+                     Bytes(3, Bytes(1, labels) + Bytes(2, pod_spec)) +
+                     Bytes(4, Bytes(2, Bytes(1, Varint(1 << 3) + Varint(1) + Bytes(3, "25%"))));
+  auto d = DecodeKubernetesProtobuf(Envelope("apps/v1", "Deployment", Bytes(1, Bytes(1, "web") + labels) + Bytes(2, spec)));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ((*d)["spec"]["replicas"], 2);
+  EXPECT_EQ((*d)["spec"]["selector"]["matchLabels"]["app"], "web");
+  EXPECT_EQ((*d)["spec"]["template"]["spec"]["containers"][0]["image"], "nginx");
+  EXPECT_EQ((*d)["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"], "500m");
+  EXPECT_EQ((*d)["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], "25%");
+}
+
 TEST(ProtobufBodyTest, RejectsMalformedAndUnknownInput) {
   EXPECT_EQ(DecodeKubernetesProtobuf("{}").status().code(), StatusCode::kInvalidArgument);
   std::string good = Envelope("v1", "Namespace", Bytes(1, Bytes(1, "ml")));
@@ -50,7 +66,7 @@ TEST(ProtobufBodyTest, RejectsMalformedAndUnknownInput) {
     auto truncated = DecodeKubernetesProtobuf(good.substr(0, cut));
     EXPECT_FALSE(truncated.ok() && (*truncated)["metadata"].value("name", "") == "ml") << cut;
   }
-  EXPECT_EQ(DecodeKubernetesProtobuf(Envelope("apps/v1", "Deployment", "")).status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(DecodeKubernetesProtobuf(Envelope("apps/v1", "StatefulSet", "")).status().code(), StatusCode::kUnimplemented);
   std::string huge_length = std::string("k8s\0", 4) + Varint((2 << 3) | 2) + Varint(1ull << 40);
   EXPECT_EQ(DecodeKubernetesProtobuf(huge_length).status().code(), StatusCode::kInvalidArgument);
 }

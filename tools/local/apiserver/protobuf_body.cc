@@ -1,8 +1,10 @@
 #include "tools/local/apiserver/protobuf_body.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace mf::local {
 namespace {
@@ -103,8 +105,27 @@ std::string Base64(std::string_view in) {
   return out;
 }
 
-// map<string, string|bytes> entries: key = 1, value = 2.
-Status MapEntry(const Field& f, json& target, bool bytes_value) {
+// The shape of the generated.proto messages kubectl sends, as field number -> JSON name and kind.
+// Fields not listed are skipped (they are server-set or not sent by kubectl create). Go's
+// protobuf encoding always writes non-pointer scalars, so "", 0 and false are dropped as JSON's
+// omitempty would; kOptional* are pointer fields (*int32, *bool), where a zero was set on purpose.
+struct MessageDesc;
+enum class Kind { kString, kInt, kOptionalInt, kBool, kOptionalBool, kBytes, kMessage, kStringMap, kBytesMap, kQuantityMap, kIntOrString };
+struct FieldDesc {
+  uint32_t number;
+  const char* name;
+  Kind kind;
+  bool repeated = false;
+  const MessageDesc* message = nullptr;
+};
+struct MessageDesc {
+  std::vector<FieldDesc> fields;
+};
+
+StatusOr<json> DecodeMessage(std::string_view bytes, const MessageDesc& desc, int depth);
+
+// map<string, string|bytes|Quantity> entries: key = 1, value = 2.
+Status MapEntry(const Field& f, json& target, Kind kind) {
   MF_RETURN_IF_ERROR(NeedBytes(f));
   std::string key;
   std::string value;
@@ -114,74 +135,166 @@ Status MapEntry(const Field& f, json& target, bool bytes_value) {
     else if (e.number == 2) value = std::string(e.bytes);
     return Status::Ok();
   }));
-  target[key] = bytes_value ? Base64(value) : value;
+  if (kind == Kind::kBytesMap) {
+    target[key] = Base64(value);
+  } else if (kind == Kind::kQuantityMap) {
+    // resource.Quantity is a message with its string form in field 1.
+    std::string quantity;
+    MF_RETURN_IF_ERROR(ForEachField(value, [&](const Field& q) {
+      if (q.number == 1 && q.wire_type == 2) quantity = std::string(q.bytes);
+      return Status::Ok();
+    }));
+    target[key] = quantity;
+  } else {
+    target[key] = value;
+  }
   return Status::Ok();
 }
 
-StatusOr<json> ObjectMeta(std::string_view message) {
-  json meta = json::object();
-  MF_RETURN_IF_ERROR(ForEachField(message, [&](const Field& f) -> Status {
-    switch (f.number) {
-      case 1: MF_RETURN_IF_ERROR(NeedBytes(f)); meta["name"] = std::string(f.bytes); break;
-      case 2: MF_RETURN_IF_ERROR(NeedBytes(f)); meta["generateName"] = std::string(f.bytes); break;
-      case 3: MF_RETURN_IF_ERROR(NeedBytes(f)); meta["namespace"] = std::string(f.bytes); break;
-      case 6: MF_RETURN_IF_ERROR(NeedBytes(f)); if (!f.bytes.empty()) meta["resourceVersion"] = std::string(f.bytes); break;
-      case 11: return MapEntry(f, meta["labels"], false);
-      case 12: return MapEntry(f, meta["annotations"], false);
-      case 14: MF_RETURN_IF_ERROR(NeedBytes(f)); meta["finalizers"].push_back(std::string(f.bytes)); break;
-      default: break;  // server-set or not used by the kubectl commands that send protobuf
-    }
+StatusOr<json> IntOrString(std::string_view bytes) {
+  int64_t type = 0;
+  int64_t int_val = 0;
+  std::string str_val;
+  MF_RETURN_IF_ERROR(ForEachField(bytes, [&](const Field& f) {
+    if (f.number == 1) type = static_cast<int64_t>(f.varint);
+    if (f.number == 2) int_val = static_cast<int32_t>(f.varint);
+    if (f.number == 3 && f.wire_type == 2) str_val = std::string(f.bytes);
     return Status::Ok();
   }));
-  return meta;
+  return type == 1 ? json(str_val) : json(int_val);
+}
+
+StatusOr<json> DecodeField(const Field& f, const FieldDesc& d, int depth) {
+  switch (d.kind) {
+    case Kind::kString:
+      MF_RETURN_IF_ERROR(NeedBytes(f));
+      return json(std::string(f.bytes));
+    case Kind::kBytes:
+      MF_RETURN_IF_ERROR(NeedBytes(f));
+      return json(Base64(f.bytes));
+    case Kind::kInt:
+    case Kind::kOptionalInt:
+      if (f.wire_type != 0) return InvalidArgument(std::string("protobuf body: ") + d.name + " must be a varint");
+      return json(static_cast<int64_t>(f.varint));
+    case Kind::kBool:
+    case Kind::kOptionalBool:
+      if (f.wire_type != 0) return InvalidArgument(std::string("protobuf body: ") + d.name + " must be a varint");
+      return json(f.varint != 0);
+    case Kind::kIntOrString:
+      MF_RETURN_IF_ERROR(NeedBytes(f));
+      return IntOrString(f.bytes);
+    case Kind::kMessage:
+      MF_RETURN_IF_ERROR(NeedBytes(f));
+      return DecodeMessage(f.bytes, *d.message, depth + 1);
+    case Kind::kStringMap:
+    case Kind::kBytesMap:
+    case Kind::kQuantityMap:
+      break;
+  }
+  return Internal("map fields are decoded by MapEntry");
+}
+
+StatusOr<json> DecodeMessage(std::string_view bytes, const MessageDesc& desc, int depth) {
+  if (depth > 32) return InvalidArgument("protobuf body: messages nested too deeply");
+  json object = json::object();
+  MF_RETURN_IF_ERROR(ForEachField(bytes, [&](const Field& f) -> Status {
+    auto it = std::find_if(desc.fields.begin(), desc.fields.end(), [&](const FieldDesc& d) { return d.number == f.number; });
+    if (it == desc.fields.end()) return Status::Ok();
+    if (it->kind == Kind::kStringMap || it->kind == Kind::kBytesMap || it->kind == Kind::kQuantityMap) {
+      json& map = object[it->name];
+      if (map.is_null()) map = json::object();
+      return MapEntry(f, map, it->kind);
+    }
+    MF_ASSIGN_OR_RETURN(json value, DecodeField(f, *it, depth));
+    bool zero = (it->kind == Kind::kString && value == "") || (it->kind == Kind::kInt && value == 0) ||
+                (it->kind == Kind::kBool && value == false);
+    if (zero && !it->repeated) return Status::Ok();
+    if (it->repeated) object[it->name].push_back(std::move(value));
+    else object[it->name] = std::move(value);
+    return Status::Ok();
+  }));
+  return object;
+}
+
+// Field numbers from k8s.io/api and k8s.io/apimachinery generated.proto.
+const MessageDesc kObjectMeta{{{1, "name", Kind::kString}, {2, "generateName", Kind::kString}, {3, "namespace", Kind::kString},
+                               {11, "labels", Kind::kStringMap}, {12, "annotations", Kind::kStringMap},
+                               {14, "finalizers", Kind::kString, true}}};
+const MessageDesc kLabelSelectorRequirement{{{1, "key", Kind::kString}, {2, "operator", Kind::kString}, {3, "values", Kind::kString, true}}};
+const MessageDesc kLabelSelector{{{1, "matchLabels", Kind::kStringMap},
+                                  {2, "matchExpressions", Kind::kMessage, true, &kLabelSelectorRequirement}}};
+const MessageDesc kContainerPort{{{1, "name", Kind::kString}, {2, "hostPort", Kind::kInt}, {3, "containerPort", Kind::kInt},
+                                  {4, "protocol", Kind::kString}, {5, "hostIP", Kind::kString}}};
+const MessageDesc kEnvVar{{{1, "name", Kind::kString}, {2, "value", Kind::kString}}};
+const MessageDesc kResources{{{1, "limits", Kind::kQuantityMap}, {2, "requests", Kind::kQuantityMap}}};
+const MessageDesc kVolumeMount{{{1, "name", Kind::kString}, {2, "readOnly", Kind::kBool}, {3, "mountPath", Kind::kString},
+                                {4, "subPath", Kind::kString}}};
+const MessageDesc kContainer{{{1, "name", Kind::kString}, {2, "image", Kind::kString}, {3, "command", Kind::kString, true},
+                              {4, "args", Kind::kString, true}, {5, "workingDir", Kind::kString},
+                              {6, "ports", Kind::kMessage, true, &kContainerPort}, {7, "env", Kind::kMessage, true, &kEnvVar},
+                              {8, "resources", Kind::kMessage, false, &kResources},
+                              {9, "volumeMounts", Kind::kMessage, true, &kVolumeMount},
+                              {13, "terminationMessagePath", Kind::kString}, {14, "imagePullPolicy", Kind::kString},
+                              {16, "stdin", Kind::kBool}, {17, "stdinOnce", Kind::kBool}, {18, "tty", Kind::kBool},
+                              {20, "terminationMessagePolicy", Kind::kString}}};
+const MessageDesc kPodSpec{{{2, "containers", Kind::kMessage, true, &kContainer}, {3, "restartPolicy", Kind::kString},
+                            {4, "terminationGracePeriodSeconds", Kind::kOptionalInt}, {5, "activeDeadlineSeconds", Kind::kOptionalInt},
+                            {6, "dnsPolicy", Kind::kString}, {7, "nodeSelector", Kind::kStringMap},
+                            {8, "serviceAccountName", Kind::kString}, {10, "nodeName", Kind::kString},
+                            {19, "schedulerName", Kind::kString}, {20, "initContainers", Kind::kMessage, true, &kContainer}}};
+const MessageDesc kPodTemplateSpec{{{1, "metadata", Kind::kMessage, false, &kObjectMeta}, {2, "spec", Kind::kMessage, false, &kPodSpec}}};
+const MessageDesc kRollingUpdateDeployment{{{1, "maxUnavailable", Kind::kIntOrString}, {2, "maxSurge", Kind::kIntOrString}}};
+const MessageDesc kDeploymentStrategy{{{1, "type", Kind::kString}, {2, "rollingUpdate", Kind::kMessage, false, &kRollingUpdateDeployment}}};
+const MessageDesc kDeploymentSpec{{{1, "replicas", Kind::kOptionalInt}, {2, "selector", Kind::kMessage, false, &kLabelSelector},
+                                   {3, "template", Kind::kMessage, false, &kPodTemplateSpec},
+                                   {4, "strategy", Kind::kMessage, false, &kDeploymentStrategy}, {5, "minReadySeconds", Kind::kInt},
+                                   {6, "revisionHistoryLimit", Kind::kOptionalInt}, {7, "paused", Kind::kBool},
+                                   {9, "progressDeadlineSeconds", Kind::kOptionalInt}}};
+const MessageDesc kServicePort{{{1, "name", Kind::kString}, {2, "protocol", Kind::kString}, {3, "port", Kind::kInt},
+                                {4, "targetPort", Kind::kIntOrString}, {5, "nodePort", Kind::kInt}, {6, "appProtocol", Kind::kString}}};
+const MessageDesc kServiceSpec{{{1, "ports", Kind::kMessage, true, &kServicePort}, {2, "selector", Kind::kStringMap},
+                                {3, "clusterIP", Kind::kString}, {4, "type", Kind::kString}, {5, "externalIPs", Kind::kString, true},
+                                {7, "sessionAffinity", Kind::kString}, {10, "externalName", Kind::kString}}};
+const MessageDesc kPolicyRule{{{1, "verbs", Kind::kString, true}, {2, "apiGroups", Kind::kString, true},
+                               {3, "resources", Kind::kString, true}, {4, "resourceNames", Kind::kString, true},
+                               {5, "nonResourceURLs", Kind::kString, true}}};
+const MessageDesc kRoleRef{{{1, "apiGroup", Kind::kString}, {2, "kind", Kind::kString}, {3, "name", Kind::kString}}};
+const MessageDesc kSubject{{{1, "kind", Kind::kString}, {2, "apiGroup", Kind::kString}, {3, "name", Kind::kString},
+                            {4, "namespace", Kind::kString}}};
+const MessageDesc kNamespaceSpec{{{1, "finalizers", Kind::kString, true}}};
+
+const MessageDesc kNamespace{{{1, "metadata", Kind::kMessage, false, &kObjectMeta}, {2, "spec", Kind::kMessage, false, &kNamespaceSpec}}};
+const MessageDesc kConfigMap{{{1, "metadata", Kind::kMessage, false, &kObjectMeta}, {2, "data", Kind::kStringMap},
+                              {3, "binaryData", Kind::kBytesMap}, {4, "immutable", Kind::kOptionalBool}}};
+const MessageDesc kSecret{{{1, "metadata", Kind::kMessage, false, &kObjectMeta}, {2, "data", Kind::kBytesMap},
+                           {3, "type", Kind::kString}, {4, "stringData", Kind::kStringMap}, {5, "immutable", Kind::kOptionalBool}}};
+const MessageDesc kServiceAccount{{{1, "metadata", Kind::kMessage, false, &kObjectMeta}}};
+const MessageDesc kDeployment{{{1, "metadata", Kind::kMessage, false, &kObjectMeta}, {2, "spec", Kind::kMessage, false, &kDeploymentSpec}}};
+const MessageDesc kService{{{1, "metadata", Kind::kMessage, false, &kObjectMeta}, {2, "spec", Kind::kMessage, false, &kServiceSpec}}};
+const MessageDesc kRole{{{1, "metadata", Kind::kMessage, false, &kObjectMeta}, {2, "rules", Kind::kMessage, true, &kPolicyRule}}};
+const MessageDesc kRoleBinding{{{1, "metadata", Kind::kMessage, false, &kObjectMeta}, {2, "subjects", Kind::kMessage, true, &kSubject},
+                                {3, "roleRef", Kind::kMessage, false, &kRoleRef}}};
+
+const MessageDesc* TopLevel(const std::string& kind) {
+  static const std::pair<const char*, const MessageDesc*> kKinds[] = {
+      {"Namespace", &kNamespace},   {"ConfigMap", &kConfigMap},       {"Secret", &kSecret},
+      {"ServiceAccount", &kServiceAccount}, {"Deployment", &kDeployment}, {"Service", &kService},
+      {"Role", &kRole},             {"ClusterRole", &kRole},           {"RoleBinding", &kRoleBinding},
+      {"ClusterRoleBinding", &kRoleBinding}};
+  for (const auto& [name, desc] : kKinds) {
+    if (kind == name) return desc;
+  }
+  return nullptr;
 }
 
 StatusOr<json> DecodeKind(const std::string& kind, std::string_view raw) {
-  json object = json::object();
-  auto metadata = [&](const Field& f) -> Status {
-    MF_RETURN_IF_ERROR(NeedBytes(f));
-    MF_ASSIGN_OR_RETURN(object["metadata"], ObjectMeta(f.bytes));
-    return Status::Ok();
-  };
-  if (kind == "Namespace") {
-    MF_RETURN_IF_ERROR(ForEachField(raw, [&](const Field& f) -> Status {
-      if (f.number == 1) return metadata(f);
-      if (f.number == 2) {
-        MF_RETURN_IF_ERROR(NeedBytes(f));
-        return ForEachField(f.bytes, [&](const Field& s) -> Status {
-          MF_RETURN_IF_ERROR(NeedBytes(s));
-          if (s.number == 1) object["spec"]["finalizers"].push_back(std::string(s.bytes));
-          return Status::Ok();
-        });
-      }
-      return Status::Ok();
-    }));
-  } else if (kind == "ConfigMap") {
-    MF_RETURN_IF_ERROR(ForEachField(raw, [&](const Field& f) -> Status {
-      if (f.number == 1) return metadata(f);
-      if (f.number == 2) return MapEntry(f, object["data"], false);
-      if (f.number == 3) return MapEntry(f, object["binaryData"], true);
-      if (f.number == 4) object["immutable"] = f.varint != 0;
-      return Status::Ok();
-    }));
-  } else if (kind == "Secret") {
-    MF_RETURN_IF_ERROR(ForEachField(raw, [&](const Field& f) -> Status {
-      if (f.number == 1) return metadata(f);
-      if (f.number == 2) return MapEntry(f, object["data"], true);
-      if (f.number == 3) { MF_RETURN_IF_ERROR(NeedBytes(f)); object["type"] = std::string(f.bytes); }
-      if (f.number == 4) return MapEntry(f, object["stringData"], false);
-      if (f.number == 5) object["immutable"] = f.varint != 0;
-      return Status::Ok();
-    }));
-  } else if (kind == "ServiceAccount") {
-    MF_RETURN_IF_ERROR(ForEachField(raw, [&](const Field& f) -> Status {
-      return f.number == 1 ? metadata(f) : Status::Ok();
-    }));
-  } else {
-    return Unimplemented("modelfleet-local decodes protobuf bodies only for Namespace, ConfigMap, Secret and "
-                         "ServiceAccount, not " + kind + "; send JSON (application/json) instead");
+  const MessageDesc* desc = TopLevel(kind);
+  if (!desc) {
+    return Unimplemented("modelfleet-local decodes protobuf bodies only for Namespace, ConfigMap, Secret, ServiceAccount, "
+                         "Deployment, Service, Role, ClusterRole, RoleBinding and ClusterRoleBinding, not " + kind +
+                         "; send JSON (application/json) instead");
   }
-  return object;
+  return DecodeMessage(raw, *desc, 0);
 }
 
 }  // namespace

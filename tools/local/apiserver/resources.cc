@@ -78,8 +78,13 @@ Status AdmitWorkload(json& o, const std::string& kind_group) {
     }
   }
   if (!errors.empty()) return Invalid(o, kind_group, errors);
-  if (kind_group == "Deployment.apps" && !spec.contains("strategy")) {
-    spec["strategy"] = {{"type", "RollingUpdate"}, {"rollingUpdate", {{"maxSurge", "25%"}, {"maxUnavailable", "25%"}}}};
+  if (kind_group == "Deployment.apps") {
+    json& strategy = spec["strategy"];
+    if (!strategy.is_object()) strategy = json::object();
+    if (strategy.value("type", "").empty()) strategy["type"] = "RollingUpdate";
+    if (strategy["type"] == "RollingUpdate" && !strategy.contains("rollingUpdate")) {
+      strategy["rollingUpdate"] = {{"maxSurge", "25%"}, {"maxUnavailable", "25%"}};
+    }
   }
   return Status::Ok();
 }
