@@ -71,8 +71,8 @@ void BM_DigitsMlpThroughBatcher(benchmark::State& state) {
   mf::server::batching::BatchingOptions options;
   options.batch_timeout = std::chrono::microseconds(0);
   options.num_batch_threads = 1;
-  mf::server::batching::BatchingServable batched(
-      inner, std::make_shared<mf::server::batching::BatchScheduler>(options), "bench");
+  mf::server::batching::BatchingServable batched(inner, std::make_shared<mf::server::batching::BatchScheduler>(options),
+                                                 "bench");
   Tensor input = Input(*inner, 1);
   mf::server::Servable::Outputs outputs;
   for (auto _ : state) {

@@ -41,8 +41,9 @@ Status ValidateBatchingOptions(const BatchingOptions& options) {
   const auto& allowed = options.allowed_batch_sizes;
   for (size_t i = 0; i < allowed.size(); ++i) {
     if (allowed[i] < 1 || (i > 0 && allowed[i] <= allowed[i - 1])) {
-      return InvalidArgument("batching parameters: allowed_batch_sizes must be positive and "
-                             "strictly increasing");
+      return InvalidArgument(
+          "batching parameters: allowed_batch_sizes must be positive and "
+          "strictly increasing");
     }
   }
   if (!allowed.empty() && allowed.back() != options.max_batch_size) {
@@ -61,9 +62,8 @@ int64_t PaddedBatchSize(const BatchingOptions& options, int64_t rows) {
 }
 
 BatchScheduler::BatchScheduler(BatchingOptions options) : options_(std::move(options)) {
-  int threads = options_.num_batch_threads > 0
-                    ? options_.num_batch_threads
-                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  int threads = options_.num_batch_threads > 0 ? options_.num_batch_threads
+                                               : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
 }
 
@@ -88,8 +88,7 @@ Status BatchScheduler::Schedule(Queue& queue, BatchTask&& task) {
     return InvalidArgument("a batched request needs at least one input with at least one row");
   }
   if (task.rows > options_.max_batch_size) {
-    return InvalidArgument("Task size " + std::to_string(task.rows) +
-                           " is larger than maximum batch size " +
+    return InvalidArgument("Task size " + std::to_string(task.rows) + " is larger than maximum batch size " +
                            std::to_string(options_.max_batch_size));
   }
   task.enqueued = Clock::now();
@@ -122,8 +121,7 @@ Status BatchScheduler::Schedule(Queue& queue, BatchTask&& task) {
   return Status::Ok();
 }
 
-std::shared_ptr<BatchScheduler::Queue> BatchScheduler::PickReady(Clock::time_point now,
-                                                                 Clock::time_point* wake_at) {
+std::shared_ptr<BatchScheduler::Queue> BatchScheduler::PickReady(Clock::time_point now, Clock::time_point* wake_at) {
   std::shared_ptr<Queue> best;
   Clock::time_point best_opened = Clock::time_point::max();
   *wake_at = Clock::time_point::max();

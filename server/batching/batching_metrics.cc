@@ -39,8 +39,7 @@ Families& Get() {
 }  // namespace
 
 void ObserveBatch(const std::string& model, int64_t rows, int64_t padding_rows) {
-  Get().batch_size.Add({{"model", model}}, metrics::ExponentialBuckets(1, 2, 12))
-      .Observe(static_cast<double>(rows));
+  Get().batch_size.Add({{"model", model}}, metrics::ExponentialBuckets(1, 2, 12)).Observe(static_cast<double>(rows));
   if (padding_rows > 0) {
     Get().padding_rows.Add({{"model", model}}).Increment(static_cast<double>(padding_rows));
   }

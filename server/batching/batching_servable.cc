@@ -27,18 +27,18 @@ void FailAll(std::vector<BatchTask>& tasks, const Status& status) {
 
 }  // namespace
 
-BatchingServable::BatchingServable(std::shared_ptr<const Servable> inner,
-                                   std::shared_ptr<BatchScheduler> scheduler, std::string model_name)
+BatchingServable::BatchingServable(std::shared_ptr<const Servable> inner, std::shared_ptr<BatchScheduler> scheduler,
+                                   std::string model_name)
     : inner_(std::move(inner)), scheduler_(std::move(scheduler)) {
   // The processor owns what a pending batch needs, so batches still queued when this servable
   // is unloaded run to completion.
   queue_ = scheduler_->AddQueue(
-      [inner = inner_, options = scheduler_->options(), name = std::move(model_name)](
-          std::vector<BatchTask> tasks) { ProcessBatch(*inner, options, name, std::move(tasks)); });
+      [inner = inner_, options = scheduler_->options(), name = std::move(model_name)](std::vector<BatchTask> tasks) {
+        ProcessBatch(*inner, options, name, std::move(tasks));
+      });
 }
 
-Status BatchingServable::Run(const std::vector<const runtime::Tensor*>& inputs,
-                             Outputs* outputs) const {
+Status BatchingServable::Run(const std::vector<const runtime::Tensor*>& inputs, Outputs* outputs) const {
   std::vector<runtime::Tensor> owned;
   owned.reserve(inputs.size());
   for (const runtime::Tensor* t : inputs) owned.push_back(t->Clone());
@@ -94,10 +94,9 @@ void BatchingServable::ProcessBatch(const Servable& inner, const BatchingOptions
   if (!run.ok()) return FailAll(tasks, run);
   for (const runtime::Tensor& out : outputs) {
     if (out.rank() < 1 || out.dim(0) != padded) {
-      return FailAll(tasks, FailedPrecondition(
-                                "model output of shape " + runtime::ShapeToString(out.shape()) +
-                                " has no batch dimension of size " + std::to_string(padded) +
-                                "; disable batching for this model"));
+      return FailAll(tasks, FailedPrecondition("model output of shape " + runtime::ShapeToString(out.shape()) +
+                                               " has no batch dimension of size " + std::to_string(padded) +
+                                               "; disable batching for this model"));
     }
   }
   int64_t begin = 0;

@@ -27,8 +27,8 @@ class BatchingServable : public Servable {
   size_t memory_bytes() const override { return inner_->memory_bytes(); }
 
  private:
-  static void ProcessBatch(const Servable& inner, const BatchingOptions& options,
-                           const std::string& model_name, std::vector<BatchTask> tasks);
+  static void ProcessBatch(const Servable& inner, const BatchingOptions& options, const std::string& model_name,
+                           std::vector<BatchTask> tasks);
 
   std::shared_ptr<const Servable> inner_;
   std::shared_ptr<BatchScheduler> scheduler_;

@@ -23,15 +23,14 @@ bool SameBatchShape(const runtime::Tensor& a, const runtime::Tensor& b) {
   return true;
 }
 
-StatusOr<runtime::Tensor> ConcatAndPad(const std::vector<const runtime::Tensor*>& parts,
-                                       int64_t pad_rows) {
+StatusOr<runtime::Tensor> ConcatAndPad(const std::vector<const runtime::Tensor*>& parts, int64_t pad_rows) {
   if (parts.empty() || pad_rows < 0) return InvalidArgument("ConcatAndPad: nothing to batch");
   const runtime::Tensor& first = *parts.front();
   int64_t rows = pad_rows;
   for (const runtime::Tensor* part : parts) {
     if (!SameBatchShape(first, *part)) {
-      return InvalidArgument("cannot batch tensors of shapes " + runtime::ShapeToString(first.shape()) +
-                             " and " + runtime::ShapeToString(part->shape()));
+      return InvalidArgument("cannot batch tensors of shapes " + runtime::ShapeToString(first.shape()) + " and " +
+                             runtime::ShapeToString(part->shape()));
     }
     rows += part->dim(0);
   }
@@ -67,9 +66,8 @@ StatusOr<runtime::Tensor> ConcatAndPad(const std::vector<const runtime::Tensor*>
 
 StatusOr<runtime::Tensor> SliceRows(const runtime::Tensor& batch, int64_t begin, int64_t rows) {
   if (batch.rank() < 1 || begin < 0 || rows < 0 || begin + rows > batch.dim(0)) {
-    return Internal("model output of shape " + runtime::ShapeToString(batch.shape()) +
-                    " does not have rows [" + std::to_string(begin) + ", " +
-                    std::to_string(begin + rows) + ") of the batch");
+    return Internal("model output of shape " + runtime::ShapeToString(batch.shape()) + " does not have rows [" +
+                    std::to_string(begin) + ", " + std::to_string(begin + rows) + ") of the batch");
   }
   runtime::Shape shape = batch.shape();
   shape[0] = rows;
@@ -82,8 +80,7 @@ StatusOr<runtime::Tensor> SliceRows(const runtime::Tensor& batch, int64_t begin,
   }
   const size_t row_bytes = static_cast<size_t>(row_elements) * runtime::ElementSize(batch.dtype());
   if (slice.byte_size() > 0) {
-    std::memcpy(slice.raw_data(), static_cast<const char*>(batch.raw_data()) + begin * row_bytes,
-                slice.byte_size());
+    std::memcpy(slice.raw_data(), static_cast<const char*>(batch.raw_data()) + begin * row_bytes, slice.byte_size());
   }
   return slice;
 }

@@ -15,8 +15,7 @@ bool SameBatchShape(const runtime::Tensor& a, const runtime::Tensor& b);
 
 // Concatenates `parts` (all SameBatchShape) along dim 0 and appends `pad_rows` copies of the
 // first row, so padded rows hold realistic values (zeros can hit log/div edge cases).
-StatusOr<runtime::Tensor> ConcatAndPad(const std::vector<const runtime::Tensor*>& parts,
-                                       int64_t pad_rows);
+StatusOr<runtime::Tensor> ConcatAndPad(const std::vector<const runtime::Tensor*>& parts, int64_t pad_rows);
 
 // Rows [begin, begin + rows) of `batch` (dim 0) as a new tensor.
 StatusOr<runtime::Tensor> SliceRows(const runtime::Tensor& batch, int64_t begin, int64_t rows);

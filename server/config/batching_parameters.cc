@@ -4,8 +4,7 @@
 
 namespace mf::server {
 
-StatusOr<batching::BatchingOptions> BatchingOptionsFromProto(
-    const tensorflow::serving::BatchingParameters& proto) {
+StatusOr<batching::BatchingOptions> BatchingOptionsFromProto(const tensorflow::serving::BatchingParameters& proto) {
   batching::BatchingOptions options;
   if (proto.has_max_batch_size()) options.max_batch_size = proto.max_batch_size().value();
   if (proto.has_batch_timeout_micros()) {
@@ -20,11 +19,11 @@ StatusOr<batching::BatchingOptions> BatchingOptionsFromProto(
     }
     options.num_batch_threads = static_cast<int>(threads);
   }
-  options.allowed_batch_sizes.assign(proto.allowed_batch_sizes().begin(),
-                                     proto.allowed_batch_sizes().end());
+  options.allowed_batch_sizes.assign(proto.allowed_batch_sizes().begin(), proto.allowed_batch_sizes().end());
   if (proto.pad_variable_length_inputs()) {
-    return Unimplemented("batching parameters: pad_variable_length_inputs is not supported; "
-                         "requests with different non-batch dims run in separate batches");
+    return Unimplemented(
+        "batching parameters: pad_variable_length_inputs is not supported; "
+        "requests with different non-batch dims run in separate batches");
   }
   MF_RETURN_IF_ERROR(batching::ValidateBatchingOptions(options));
   return options;

@@ -10,8 +10,7 @@
 
 namespace mf::server {
 
-StatusOr<batching::BatchingOptions> BatchingOptionsFromProto(
-    const tensorflow::serving::BatchingParameters& proto);
+StatusOr<batching::BatchingOptions> BatchingOptionsFromProto(const tensorflow::serving::BatchingParameters& proto);
 StatusOr<batching::BatchingOptions> LoadBatchingParametersFile(const std::string& path);
 
 }  // namespace mf::server

@@ -6,8 +6,7 @@
 
 namespace mf::server {
 
-StatusOr<std::vector<ModelConfig>> ModelConfigsFromProto(
-    const tensorflow::serving::ModelServerConfig& proto) {
+StatusOr<std::vector<ModelConfig>> ModelConfigsFromProto(const tensorflow::serving::ModelServerConfig& proto) {
   if (proto.config_case() == tensorflow::serving::ModelServerConfig::kCustomModelConfig) {
     return InvalidArgument("model config: custom_model_config is not supported; use model_config_list");
   }
@@ -18,8 +17,7 @@ StatusOr<std::vector<ModelConfig>> ModelConfigsFromProto(
     config.name = entry.name();
     config.base_path = entry.base_path();
     const std::string& platform = entry.model_platform();
-    if (!platform.empty() && platform != "onnx" && platform != "onnxruntime_onnx" &&
-        platform != "onnx_onnxv1") {
+    if (!platform.empty() && platform != "onnx" && platform != "onnxruntime_onnx" && platform != "onnx_onnxv1") {
       return InvalidArgument("model config '" + config.name + "': model_platform '" + platform +
                              "' is not supported; ModelFleet serves ONNX models (use \"onnx\")");
     }
@@ -29,8 +27,8 @@ StatusOr<std::vector<ModelConfig>> ModelConfigsFromProto(
         config.policy = VersionPolicy::All();
         break;
       case tensorflow::serving::FileSystemStoragePathSourceConfig::ServableVersionPolicy::kSpecific:
-        config.policy = VersionPolicy::Specific(
-            {policy.specific().versions().begin(), policy.specific().versions().end()});
+        config.policy =
+            VersionPolicy::Specific({policy.specific().versions().begin(), policy.specific().versions().end()});
         break;
       case tensorflow::serving::FileSystemStoragePathSourceConfig::ServableVersionPolicy::kLatest:
         if (policy.latest().num_versions() > 1'000'000) {

@@ -13,8 +13,7 @@ namespace mf::server {
 
 // Platforms a config may name: ours ("onnx") and the aliases other servers use for ONNX; empty
 // means "onnx". Anything else (e.g. "tensorflow") is refused with a clear message.
-StatusOr<std::vector<ModelConfig>> ModelConfigsFromProto(
-    const tensorflow::serving::ModelServerConfig& proto);
+StatusOr<std::vector<ModelConfig>> ModelConfigsFromProto(const tensorflow::serving::ModelServerConfig& proto);
 
 StatusOr<std::vector<ModelConfig>> LoadModelServerConfigFile(const std::string& path);
 

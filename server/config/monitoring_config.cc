@@ -14,8 +14,8 @@ StatusOr<MonitoringOptions> LoadMonitoringConfigFile(const std::string& path) {
     options.prometheus_path = proto.prometheus_config().path();
   }
   if (options.prometheus_path.front() != '/') {
-    return InvalidArgument(path + ": prometheus_config path must start with '/', got '" +
-                           options.prometheus_path + "'");
+    return InvalidArgument(path + ": prometheus_config path must start with '/', got '" + options.prometheus_path +
+                           "'");
   }
   if (options.prometheus_path.rfind("/v1/", 0) == 0 || options.prometheus_path.rfind("/v2", 0) == 0) {
     return InvalidArgument(path + ": prometheus_config path '" + options.prometheus_path +

@@ -41,8 +41,9 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
 StatusOr<std::vector<ModelConfig>> ModelsFromFlags(ServerFlags& flags, const FlagSet& set) {
   if (!flags.model_config_file.empty()) {
     if (!flags.model_base_path.empty() || set.IsSet("model_name")) {
-      return InvalidArgument("--model_config_file names the models; do not also give "
-                             "--model_name or --model_base_path");
+      return InvalidArgument(
+          "--model_config_file names the models; do not also give "
+          "--model_name or --model_base_path");
     }
     return LoadModelServerConfigFile(flags.model_config_file);
   }
@@ -53,8 +54,9 @@ StatusOr<std::vector<ModelConfig>> ModelsFromFlags(ServerFlags& flags, const Fla
   if (flags.model_base_path.empty()) {
     const char* env = std::getenv("MODEL_BASE_PATH");
     if (env == nullptr || *env == '\0') {
-      return InvalidArgument("no model to serve: give --model_base_path (and --model_name), "
-                             "--model_config_file, or set MODEL_BASE_PATH");
+      return InvalidArgument(
+          "no model to serve: give --model_base_path (and --model_name), "
+          "--model_config_file, or set MODEL_BASE_PATH");
     }
     flags.model_base_path = std::string(env) + "/" + flags.model_name;
   }

@@ -13,8 +13,8 @@
 namespace mf::server {
 
 struct ServerFlags {
-  int port = 8500;            // gRPC; 0 disables
-  int rest_api_port = 8501;   // REST; 0 disables
+  int port = 8500;           // gRPC; 0 disables
+  int rest_api_port = 8501;  // REST; 0 disables
   std::string grpc_address = "0.0.0.0";
   std::string rest_api_address = "0.0.0.0";
   std::string model_name;

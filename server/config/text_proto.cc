@@ -1,10 +1,10 @@
 #include "server/config/text_proto.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
+
+#include <fstream>
+#include <sstream>
 
 namespace mf::server {
 namespace {
@@ -12,12 +12,10 @@ namespace {
 class CollectErrors : public google::protobuf::io::ErrorCollector {
  public:
   explicit CollectErrors(std::string source) : source_(std::move(source)) {}
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string& message) override {
+  void AddError(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
     if (!first_.empty()) return;
     // The parser counts from 0; editors count from 1.
-    first_ = source_ + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " +
-             message;
+    first_ = source_ + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " + message;
   }
   const std::string& first() const { return first_; }
 
@@ -28,17 +26,16 @@ class CollectErrors : public google::protobuf::io::ErrorCollector {
 
 }  // namespace
 
-Status ParseTextProto(const std::string& text, const std::string& source_name,
-                      google::protobuf::Message* message) {
+Status ParseTextProto(const std::string& text, const std::string& source_name, google::protobuf::Message* message) {
   message->Clear();
   google::protobuf::TextFormat::Parser parser;
   CollectErrors errors(source_name);
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(text, message)) {
     message->Clear();
-    return InvalidArgument(errors.first().empty() ? source_name + ": not a valid " +
-                                                        message->GetTypeName() + " text proto"
-                                                  : errors.first());
+    return InvalidArgument(errors.first().empty()
+                               ? source_name + ": not a valid " + message->GetTypeName() + " text proto"
+                               : errors.first());
   }
   return Status::Ok();
 }

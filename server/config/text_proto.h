@@ -3,9 +3,9 @@
 // line and column.
 #pragma once
 
-#include <string>
-
 #include <google/protobuf/message.h>
+
+#include <string>
 
 #include "common/status.h"
 
@@ -14,7 +14,6 @@ namespace mf::server {
 // NOT_FOUND when the file cannot be read, INVALID_ARGUMENT "<path>:<line>:<col>: <what>" when
 // it does not parse. `message` is cleared first and left cleared on error.
 Status ParseTextProtoFile(const std::string& path, google::protobuf::Message* message);
-Status ParseTextProto(const std::string& text, const std::string& source_name,
-                      google::protobuf::Message* message);
+Status ParseTextProto(const std::string& text, const std::string& source_name, google::protobuf::Message* message);
 
 }  // namespace mf::server

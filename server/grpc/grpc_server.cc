@@ -1,8 +1,8 @@
 #include "server/grpc/grpc_server.h"
 
-#include <climits>
-
 #include <grpcpp/grpcpp.h>
+
+#include <climits>
 
 #include "server/grpc/grpc_services.h"
 
@@ -18,8 +18,7 @@ Status GrpcServer::Start(const std::string& address, int port) {
   services_.push_back(std::make_unique<InferenceServiceImpl>(manager_, shutting_down_));
   services_.push_back(std::make_unique<HealthServiceImpl>(manager_, shutting_down_));
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address + ":" + std::to_string(port), grpc::InsecureServerCredentials(),
-                           &port_);
+  builder.AddListeningPort(address + ":" + std::to_string(port), grpc::InsecureServerCredentials(), &port_);
   // TF Serving accepts messages up to INT32_MAX bytes; large tensors are normal here.
   builder.SetMaxReceiveMessageSize(INT_MAX);
   builder.SetMaxSendMessageSize(INT_MAX);
@@ -27,8 +26,7 @@ Status GrpcServer::Start(const std::string& address, int port) {
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) {
     server_.reset();
-    return Unavailable("cannot listen on " + address + ":" + std::to_string(port) +
-                       " (address in use or invalid)");
+    return Unavailable("cannot listen on " + address + ":" + std::to_string(port) + " (address in use or invalid)");
   }
   return Status::Ok();
 }

@@ -24,8 +24,8 @@ grpc::Status ToGrpc(const Status& status) {
 }
 
 // Records the call and converts its status: every RPC ends through here.
-grpc::Status Finish(const Status& status, std::string_view model, int64_t version,
-                    std::string_view api, Clock::time_point start) {
+grpc::Status Finish(const Status& status, std::string_view model, int64_t version, std::string_view api,
+                    Clock::time_point start) {
   RecordRequest({model, version, api, Entrypoint::kGrpc, status.code(),
                  std::chrono::duration<double>(Clock::now() - start).count()});
   return ToGrpc(status);
@@ -33,9 +33,12 @@ grpc::Status Finish(const Status& status, std::string_view model, int64_t versio
 
 VersionRequest FromModelSpec(const tfs::ModelSpec& spec) {
   switch (spec.version_choice_case()) {
-    case tfs::ModelSpec::kVersion: return VersionRequest::Number(spec.version().value());
-    case tfs::ModelSpec::kVersionLabel: return VersionRequest::Label(spec.version_label());
-    default: return VersionRequest::Latest();
+    case tfs::ModelSpec::kVersion:
+      return VersionRequest::Number(spec.version().value());
+    case tfs::ModelSpec::kVersionLabel:
+      return VersionRequest::Label(spec.version_label());
+    default:
+      return VersionRequest::Latest();
   }
 }
 
@@ -62,8 +65,7 @@ Status CheckStillWanted(grpc::ServerContext& context) {
   return Status::Ok();
 }
 
-StatusOr<ServableHandle> ResolveV2(const ModelManager& manager, const std::string& name,
-                                   const std::string& version) {
+StatusOr<ServableHandle> ResolveV2(const ModelManager& manager, const std::string& name, const std::string& version) {
   if (version.empty()) return manager.GetServable(name, VersionRequest::Latest());
   int64_t number = 0;
   if (!ParseInt64(version, &number) || number < 0) {
@@ -95,8 +97,7 @@ grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext* context, const 
         return InvalidArgument("output tensor alias not found in signature: " + name);
       }
     }
-    MF_ASSIGN_OR_RETURN(std::vector<runtime::Tensor> inputs,
-                        codec::BindInputs(signature.inputs, std::move(named)));
+    MF_ASSIGN_OR_RETURN(std::vector<runtime::Tensor> inputs, codec::BindInputs(signature.inputs, std::move(named)));
     MF_RETURN_IF_ERROR(CheckStillWanted(*context));
     std::vector<const runtime::Tensor*> pointers;
     for (const auto& t : inputs) pointers.push_back(&t);
@@ -114,19 +115,18 @@ grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext* context, const 
   return Finish(run(), model, handle->version, "Predict", start);
 }
 
-grpc::Status PredictionServiceImpl::GetModelMetadata(grpc::ServerContext*,
-                                                     const tfs::GetModelMetadataRequest* request,
+grpc::Status PredictionServiceImpl::GetModelMetadata(grpc::ServerContext*, const tfs::GetModelMetadataRequest* request,
                                                      tfs::GetModelMetadataResponse* response) {
   const auto start = Clock::now();
   const std::string& model = request->model_spec().name();
   if (request->metadata_field_size() == 0) {
-    return Finish(InvalidArgument("GetModelMetadataRequest must specify at least one metadata_field"),
-                  model, -1, "GetModelMetadata", start);
+    return Finish(InvalidArgument("GetModelMetadataRequest must specify at least one metadata_field"), model, -1,
+                  "GetModelMetadata", start);
   }
   for (const std::string& field : request->metadata_field()) {
     if (field != "signature_def") {
-      return Finish(InvalidArgument("Metadata field " + field + " is not supported"), model, -1,
-                    "GetModelMetadata", start);
+      return Finish(InvalidArgument("Metadata field " + field + " is not supported"), model, -1, "GetModelMetadata",
+                    start);
     }
   }
   auto handle = manager_->GetServable(model, FromModelSpec(request->model_spec()));
@@ -142,25 +142,26 @@ grpc::Status PredictionServiceImpl::GetModelMetadata(grpc::ServerContext*,
 
 grpc::Status PredictionServiceImpl::Classify(grpc::ServerContext*, const tfs::ClassificationRequest*,
                                              tfs::ClassificationResponse*) {
-  return ToGrpc(Unimplemented("Classify needs a tensorflow/serving/classify signature; ONNX models "
-                              "have a predict signature: use Predict"));
+  return ToGrpc(
+      Unimplemented("Classify needs a tensorflow/serving/classify signature; ONNX models "
+                    "have a predict signature: use Predict"));
 }
 
 grpc::Status PredictionServiceImpl::Regress(grpc::ServerContext*, const tfs::RegressionRequest*,
                                             tfs::RegressionResponse*) {
-  return ToGrpc(Unimplemented("Regress needs a tensorflow/serving/regress signature; ONNX models "
-                              "have a predict signature: use Predict"));
+  return ToGrpc(
+      Unimplemented("Regress needs a tensorflow/serving/regress signature; ONNX models "
+                    "have a predict signature: use Predict"));
 }
 
-grpc::Status PredictionServiceImpl::MultiInference(grpc::ServerContext*,
-                                                   const tfs::MultiInferenceRequest*,
+grpc::Status PredictionServiceImpl::MultiInference(grpc::ServerContext*, const tfs::MultiInferenceRequest*,
                                                    tfs::MultiInferenceResponse*) {
-  return ToGrpc(Unimplemented("MultiInference runs classify/regress signatures, which ONNX models "
-                              "do not have: use Predict"));
+  return ToGrpc(
+      Unimplemented("MultiInference runs classify/regress signatures, which ONNX models "
+                    "do not have: use Predict"));
 }
 
-grpc::Status ModelServiceImpl::GetModelStatus(grpc::ServerContext*,
-                                              const tfs::GetModelStatusRequest* request,
+grpc::Status ModelServiceImpl::GetModelStatus(grpc::ServerContext*, const tfs::GetModelStatusRequest* request,
                                               tfs::GetModelStatusResponse* response) {
   const auto start = Clock::now();
   const tfs::ModelSpec& spec = request->model_spec();
@@ -182,8 +183,7 @@ grpc::Status ModelServiceImpl::GetModelStatus(grpc::ServerContext*,
   return Finish(Status::Ok(), spec.name(), version.value_or(-1), "GetModelStatus", start);
 }
 
-grpc::Status ModelServiceImpl::HandleReloadConfigRequest(grpc::ServerContext*,
-                                                         const tfs::ReloadConfigRequest* request,
+grpc::Status ModelServiceImpl::HandleReloadConfigRequest(grpc::ServerContext*, const tfs::ReloadConfigRequest* request,
                                                          tfs::ReloadConfigResponse* response) {
   auto configs = ModelConfigsFromProto(request->config());
   Status status = configs.ok() ? manager_->SetModels(*configs) : configs.status();
@@ -204,8 +204,7 @@ grpc::Status InferenceServiceImpl::ServerReady(grpc::ServerContext*, const infer
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::ModelReady(grpc::ServerContext*,
-                                              const inference::ModelReadyRequest* request,
+grpc::Status InferenceServiceImpl::ModelReady(grpc::ServerContext*, const inference::ModelReadyRequest* request,
                                               inference::ModelReadyResponse* response) {
   auto handle = ResolveV2(*manager_, request->name(), request->version());
   if (!handle.ok() && handle.status().code() == StatusCode::kInvalidArgument) {
@@ -215,21 +214,18 @@ grpc::Status InferenceServiceImpl::ModelReady(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::ServerMetadata(grpc::ServerContext*,
-                                                  const inference::ServerMetadataRequest*,
+grpc::Status InferenceServiceImpl::ServerMetadata(grpc::ServerContext*, const inference::ServerMetadataRequest*,
                                                   inference::ServerMetadataResponse* response) {
   response->set_name("modelfleet");
   response->set_version("0.1.0");
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::ModelMetadata(grpc::ServerContext*,
-                                                 const inference::ModelMetadataRequest* request,
+grpc::Status InferenceServiceImpl::ModelMetadata(grpc::ServerContext*, const inference::ModelMetadataRequest* request,
                                                  inference::ModelMetadataResponse* response) {
   auto handle = ResolveV2(*manager_, request->name(), request->version());
   if (!handle.ok()) return ToGrpc(handle.status());
-  codec::SignatureToV2Metadata(codec::ModelSignature::FromRuntime(handle->servable->signature()),
-                               response);
+  codec::SignatureToV2Metadata(codec::ModelSignature::FromRuntime(handle->servable->signature()), response);
   response->set_name(request->name());
   response->set_platform("onnx_onnxv1");
   response->clear_versions();
@@ -242,8 +238,7 @@ grpc::Status InferenceServiceImpl::ModelMetadata(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context,
-                                              const inference::ModelInferRequest* request,
+grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
                                               inference::ModelInferResponse* response) {
   const auto start = Clock::now();
   const std::string& model = request->model_name();
@@ -258,15 +253,12 @@ grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context,
     for (const auto& requested : request->outputs()) {
       int index = signature.OutputIndex(requested.name());
       if (index < 0) {
-        return InvalidArgument("unexpected inference output '" + requested.name() +
-                               "' for model '" + model + "'");
+        return InvalidArgument("unexpected inference output '" + requested.name() + "' for model '" + model + "'");
       }
       selected.push_back(static_cast<size_t>(index));
     }
-    MF_ASSIGN_OR_RETURN(std::vector<codec::NamedTensor> named,
-                        codec::InputsFromModelInferRequest(*request));
-    MF_ASSIGN_OR_RETURN(std::vector<runtime::Tensor> inputs,
-                        codec::BindInputs(signature.inputs, std::move(named)));
+    MF_ASSIGN_OR_RETURN(std::vector<codec::NamedTensor> named, codec::InputsFromModelInferRequest(*request));
+    MF_ASSIGN_OR_RETURN(std::vector<runtime::Tensor> inputs, codec::BindInputs(signature.inputs, std::move(named)));
     MF_RETURN_IF_ERROR(CheckStillWanted(*context));
     std::vector<const runtime::Tensor*> pointers;
     for (const auto& t : inputs) pointers.push_back(&t);
@@ -278,11 +270,10 @@ grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context,
       views.push_back({signature.outputs[index].name, &outputs[index]});
     }
     // Answer in the encoding the client used (Triton clients send and expect raw).
-    codec::AddOutputsToModelInferResponse(views,
-                                          request->raw_input_contents_size() > 0
-                                              ? codec::V2OutputEncoding::kRaw
-                                              : codec::V2OutputEncoding::kContents,
-                                          response);
+    codec::AddOutputsToModelInferResponse(
+        views,
+        request->raw_input_contents_size() > 0 ? codec::V2OutputEncoding::kRaw : codec::V2OutputEncoding::kContents,
+        response);
     response->set_model_name(model);
     response->set_model_version(std::to_string(handle->version));
     response->set_id(request->id());
@@ -291,8 +282,7 @@ grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context,
   return Finish(run(), model, handle->version, "ModelInfer", start);
 }
 
-grpc::Status HealthServiceImpl::Check(grpc::ServerContext*,
-                                      const grpc::health::v1::HealthCheckRequest* request,
+grpc::Status HealthServiceImpl::Check(grpc::ServerContext*, const grpc::health::v1::HealthCheckRequest* request,
                                       grpc::health::v1::HealthCheckResponse* response) {
   using grpc::health::v1::HealthCheckResponse;
   bool serving = false;

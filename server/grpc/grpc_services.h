@@ -34,8 +34,7 @@ class PredictionServiceImpl final : public tensorflow::serving::PredictionServic
 class ModelServiceImpl final : public tensorflow::serving::ModelService::Service {
  public:
   explicit ModelServiceImpl(std::shared_ptr<ModelManager> manager) : manager_(std::move(manager)) {}
-  grpc::Status GetModelStatus(grpc::ServerContext* context,
-                              const tensorflow::serving::GetModelStatusRequest* request,
+  grpc::Status GetModelStatus(grpc::ServerContext* context, const tensorflow::serving::GetModelStatusRequest* request,
                               tensorflow::serving::GetModelStatusResponse* response) override;
   // Replaces the served models (TF Serving's reload); an invalid config changes nothing.
   grpc::Status HandleReloadConfigRequest(grpc::ServerContext* context,

@@ -5,8 +5,7 @@
 
 namespace mf::server {
 
-ConfigReloader::ConfigReloader(std::string path, std::chrono::seconds interval,
-                               std::shared_ptr<ModelManager> manager)
+ConfigReloader::ConfigReloader(std::string path, std::chrono::seconds interval, std::shared_ptr<ModelManager> manager)
     : path_(std::move(path)), interval_(interval), manager_(std::move(manager)) {
   if (auto initial = LoadModelServerConfigFile(path_); initial.ok()) current_ = *initial;
   thread_ = std::thread([this] {

@@ -30,8 +30,7 @@ std::chrono::milliseconds Millis(double seconds) {
 }
 
 int Main(int argc, char** argv) {
-  FlagSet flag_set("modelfleet-server",
-                   "Serves ONNX model versions over TF Serving REST/gRPC and KServe v2.");
+  FlagSet flag_set("modelfleet-server", "Serves ONNX model versions over TF Serving REST/gRPC and KServe v2.");
   flag_set.EnableConfigFile();
   ServerFlags flags;
   RegisterServerFlags(flag_set, &flags);
@@ -92,18 +91,17 @@ int Main(int argc, char** argv) {
 
   ManagerOptions manager_options;
   manager_options.poll_interval = Millis(flags.file_system_poll_wait_seconds);
-  manager_options.swap_mode = flags.resource_preserving_swap ? SwapMode::kResourcePreserving
-                                                             : SwapMode::kAvailabilityPreserving;
-  auto manager = std::make_shared<ModelManager>(
-      std::make_shared<SessionLoader>(session_options, scheduler), manager_options);
+  manager_options.swap_mode =
+      flags.resource_preserving_swap ? SwapMode::kResourcePreserving : SwapMode::kAvailabilityPreserving;
+  auto manager =
+      std::make_shared<ModelManager>(std::make_shared<SessionLoader>(session_options, scheduler), manager_options);
   if (Status s = manager->SetModels(*models); !s.ok()) return fail(s);
   manager->Start();
 
   std::unique_ptr<ConfigReloader> reloader;
   if (!flags.model_config_file.empty() && flags.model_config_file_poll_wait_seconds > 0) {
     reloader = std::make_unique<ConfigReloader>(
-        flags.model_config_file, std::chrono::seconds(flags.model_config_file_poll_wait_seconds),
-        manager);
+        flags.model_config_file, std::chrono::seconds(flags.model_config_file_poll_wait_seconds), manager);
   }
 
   rest::RestApiOptions rest_options;
@@ -128,11 +126,10 @@ int Main(int argc, char** argv) {
       return fail(s.WithContext("gRPC server"));
     }
   }
-  log::Info("modelfleet-server started",
-            {{"rest_port", std::to_string(rest_server ? rest_server->port() : 0)},
-             {"grpc_port", std::to_string(grpc_server ? grpc_server->port() : 0)},
-             {"models", std::to_string(models->size())},
-             {"batching", flags.enable_batching ? "on" : "off"}});
+  log::Info("modelfleet-server started", {{"rest_port", std::to_string(rest_server ? rest_server->port() : 0)},
+                                          {"grpc_port", std::to_string(grpc_server ? grpc_server->port() : 0)},
+                                          {"models", std::to_string(models->size())},
+                                          {"batching", flags.enable_batching ? "on" : "off"}});
 
   int signal = http::WaitForTerminationSignal();
   log::Info("shutting down: not ready, then draining", {{"signal", std::to_string(signal)}});

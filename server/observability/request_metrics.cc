@@ -53,8 +53,7 @@ Families& Get() {
 
 // TF Serving's request latency buckets: 10 µs growing by 1.8, 33 of them.
 const prometheus::Histogram::BucketBoundaries& TfMicrosBuckets() {
-  static const auto* buckets = new prometheus::Histogram::BucketBoundaries(
-      metrics::ExponentialBuckets(10, 1.8, 33));
+  static const auto* buckets = new prometheus::Histogram::BucketBoundaries(metrics::ExponentialBuckets(10, 1.8, 33));
   return *buckets;
 }
 
@@ -85,8 +84,7 @@ void RecordRequest(const RequestRecord& record) {
 void RecordCompute(std::string_view model_name, double seconds) {
   Families& f = Get();
   const std::string model(model_name);
-  f.tf_runtime_latency.Add({{"model_name", model}, {"API", "Predict"}, {"runtime", "onnx"}},
-                           TfMicrosBuckets())
+  f.tf_runtime_latency.Add({{"model_name", model}, {"API", "Predict"}, {"runtime", "onnx"}}, TfMicrosBuckets())
       .Observe(seconds * 1e6);
   f.compute_latency.Add({{"model", model}}, metrics::LatencySecondsBuckets()).Observe(seconds);
 }

@@ -21,8 +21,8 @@ enum class Entrypoint { kRest, kGrpc };
 
 struct RequestRecord {
   std::string_view model;
-  int64_t version = -1;     // -1: no version was resolved (e.g. unknown model)
-  std::string_view api;     // "Predict", "GetModelMetadata", "GetModelStatus", "ModelInfer", ...
+  int64_t version = -1;  // -1: no version was resolved (e.g. unknown model)
+  std::string_view api;  // "Predict", "GetModelMetadata", "GetModelStatus", "ModelInfer", ...
   Entrypoint entrypoint = Entrypoint::kRest;
   StatusCode code = StatusCode::kOk;
   double total_seconds = 0;

@@ -14,8 +14,7 @@ namespace mf::server {
 class Loader {
  public:
   virtual ~Loader() = default;
-  virtual StatusOr<std::shared_ptr<const Servable>> Load(const std::string& model_name,
-                                                         int64_t version,
+  virtual StatusOr<std::shared_ptr<const Servable>> Load(const std::string& model_name, int64_t version,
                                                          const std::string& model_path) = 0;
 };
 

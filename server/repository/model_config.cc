@@ -30,8 +30,7 @@ Status ValidateModelConfig(const ModelConfig& config) {
   for (char c : config.name) {
     // The name appears in URL paths (/v1/models/<name>) and metric labels.
     if (c == '/' || c == ':' || static_cast<unsigned char>(c) < 0x20) {
-      return InvalidArgument("model config: name '" + config.name +
-                             "' contains '/', ':' or a control character");
+      return InvalidArgument("model config: name '" + config.name + "' contains '/', ':' or a control character");
     }
   }
   if (config.base_path.empty()) {
@@ -63,8 +62,8 @@ Status ValidateModelConfig(const ModelConfig& config) {
       return InvalidArgument("model config '" + config.name + "': version label must not be empty");
     }
     if (version < 0) {
-      return InvalidArgument("model config '" + config.name + "': label '" + label +
-                             "' points at negative version " + std::to_string(version));
+      return InvalidArgument("model config '" + config.name + "': label '" + label + "' points at negative version " +
+                             std::to_string(version));
     }
   }
   return Status::Ok();

@@ -16,8 +16,8 @@ namespace mf::server {
 struct VersionPolicy {
   enum class Kind { kLatest, kAll, kSpecific };
   Kind kind = Kind::kLatest;
-  int num_versions = 1;            // kLatest
-  std::set<int64_t> versions;      // kSpecific
+  int num_versions = 1;        // kLatest
+  std::set<int64_t> versions;  // kSpecific
 
   static VersionPolicy Latest(int n) { return {Kind::kLatest, n, {}}; }
   static VersionPolicy All() { return {Kind::kAll, 0, {}}; }

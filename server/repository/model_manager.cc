@@ -17,8 +17,8 @@ struct ModelManager::TrackedVersion {
   FileFingerprint fingerprint;  // as of the latest scan that saw the file
   bool on_disk = false;
   bool stable = false;
-  std::shared_ptr<const Servable> servable;   // set while AVAILABLE
-  std::weak_ptr<const Servable> releasing;    // set while UNLOADING
+  std::shared_ptr<const Servable> servable;  // set while AVAILABLE
+  std::weak_ptr<const Servable> releasing;   // set while UNLOADING
   // Failed-load bookkeeping: the file that failed and when to try again.
   int failures = 0;
   FileFingerprint failed_fingerprint;
@@ -47,9 +47,7 @@ struct ModelManager::Snapshot {
 
 namespace {
 
-std::string LatestRequestString(std::string_view model) {
-  return "Latest(" + std::string(model) + ")";
-}
+std::string LatestRequestString(std::string_view model) { return "Latest(" + std::string(model) + ")"; }
 
 std::string SpecificRequestString(std::string_view model, int64_t version) {
   return "Specific(" + std::string(model) + ", " + std::to_string(version) + ")";
@@ -63,8 +61,7 @@ ModelManager::ModelManager(std::shared_ptr<Loader> loader, ManagerOptions option
 ModelManager::~ModelManager() { Stop(); }
 
 // UNLOADING ends once the last request holding the version has let go of it.
-void ModelManager::FinishUnloadIfReleased(const std::string& model, int64_t version,
-                                          TrackedVersion& tracked) {
+void ModelManager::FinishUnloadIfReleased(const std::string& model, int64_t version, TrackedVersion& tracked) {
   if (tracked.state != VersionState::kUnloading || !tracked.releasing.expired()) return;
   tracked.state = VersionState::kEnd;
   tracked.releasing.reset();
@@ -113,8 +110,7 @@ void ModelManager::Loop() {
   while (true) {
     PollOnce();
     std::unique_lock lock(loop_mu_);
-    auto wait = recheck_soon_ ? std::min(options_.recheck_interval, options_.poll_interval)
-                              : options_.poll_interval;
+    auto wait = recheck_soon_ ? std::min(options_.recheck_interval, options_.poll_interval) : options_.poll_interval;
     loop_cv_.wait_for(lock, wait, [this] { return stopping_ || wake_; });
     if (stopping_) return;
     wake_ = false;
@@ -189,13 +185,12 @@ bool ModelManager::NeedsRecheck(const ModelState& model) const {
 void ModelManager::PollModel(ModelState& model) {
   const std::string& name = model.config.name;
   auto scanned = model.scanner.Scan();
-  bool have_loaded = std::any_of(model.versions.begin(), model.versions.end(), [](const auto& kv) {
-    return kv.second.state == VersionState::kAvailable;
-  });
+  bool have_loaded = std::any_of(model.versions.begin(), model.versions.end(),
+                                 [](const auto& kv) { return kv.second.state == VersionState::kAvailable; });
   Status storage = scanned.status();
   if (storage.ok() && scanned->empty()) {
-    storage = NotFound("no version directories with a " + std::string(VersionScanner::kModelFileName) +
-                       " under " + model.config.base_path);
+    storage = NotFound("no version directories with a " + std::string(VersionScanner::kModelFileName) + " under " +
+                       model.config.base_path);
   }
   if (!storage.ok()) {
     if (model.storage_status.ok() && have_loaded) {
@@ -247,8 +242,7 @@ void ModelManager::PollModel(ModelState& model) {
     for (const auto& [v, tracked] : model.versions) {
       VersionView view;
       view.state = tracked.state;
-      view.load_allowed = tracked.on_disk && tracked.stable &&
-                          (tracked.failures == 0 || tracked.retry_at <= now);
+      view.load_allowed = tracked.on_disk && tracked.stable && (tracked.failures == 0 || tracked.retry_at <= now);
       view.released = tracked.releasing.expired();
       views.emplace(v, view);
     }
@@ -312,11 +306,10 @@ void ModelManager::LoadVersion(ModelState& model, int64_t version) {
   repository_metrics::SetVersionState(name, version, tracked.state);
   repository_metrics::ObserveLoadSeconds(name, seconds);
   repository_metrics::SetMemoryBytes(name, version, static_cast<double>(tracked.servable->memory_bytes()));
-  mf::log::Info("model version available",
-                {{"model", name},
-                 {"version", std::to_string(version)},
-                 {"load_seconds", std::to_string(seconds)},
-                 {"memory_bytes", std::to_string(tracked.servable->memory_bytes())}});
+  mf::log::Info("model version available", {{"model", name},
+                                            {"version", std::to_string(version)},
+                                            {"load_seconds", std::to_string(seconds)},
+                                            {"memory_bytes", std::to_string(tracked.servable->memory_bytes())}});
   Publish(model);
 }
 
@@ -326,8 +319,7 @@ void ModelManager::UnloadVersion(ModelState& model, int64_t version) {
   tracked.releasing = tracked.servable;
   tracked.servable.reset();
   repository_metrics::SetVersionState(model.config.name, version, tracked.state);
-  mf::log::Info("unloading model version",
-                {{"model", model.config.name}, {"version", std::to_string(version)}});
+  mf::log::Info("unloading model version", {{"model", model.config.name}, {"version", std::to_string(version)}});
   Publish(model);  // from here new requests no longer get this version
 }
 
@@ -352,8 +344,7 @@ void ModelManager::Publish(const ModelState& model) {
   snapshots_[model.config.name] = std::move(snapshot);
 }
 
-StatusOr<ServableHandle> ModelManager::GetServable(std::string_view model,
-                                                   const VersionRequest& request) const {
+StatusOr<ServableHandle> ModelManager::GetServable(std::string_view model, const VersionRequest& request) const {
   std::shared_ptr<const Snapshot> snapshot;
   {
     std::shared_lock lock(snapshots_mu_);
@@ -389,8 +380,8 @@ StatusOr<ServableHandle> ModelManager::GetServable(std::string_view model,
   return ServableHandle{std::string(model), version, found->second};
 }
 
-StatusOr<std::vector<VersionStatus>> ModelManager::GetModelStatus(
-    std::string_view model, std::optional<int64_t> version) const {
+StatusOr<std::vector<VersionStatus>> ModelManager::GetModelStatus(std::string_view model,
+                                                                  std::optional<int64_t> version) const {
   std::shared_ptr<const Snapshot> snapshot;
   {
     std::shared_lock lock(snapshots_mu_);
@@ -418,8 +409,7 @@ StatusOr<std::vector<VersionStatus>> ModelManager::GetModelStatus(
     if (!snapshot->storage_status.ok() && one.status.ok()) one.status = snapshot->storage_status;
     return std::vector<VersionStatus>{one};
   }
-  return NotFound("Could not find version " + std::to_string(*version) + " of model " +
-                  std::string(model));
+  return NotFound("Could not find version " + std::to_string(*version) + " of model " + std::string(model));
 }
 
 Status ModelManager::StorageStatus(std::string_view model) const {

@@ -86,8 +86,7 @@ class ModelManager {
 
   StatusOr<ServableHandle> GetServable(std::string_view model, const VersionRequest& request) const;
   // All versions of a model, or one (`version`); NOT_FOUND as TF Serving words it.
-  StatusOr<std::vector<VersionStatus>> GetModelStatus(std::string_view model,
-                                                      std::optional<int64_t> version) const;
+  StatusOr<std::vector<VersionStatus>> GetModelStatus(std::string_view model, std::optional<int64_t> version) const;
   // The storage error of a model's last scan (OK when its base path reads fine).
   Status StorageStatus(std::string_view model) const;
   std::vector<std::string> ModelNames() const;

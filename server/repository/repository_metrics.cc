@@ -52,8 +52,7 @@ Families& Get() {
 }  // namespace
 
 void SetVersionState(const std::string& model, int64_t version, VersionState state) {
-  Get().version_state.Add({{"model", model}, {"version", std::to_string(version)}})
-      .Set(static_cast<double>(state));
+  Get().version_state.Add({{"model", model}, {"version", std::to_string(version)}}).Set(static_cast<double>(state));
 }
 
 void RemoveVersion(const std::string& model, int64_t version) {
@@ -68,17 +67,12 @@ void SetMemoryBytes(const std::string& model, int64_t version, double bytes) {
   Get().memory_bytes.Add({{"model", model}, {"version", std::to_string(version)}}).Set(bytes);
 }
 
-void CountLoadFailure(const std::string& model) {
-  Get().load_failures.Add({{"model", model}}).Increment();
-}
+void CountLoadFailure(const std::string& model) { Get().load_failures.Add({{"model", model}}).Increment(); }
 
-void CountStorageError(const std::string& model) {
-  Get().storage_errors.Add({{"model", model}}).Increment();
-}
+void CountStorageError(const std::string& model) { Get().storage_errors.Add({{"model", model}}).Increment(); }
 
 void ObserveLoadSeconds(const std::string& model, double seconds) {
-  Get().load_seconds.Add({{"model", model}}, metrics::ExponentialBuckets(0.01, 2, 14))
-      .Observe(seconds);
+  Get().load_seconds.Add({{"model", model}}, metrics::ExponentialBuckets(0.01, 2, 14)).Observe(seconds);
 }
 
 }  // namespace mf::server::repository_metrics

@@ -25,9 +25,9 @@ struct FileFingerprint {
 };
 
 struct ScannedVersion {
-  std::string model_path;       // <base>/<version>/model.onnx
+  std::string model_path;  // <base>/<version>/model.onnx
   FileFingerprint fingerprint;
-  bool stable = false;          // fingerprint unchanged since the previous scan
+  bool stable = false;  // fingerprint unchanged since the previous scan
 };
 
 class VersionScanner {

@@ -31,8 +31,7 @@ std::optional<int64_t> HighestLoadable(const std::set<int64_t>& aspired,
 }  // namespace
 
 std::optional<Transition> NextTransition(const std::set<int64_t>& aspired,
-                                         const std::map<int64_t, VersionView>& versions,
-                                         SwapMode mode) {
+                                         const std::map<int64_t, VersionView>& versions, SwapMode mode) {
   std::optional<int64_t> stale = NotAspiredAvailable(aspired, versions);
   if (mode == SwapMode::kResourcePreserving) {
     if (stale) return Transition{Transition::Kind::kUnload, *stale};

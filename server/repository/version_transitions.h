@@ -39,7 +39,6 @@ enum class SwapMode { kAvailabilityPreserving, kResourcePreserving };
 // Loads go to the highest version first (the one Latest requests want); nullopt when nothing
 // is to be done now.
 std::optional<Transition> NextTransition(const std::set<int64_t>& aspired,
-                                         const std::map<int64_t, VersionView>& versions,
-                                         SwapMode mode);
+                                         const std::map<int64_t, VersionView>& versions, SwapMode mode);
 
 }  // namespace mf::server

@@ -26,34 +26,29 @@ struct Context {
   std::shared_ptr<DeadlineTimer> timer;
 };
 
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double SecondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Answers `status` as {"error": ...} and records the request.
-void Fail(http::Responder& responder, const Status& status, std::string_view model,
-          std::string_view api, Clock::time_point start) {
+void Fail(http::Responder& responder, const Status& status, std::string_view model, std::string_view api,
+          Clock::time_point start) {
   RecordRequest({model, -1, api, Entrypoint::kRest, status.code(), SecondsSince(start)});
   responder.Respond(http::Response::FromStatus(status));
 }
 
 // Answers 504 if the model has not answered by the request's deadline. Returns the timer id the
 // completion must Cancel(); when Cancel() fails the deadline has answered already.
-uint64_t ArmDeadline(const Context& ctx, http::Responder responder, std::string model,
-                     std::string_view api, Clock::time_point start) {
-  return ctx.timer->Schedule(
-      start + ctx.options.timeout,
-      [responder, model = std::move(model), api = std::string(api), start,
-       timeout = ctx.options.timeout]() mutable {
-        Status late = DeadlineExceeded("Deadline exceeded: the model did not answer within " +
-                                       std::to_string(timeout.count()) + " ms");
-        RecordRequest({model, -1, api, Entrypoint::kRest, late.code(), SecondsSince(start)});
-        responder.Respond(http::Response::FromStatus(late));
-      });
+uint64_t ArmDeadline(const Context& ctx, http::Responder responder, std::string model, std::string_view api,
+                     Clock::time_point start) {
+  return ctx.timer->Schedule(start + ctx.options.timeout, [responder, model = std::move(model), api = std::string(api),
+                                                           start, timeout = ctx.options.timeout]() mutable {
+    Status late = DeadlineExceeded("Deadline exceeded: the model did not answer within " +
+                                   std::to_string(timeout.count()) + " ms");
+    RecordRequest({model, -1, api, Entrypoint::kRest, late.code(), SecondsSince(start)});
+    responder.Respond(http::Response::FromStatus(late));
+  });
 }
 
-VersionRequest ToVersionRequest(const std::optional<int64_t>& version,
-                                const std::optional<std::string>& label) {
+VersionRequest ToVersionRequest(const std::optional<int64_t>& version, const std::optional<std::string>& label) {
   if (version) return VersionRequest::Number(*version);
   if (label) return VersionRequest::Label(*label);
   return VersionRequest::Latest();
@@ -68,8 +63,7 @@ std::vector<codec::NamedTensorView> OutputViews(const runtime::Signature& signat
   return views;
 }
 
-void HandleTfStatus(const Context& ctx, const TfServingPath& p, http::Responder responder,
-                    Clock::time_point start) {
+void HandleTfStatus(const Context& ctx, const TfServingPath& p, http::Responder responder, Clock::time_point start) {
   std::optional<int64_t> version = p.version;
   if (p.label) {
     auto handle = ctx.manager->GetServable(p.model, VersionRequest::Label(*p.label));
@@ -78,25 +72,23 @@ void HandleTfStatus(const Context& ctx, const TfServingPath& p, http::Responder 
   }
   auto statuses = ctx.manager->GetModelStatus(p.model, version);
   if (!statuses.ok()) return Fail(responder, statuses.status(), p.model, "GetModelStatus", start);
-  RecordRequest({p.model, version.value_or(-1), "GetModelStatus", Entrypoint::kRest, StatusCode::kOk,
-                 SecondsSince(start)});
+  RecordRequest(
+      {p.model, version.value_or(-1), "GetModelStatus", Entrypoint::kRest, StatusCode::kOk, SecondsSince(start)});
   responder.Respond(http::Response::Json(200, codec::WriteRestModelStatus(*statuses)));
 }
 
-void HandleTfMetadata(const Context& ctx, const TfServingPath& p, http::Responder responder,
-                      Clock::time_point start) {
+void HandleTfMetadata(const Context& ctx, const TfServingPath& p, http::Responder responder, Clock::time_point start) {
   auto handle = ctx.manager->GetServable(p.model, ToVersionRequest(p.version, p.label));
   if (!handle.ok()) return Fail(responder, handle.status(), p.model, "GetModelMetadata", start);
-  const codec::ModelSignature signature =
-      codec::ModelSignature::FromRuntime(handle->servable->signature());
-  RecordRequest({p.model, handle->version, "GetModelMetadata", Entrypoint::kRest, StatusCode::kOk,
-                 SecondsSince(start)});
-  responder.Respond(http::Response::Json(
-      200, codec::WriteRestModelMetadata(p.model, handle->version, std::span(&signature, 1))));
+  const codec::ModelSignature signature = codec::ModelSignature::FromRuntime(handle->servable->signature());
+  RecordRequest(
+      {p.model, handle->version, "GetModelMetadata", Entrypoint::kRest, StatusCode::kOk, SecondsSince(start)});
+  responder.Respond(
+      http::Response::Json(200, codec::WriteRestModelMetadata(p.model, handle->version, std::span(&signature, 1))));
 }
 
-void HandleTfPredict(const Context& ctx, const TfServingPath& p, http::Request request,
-                     http::Responder responder, Clock::time_point start) {
+void HandleTfPredict(const Context& ctx, const TfServingPath& p, http::Request request, http::Responder responder,
+                     Clock::time_point start) {
   auto handle = ctx.manager->GetServable(p.model, ToVersionRequest(p.version, p.label));
   if (!handle.ok()) return Fail(responder, handle.status(), p.model, "Predict", start);
   if (p.kind != TfServingPath::Kind::kPredict) {
@@ -104,35 +96,33 @@ void HandleTfPredict(const Context& ctx, const TfServingPath& p, http::Request r
     const char* api = p.kind == TfServingPath::Kind::kClassify ? "classification" : "regression";
     const char* method = p.kind == TfServingPath::Kind::kClassify ? "classify" : "regress";
     return Fail(responder,
-                InvalidArgument(std::string("Expected ") + api +
-                                " signature method_name to be tensorflow/serving/" + method +
-                                ". Was: tensorflow/serving/predict"),
+                InvalidArgument(std::string("Expected ") + api + " signature method_name to be tensorflow/serving/" +
+                                method + ". Was: tensorflow/serving/predict"),
                 p.model, p.kind == TfServingPath::Kind::kClassify ? "Classify" : "Regress", start);
   }
-  auto signature = std::make_shared<const codec::ModelSignature>(
-      codec::ModelSignature::FromRuntime(handle->servable->signature()));
+  auto signature =
+      std::make_shared<const codec::ModelSignature>(codec::ModelSignature::FromRuntime(handle->servable->signature()));
   auto parsed = codec::ParseRestPredictRequest(request.body, std::span(signature.get(), 1));
   if (!parsed.ok()) return Fail(responder, parsed.status(), p.model, "Predict", start);
   const codec::RestFormat format = parsed->format;
   const ServableHandle& h = *handle;
   std::shared_ptr<const Servable> servable = h.servable;
   const uint64_t deadline = ArmDeadline(ctx, responder, p.model, "Predict", start);
-  servable->RunAsync(
-      std::move(parsed->inputs),
-      [responder, servable, timer = ctx.timer, deadline, model = p.model, version = h.version,
-       format, start](Status status, std::vector<runtime::Tensor> outputs) mutable {
-        if (!timer->Cancel(deadline)) return;  // already answered 504
-        std::string body;
-        if (status.ok()) {
-          auto views = OutputViews(servable->signature(), outputs);
-          status = codec::WriteRestPredictResponse(format, views, &body);
-        }
-        RecordRequest({model, version, "Predict", Entrypoint::kRest, status.code(), SecondsSince(start)});
-        http::Response response = status.ok() ? http::Response::Json(200, std::move(body))
-                                              : http::Response::FromStatus(status);
-        response.headers.Set(kModelVersionHeader, std::to_string(version));
-        responder.Respond(std::move(response));
-      });
+  servable->RunAsync(std::move(parsed->inputs), [responder, servable, timer = ctx.timer, deadline, model = p.model,
+                                                 version = h.version, format,
+                                                 start](Status status, std::vector<runtime::Tensor> outputs) mutable {
+    if (!timer->Cancel(deadline)) return;  // already answered 504
+    std::string body;
+    if (status.ok()) {
+      auto views = OutputViews(servable->signature(), outputs);
+      status = codec::WriteRestPredictResponse(format, views, &body);
+    }
+    RecordRequest({model, version, "Predict", Entrypoint::kRest, status.code(), SecondsSince(start)});
+    http::Response response =
+        status.ok() ? http::Response::Json(200, std::move(body)) : http::Response::FromStatus(status);
+    response.headers.Set(kModelVersionHeader, std::to_string(version));
+    responder.Respond(std::move(response));
+  });
 }
 
 void HandleV1(const Context& ctx, http::Request request, http::Responder responder) {
@@ -160,18 +150,17 @@ std::vector<std::string> AvailableVersions(const ModelManager& manager, std::str
   return versions;
 }
 
-void HandleV2Infer(const Context& ctx, const V2Path& p, http::Request request,
-                   http::Responder responder, Clock::time_point start) {
-  auto handle = ctx.manager->GetServable(p.model, p.version ? VersionRequest::Number(*p.version)
-                                                            : VersionRequest::Latest());
+void HandleV2Infer(const Context& ctx, const V2Path& p, http::Request request, http::Responder responder,
+                   Clock::time_point start) {
+  auto handle =
+      ctx.manager->GetServable(p.model, p.version ? VersionRequest::Number(*p.version) : VersionRequest::Latest());
   if (!handle.ok()) return Fail(responder, handle.status(), p.model, "ModelInfer", start);
   std::optional<size_t> json_length;
   if (auto header = request.headers.Get("Inference-Header-Content-Length")) {
     int64_t length = 0;
     if (!ParseInt64(*header, &length) || length < 0) {
-      return Fail(responder,
-                  InvalidArgument("Inference-Header-Content-Length must be a non-negative integer"),
-                  p.model, "ModelInfer", start);
+      return Fail(responder, InvalidArgument("Inference-Header-Content-Length must be a non-negative integer"), p.model,
+                  "ModelInfer", start);
     }
     json_length = static_cast<size_t>(length);
   }
@@ -192,8 +181,7 @@ void HandleV2Infer(const Context& ctx, const V2Path& p, http::Request request,
       int index = signature.OutputIndex(requested.name);
       if (index < 0) {
         return Fail(responder,
-                    InvalidArgument("unexpected inference output '" + requested.name +
-                                    "' for model '" + p.model + "'"),
+                    InvalidArgument("unexpected inference output '" + requested.name + "' for model '" + p.model + "'"),
                     p.model, "ModelInfer", start);
       }
       selected.push_back(index);
@@ -203,45 +191,43 @@ void HandleV2Infer(const Context& ctx, const V2Path& p, http::Request request,
   auto inputs = codec::BindInputs(signature.inputs, std::move(parsed->inputs));
   if (!inputs.ok()) return Fail(responder, inputs.status(), p.model, "ModelInfer", start);
   const uint64_t deadline = ArmDeadline(ctx, responder, p.model, "ModelInfer", start);
-  servable->RunAsync(
-      std::move(inputs).value(),
-      [responder, servable, timer = ctx.timer, deadline, model = p.model,
-       version = handle->version, id = parsed->id, selected = std::move(selected),
-       binary = std::move(binary), start](Status status, std::vector<runtime::Tensor> outputs) mutable {
-        if (!timer->Cancel(deadline)) return;  // already answered 504
-        http::Response response;
-        if (status.ok()) {
-          std::vector<codec::NamedTensorView> views;
-          for (int index : selected) {
-            if (static_cast<size_t>(index) >= outputs.size()) {
-              status = Internal("the model returned fewer outputs than its signature declares");
-              break;
-            }
-            views.push_back({servable->signature().outputs[static_cast<size_t>(index)].name,
-                             &outputs[static_cast<size_t>(index)]});
-          }
-          if (status.ok()) {
-            std::unique_ptr<bool[]> flags(new bool[binary.size()]);
-            std::copy(binary.begin(), binary.end(), flags.get());
-            auto written = codec::WriteV2InferResponse(model, std::to_string(version), id, views,
-                                                       std::span<const bool>(flags.get(), binary.size()));
-            if (written.ok()) {
-              if (written->json_length) {
-                response = http::Response::Text(200, std::move(written->body), "application/octet-stream");
-                response.headers.Set("Inference-Header-Content-Length",
-                                     std::to_string(*written->json_length));
-              } else {
-                response = http::Response::Json(200, std::move(written->body));
-              }
-            } else {
-              status = written.status();
-            }
-          }
+  servable->RunAsync(std::move(inputs).value(), [responder, servable, timer = ctx.timer, deadline, model = p.model,
+                                                 version = handle->version, id = parsed->id,
+                                                 selected = std::move(selected), binary = std::move(binary),
+                                                 start](Status status, std::vector<runtime::Tensor> outputs) mutable {
+    if (!timer->Cancel(deadline)) return;  // already answered 504
+    http::Response response;
+    if (status.ok()) {
+      std::vector<codec::NamedTensorView> views;
+      for (int index : selected) {
+        if (static_cast<size_t>(index) >= outputs.size()) {
+          status = Internal("the model returned fewer outputs than its signature declares");
+          break;
         }
-        if (!status.ok()) response = http::Response::FromStatus(status);
-        RecordRequest({model, version, "ModelInfer", Entrypoint::kRest, status.code(), SecondsSince(start)});
-        responder.Respond(std::move(response));
-      });
+        views.push_back(
+            {servable->signature().outputs[static_cast<size_t>(index)].name, &outputs[static_cast<size_t>(index)]});
+      }
+      if (status.ok()) {
+        std::unique_ptr<bool[]> flags(new bool[binary.size()]);
+        std::copy(binary.begin(), binary.end(), flags.get());
+        auto written = codec::WriteV2InferResponse(model, std::to_string(version), id, views,
+                                                   std::span<const bool>(flags.get(), binary.size()));
+        if (written.ok()) {
+          if (written->json_length) {
+            response = http::Response::Text(200, std::move(written->body), "application/octet-stream");
+            response.headers.Set("Inference-Header-Content-Length", std::to_string(*written->json_length));
+          } else {
+            response = http::Response::Json(200, std::move(written->body));
+          }
+        } else {
+          status = written.status();
+        }
+      }
+    }
+    if (!status.ok()) response = http::Response::FromStatus(status);
+    RecordRequest({model, version, "ModelInfer", Entrypoint::kRest, status.code(), SecondsSince(start)});
+    responder.Respond(std::move(response));
+  });
 }
 
 void HandleV2(const Context& ctx, http::Request request, http::Responder responder) {
@@ -265,25 +251,23 @@ void HandleV2(const Context& ctx, http::Request request, http::Responder respond
       return;
     }
     case V2Path::Kind::kModelReady: {
-      auto handle = ctx.manager->GetServable(p.model, p.version ? VersionRequest::Number(*p.version)
-                                                                : VersionRequest::Latest());
+      auto handle =
+          ctx.manager->GetServable(p.model, p.version ? VersionRequest::Number(*p.version) : VersionRequest::Latest());
       bool ready = handle.ok() && !ctx.shutting_down->load();
       responder.Respond(http::Response::Text(ready ? 200 : 400, ""));
       return;
     }
     case V2Path::Kind::kModelMetadata: {
-      auto handle = ctx.manager->GetServable(p.model, p.version ? VersionRequest::Number(*p.version)
-                                                                : VersionRequest::Latest());
+      auto handle =
+          ctx.manager->GetServable(p.model, p.version ? VersionRequest::Number(*p.version) : VersionRequest::Latest());
       if (!handle.ok()) return Fail(responder, handle.status(), p.model, "ModelMetadata", start);
-      const codec::ModelSignature signature =
-          codec::ModelSignature::FromRuntime(handle->servable->signature());
+      const codec::ModelSignature signature = codec::ModelSignature::FromRuntime(handle->servable->signature());
       std::vector<std::string> versions =
-          p.version ? std::vector<std::string>{std::to_string(*p.version)}
-                    : AvailableVersions(*ctx.manager, p.model);
-      RecordRequest({p.model, handle->version, "ModelMetadata", Entrypoint::kRest, StatusCode::kOk,
-                     SecondsSince(start)});
-      responder.Respond(http::Response::Json(
-          200, codec::WriteV2ModelMetadata(p.model, versions, "onnx_onnxv1", signature)));
+          p.version ? std::vector<std::string>{std::to_string(*p.version)} : AvailableVersions(*ctx.manager, p.model);
+      RecordRequest(
+          {p.model, handle->version, "ModelMetadata", Entrypoint::kRest, StatusCode::kOk, SecondsSince(start)});
+      responder.Respond(
+          http::Response::Json(200, codec::WriteV2ModelMetadata(p.model, versions, "onnx_onnxv1", signature)));
       return;
     }
     case V2Path::Kind::kInfer:
@@ -318,8 +302,8 @@ http::Handler RestApi::handler() const {
     if (HasPrefixIgnoreCase(path, "/v1/")) return HandleV1(*ctx, std::move(request), std::move(responder));
     if (HasPrefixIgnoreCase(path, "/v1")) {
       // "/v1" and "/v1?..." alone: TF Serving's grammar needs /v1/models.
-      return responder.Respond(http::Response::FromStatus(InvalidArgument(
-          "Malformed request: " + request.method + " " + std::string(path))));
+      return responder.Respond(http::Response::FromStatus(
+          InvalidArgument("Malformed request: " + request.method + " " + std::string(path))));
     }
     if (path == "/v2" || path.starts_with("/v2/")) {
       return HandleV2(*ctx, std::move(request), std::move(responder));

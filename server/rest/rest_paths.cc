@@ -63,8 +63,7 @@ StatusOr<std::string> PercentDecode(std::string_view text) {
 }
 
 StatusOr<TfServingPath> ParseTfServingPath(std::string_view method, std::string_view path) {
-  const Status malformed =
-      InvalidArgument("Malformed request: " + std::string(method) + " " + std::string(path));
+  const Status malformed = InvalidArgument("Malformed request: " + std::string(method) + " " + std::string(path));
   const bool is_post = method == "POST";
   if (!is_post && method != "GET") return malformed;
   constexpr std::string_view kPrefix = "/v1/models";
@@ -138,9 +137,12 @@ StatusOr<V2Path> ParseV2Path(std::string_view method, std::string_view path) {
     return parsed;
   }
   if (segments[1] == "health" && segments.size() == 3 && get) {
-    if (segments[2] == "live") parsed.kind = V2Path::Kind::kLive;
-    else if (segments[2] == "ready") parsed.kind = V2Path::Kind::kReady;
-    else return not_found;
+    if (segments[2] == "live")
+      parsed.kind = V2Path::Kind::kLive;
+    else if (segments[2] == "ready")
+      parsed.kind = V2Path::Kind::kReady;
+    else
+      return not_found;
     return parsed;
   }
   if (segments[1] != "models" || segments.size() < 3 || segments[2].empty()) return not_found;
@@ -149,8 +151,7 @@ StatusOr<V2Path> ParseV2Path(std::string_view method, std::string_view path) {
   if (segments.size() > next + 1 && segments[next] == "versions") {
     int64_t version = 0;
     if (!ParseVersionNumber(segments[next + 1], &version)) {
-      return InvalidArgument("model version '" + std::string(segments[next + 1]) +
-                             "' is not a non-negative integer");
+      return InvalidArgument("model version '" + std::string(segments[next + 1]) + "' is not a non-negative integer");
     }
     parsed.version = version;
     next += 2;

@@ -7,12 +7,10 @@
 
 namespace mf::server {
 
-Status SessionServable::Run(const std::vector<const runtime::Tensor*>& inputs,
-                            Outputs* outputs) const {
+Status SessionServable::Run(const std::vector<const runtime::Tensor*>& inputs, Outputs* outputs) const {
   const auto started = std::chrono::steady_clock::now();
   Status status = session_->Run(inputs, outputs);
-  RecordCompute(model_name_,
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  RecordCompute(model_name_, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   return status;
 }
 
@@ -34,11 +32,9 @@ Status WarmUp(const Servable& servable) {
   return Status::Ok();
 }
 
-StatusOr<std::shared_ptr<const Servable>> SessionLoader::Load(const std::string& model_name,
-                                                              int64_t /*version*/,
+StatusOr<std::shared_ptr<const Servable>> SessionLoader::Load(const std::string& model_name, int64_t /*version*/,
                                                               const std::string& model_path) {
-  MF_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Session> session,
-                      runtime::Session::Load(model_path, options_));
+  MF_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Session> session, runtime::Session::Load(model_path, options_));
   auto servable = std::make_shared<const SessionServable>(model_name, std::move(session));
   MF_RETURN_IF_ERROR(WarmUp(*servable));
   if (!scheduler_) return std::shared_ptr<const Servable>(servable);

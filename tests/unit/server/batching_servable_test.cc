@@ -37,7 +37,10 @@ class AffineServable : public Servable {
   }
   size_t memory_bytes() const override { return 0; }
 
-  void Close() { std::lock_guard lock(mu_); open_ = false; }
+  void Close() {
+    std::lock_guard lock(mu_);
+    open_ = false;
+  }
   void Open() {
     std::lock_guard lock(mu_);
     open_ = true;
@@ -113,8 +116,7 @@ TEST(BatchingServableTest, ConcurrentRequestsShareBatchesAndGetTheirOwnRows) {
   for (int c = 0; c < kClients; ++c) {
     clients.emplace_back([&, c] {
       auto [status, out] = RunOne(servable, Rows(1, static_cast<float>(10 * c)));
-      if (status.ok() && out.size() == 1 && out[0].dim(0) == 1 &&
-          out[0].data<float>()[0] == 2 * (10.0f * c) + 1 &&
+      if (status.ok() && out.size() == 1 && out[0].dim(0) == 1 && out[0].data<float>()[0] == 2 * (10.0f * c) + 1 &&
           out[0].data<float>()[1] == 2 * (10.0f * c + 1) + 1) {
         ++correct;
       }

@@ -13,12 +13,9 @@ TEST(SelectVersionsTest, Table) {
     VersionPolicy policy;
     std::set<int64_t> want;
   } cases[] = {
-      {VersionPolicy::Latest(1), {9}},
-      {VersionPolicy::Latest(2), {5, 9}},
-      {VersionPolicy::Latest(10), {1, 2, 5, 9}},
-      {VersionPolicy::All(), {1, 2, 5, 9}},
-      {VersionPolicy::Specific({2, 3}), {2}},
-      {VersionPolicy::Specific({7}), {}},
+      {VersionPolicy::Latest(1), {9}},           {VersionPolicy::Latest(2), {5, 9}},
+      {VersionPolicy::Latest(10), {1, 2, 5, 9}}, {VersionPolicy::All(), {1, 2, 5, 9}},
+      {VersionPolicy::Specific({2, 3}), {2}},    {VersionPolicy::Specific({7}), {}},
   };
   for (const Case& c : cases) EXPECT_EQ(SelectVersions(c.policy, disk), c.want);
   EXPECT_TRUE(SelectVersions(VersionPolicy::Latest(1), {}).empty());
@@ -36,16 +33,12 @@ TEST(ValidateModelConfigTest, RefusesBadConfigs) {
   EXPECT_EQ(with([](ModelConfig& c) { c.name = ""; }).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(with([](ModelConfig& c) { c.name = "a/b"; }).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(with([](ModelConfig& c) { c.base_path = ""; }).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(with([](ModelConfig& c) { c.policy = VersionPolicy::Latest(0); }).code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(with([](ModelConfig& c) { c.policy = VersionPolicy::Specific({}); }).code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(with([](ModelConfig& c) { c.policy = VersionPolicy::Latest(0); }).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(with([](ModelConfig& c) { c.policy = VersionPolicy::Specific({}); }).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(with([](ModelConfig& c) { c.policy = VersionPolicy::Specific({-1}); }).code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(with([](ModelConfig& c) { c.version_labels = {{"", 1}}; }).code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(with([](ModelConfig& c) { c.version_labels = {{"x", -2}}; }).code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(with([](ModelConfig& c) { c.version_labels = {{"", 1}}; }).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(with([](ModelConfig& c) { c.version_labels = {{"x", -2}}; }).code(), StatusCode::kInvalidArgument);
   Status s = with([](ModelConfig& c) { c.policy = VersionPolicy::Latest(0); });
   EXPECT_NE(s.message().find("num_versions"), std::string::npos) << s.message();
 }
@@ -56,10 +49,17 @@ TEST(ParseVersionDirNameTest, Table) {
     bool ok;
     int64_t version;
   } cases[] = {
-      {"1", true, 1},         {"0", true, 0},      {"0042", true, 42},
-      {"9223372036854775807", true, INT64_MAX},    {"9223372036854775808", false, 0},
-      {"", false, 0},         {"-1", false, 0},    {"1.partial", false, 0},
-      {"tmp", false, 0},      {" 1", false, 0},    {"99999999999999999999", false, 0},
+      {"1", true, 1},
+      {"0", true, 0},
+      {"0042", true, 42},
+      {"9223372036854775807", true, INT64_MAX},
+      {"9223372036854775808", false, 0},
+      {"", false, 0},
+      {"-1", false, 0},
+      {"1.partial", false, 0},
+      {"tmp", false, 0},
+      {" 1", false, 0},
+      {"99999999999999999999", false, 0},
   };
   for (const Case& c : cases) {
     int64_t v = -7;

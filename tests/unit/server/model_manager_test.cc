@@ -21,9 +21,7 @@ class ModelManagerTest : public ::testing::Test {
     manager_ = std::make_unique<ModelManager>(loader_, options);
     ASSERT_TRUE(manager_->SetModels({Config()}).ok());
   }
-  ModelConfig Config() const {
-    return {"m", repo_.base(), VersionPolicy::Latest(1), {{"stable", 1}, {"canary", 2}}};
-  }
+  ModelConfig Config() const { return {"m", repo_.base(), VersionPolicy::Latest(1), {{"stable", 1}, {"canary", 2}}}; }
   // Two polls: the first sees a new file, the second confirms it is complete and loads it.
   void Poll2() {
     manager_->PollOnce();
@@ -85,8 +83,7 @@ TEST_F(ModelManagerTest, SwapKeepsOldVersionAliveForInFlightRequests) {
   EXPECT_EQ(LatestVersion(), 2);
   EXPECT_EQ(StatusOf(1).state, VersionState::kUnloading);
   EXPECT_EQ(loader_->live(), 2) << "the in-flight request still holds version 1";
-  EXPECT_EQ(manager_->GetServable("m", VersionRequest::Number(1)).status().code(),
-            StatusCode::kNotFound);
+  EXPECT_EQ(manager_->GetServable("m", VersionRequest::Number(1)).status().code(), StatusCode::kNotFound);
 
   in_flight->servable.reset();
   manager_->PollOnce();
@@ -187,8 +184,7 @@ TEST_F(ModelManagerTest, ResourcePreservingUnloadsBeforeLoading) {
   repo_.WriteVersion(2, "ok");
   Poll2();
   EXPECT_EQ(loader_->loads(2), 0) << "waits for the in-flight request on version 1";
-  EXPECT_EQ(manager_->GetServable("m", VersionRequest::Latest()).status().code(),
-            StatusCode::kNotFound);
+  EXPECT_EQ(manager_->GetServable("m", VersionRequest::Latest()).status().code(), StatusCode::kNotFound);
   in_flight->servable.reset();
   manager_->PollOnce();
   EXPECT_EQ(LatestVersion(), 2);
@@ -222,8 +218,7 @@ TEST_F(ModelManagerTest, ConfigReloadReplacesTheSetAndRefusesBadConfigs) {
 
   ASSERT_TRUE(manager_->SetModels({}).ok());
   manager_->PollOnce();
-  EXPECT_EQ(manager_->GetServable("m", VersionRequest::Latest()).status().code(),
-            StatusCode::kNotFound);
+  EXPECT_EQ(manager_->GetServable("m", VersionRequest::Latest()).status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(manager_->ModelNames().empty());
 }
 

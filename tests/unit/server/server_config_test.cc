@@ -38,10 +38,9 @@ TEST(ModelServerConfigTest, ParsesTfServingTextFormat) {
 TEST(ModelServerConfigTest, RefusesWhatItCannotServe) {
   auto syntax = FromText("model_config_list { config { name: \"m\" base_path: }");
   ASSERT_FALSE(syntax.ok());
-  EXPECT_NE(syntax.status().message().find("test.config:1:"), std::string::npos)
-      << syntax.status().message();
-  auto platform = FromText(
-      R"(model_config_list { config { name: "m" base_path: "/m" model_platform: "tensorflow" } })");
+  EXPECT_NE(syntax.status().message().find("test.config:1:"), std::string::npos) << syntax.status().message();
+  auto platform =
+      FromText(R"(model_config_list { config { name: "m" base_path: "/m" model_platform: "tensorflow" } })");
   EXPECT_NE(platform.status().message().find("model_platform 'tensorflow'"), std::string::npos);
   auto dup = FromText(R"(model_config_list { config { name: "m" base_path: "/a" }
                                               config { name: "m" base_path: "/b" } })");

@@ -15,9 +15,7 @@ Tensor Floats(runtime::Shape shape, std::vector<float> values) {
   return std::move(t).value();
 }
 
-std::vector<float> Values(const Tensor& t) {
-  return {t.data<float>(), t.data<float>() + t.num_elements()};
-}
+std::vector<float> Values(const Tensor& t) { return {t.data<float>(), t.data<float>() + t.num_elements()}; }
 
 TEST(TensorBatchTest, ConcatPadsWithCopiesOfTheFirstRow) {
   Tensor a = Floats({1, 2}, {1, 2});
