@@ -76,5 +76,29 @@ TEST(DiscoveryTest, ListsResourcesSubresourcesAndOpenApiPatchParameters) {
   EXPECT_TRUE(OpenApiV3Root(*snap)["paths"].contains("apis/example.io/v1"));
 }
 
+TEST(DiscoveryTest, AggregatedDiscoverySplitsCoreFromNamedGroups) {
+  ResourceCatalog catalog;
+  catalog.SetCrdResources("widgets.example.io", *ResourcesFromCrd(Crd()));
+  auto snap = catalog.snapshot();
+  json core = AggregatedDiscovery(*snap, true);
+  ASSERT_EQ(core["items"].size(), 1u);
+  EXPECT_EQ(core["items"][0]["metadata"]["name"], "");
+  json apis = AggregatedDiscovery(*snap, false);
+  EXPECT_EQ(apis["kind"], "APIGroupDiscoveryList");
+  const json* widgets = nullptr;
+  for (const auto& g : apis["items"]) {
+    EXPECT_NE(g["metadata"]["name"], "");
+    if (g["metadata"]["name"] == "example.io") widgets = &g["versions"][0]["resources"][0];
+  }
+  ASSERT_NE(widgets, nullptr);
+  EXPECT_EQ((*widgets)["resource"], "widgets");
+  EXPECT_EQ((*widgets)["scope"], "Namespaced");
+  EXPECT_EQ((*widgets)["shortNames"], json({"wd"}));
+  EXPECT_EQ((*widgets)["subresources"][1]["responseKind"]["kind"], "Scale");
+  // Removing the CRD's resources removes the group.
+  catalog.SetCrdResources("widgets.example.io", {});
+  for (const auto& g : AggregatedDiscovery(*catalog.snapshot(), false)["items"]) EXPECT_NE(g["metadata"]["name"], "example.io");
+}
+
 }  // namespace
 }  // namespace mf::local

@@ -149,6 +149,29 @@ struct ApiServer::Call {
     auto accept = request.headers.Get("Accept");
     return accept && accept->find("as=Table") != std::string_view::npos;
   }
+  // kubectl offers apidiscovery.k8s.io v2, then v2beta1, then plain JSON in Accept; we serve v2
+  // when it is offered before any plain media type.
+  bool WantsAggregatedDiscovery() const {
+    std::string_view accept = request.headers.Get("Accept").value_or("");
+    while (!accept.empty()) {
+      size_t comma = accept.find(',');
+      std::string entry(accept.substr(0, comma));
+      accept = comma == std::string_view::npos ? std::string_view() : accept.substr(comma + 1);
+      entry.erase(std::remove(entry.begin(), entry.end(), ' '), entry.end());
+      std::map<std::string, std::string> params;
+      size_t at = entry.find(';');
+      while (at != std::string::npos) {
+        size_t next = entry.find(';', at + 1);
+        std::string param = entry.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+        size_t eq = param.find('=');
+        if (eq != std::string::npos) params[param.substr(0, eq)] = param.substr(eq + 1);
+        at = next;
+      }
+      if (params["g"] == "apidiscovery.k8s.io" && params["v"] == "v2" && params["as"] == "APIGroupDiscoveryList") return true;
+      if (params.empty()) return false;  // a plain media type is preferred
+    }
+    return false;
+  }
   ObjectRef Ref() const { return {resource->gvr(), ns, name}; }
   json Details() const {
     json d = {{"kind", resource ? resource->gvr().resource : ""}};
@@ -278,6 +301,14 @@ http::Response ApiServer::Serve(Call& call) {
       }
       // No /openapi/v2: kubectl falls back to v3 or its compiled-in schemas.
       return ErrorResponse({404, "NotFound", "the server could not find the requested resource"});
+    });
+  }
+  if (seg.size() == 1 && (seg[0] == "api" || seg[0] == "apis") && call.WantsAggregatedDiscovery()) {
+    return get_only([&] {
+      http::Response response = JsonResponse(200, AggregatedDiscovery(*call.snap, seg[0] == "api"));
+      response.headers.Set("Content-Type", kAggregatedDiscoveryContentType);
+      response.headers.Set("Vary", "Accept");
+      return response;
     });
   }
   std::string group;

@@ -194,6 +194,45 @@ std::optional<json> ApiResourceList(const ResourceCatalog::Snapshot& snap, const
               {"resources", resources}};
 }
 
+json AggregatedDiscovery(const ResourceCatalog::Snapshot& snap, bool core) {
+  json items = json::array();
+  for (const auto& [group, versions] : GroupVersions(snap)) {
+    if (group.empty() != core) continue;
+    json version_list = json::array();
+    for (const auto& version : versions) {
+      json resources = json::array();
+      for (const auto& r : snap) {
+        if (r.gvr().group != group || r.gvr().version != version) continue;
+        json kind = {{"group", group}, {"version", version}, {"kind", r.type.kind}};
+        json entry = {{"resource", r.gvr().resource}, {"responseKind", kind},
+                      {"scope", r.type.namespaced ? "Namespaced" : "Cluster"}, {"singularResource", r.singular},
+                      {"verbs", {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}}};
+        if (!r.short_names.empty()) entry["shortNames"] = r.short_names;
+        if (!r.categories.empty()) entry["categories"] = r.categories;
+        json subresources = json::array();
+        if (r.type.has_status_subresource) {
+          subresources.push_back({{"subresource", "status"}, {"responseKind", kind}, {"verbs", {"get", "patch", "update"}}});
+        }
+        if (r.scale) {
+          subresources.push_back({{"subresource", "scale"},
+                                  {"responseKind", {{"group", "autoscaling"}, {"version", "v1"}, {"kind", "Scale"}}},
+                                  {"verbs", {"get", "patch", "update"}}});
+        }
+        if (r.has_log) {
+          subresources.push_back({{"subresource", "log"}, {"responseKind", {{"group", ""}, {"version", ""}, {"kind", "string"}}},
+                                  {"verbs", {"get"}}});
+        }
+        if (!subresources.empty()) entry["subresources"] = subresources;
+        resources.push_back(std::move(entry));
+      }
+      version_list.push_back({{"version", version}, {"resources", resources}, {"freshness", "Current"}});
+    }
+    items.push_back({{"metadata", {{"name", group}}}, {"versions", version_list}});
+  }
+  return {{"kind", "APIGroupDiscoveryList"}, {"apiVersion", "apidiscovery.k8s.io/v2"}, {"metadata", json::object()},
+          {"items", items}};
+}
+
 json OpenApiV3Root(const ResourceCatalog::Snapshot& snap) {
   json paths = json::object();
   for (const auto& [group, versions] : GroupVersions(snap)) {

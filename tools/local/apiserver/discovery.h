@@ -22,6 +22,13 @@ std::optional<nlohmann::json> ApiGroup(const ResourceCatalog::Snapshot& snap, co
 std::optional<nlohmann::json> ApiResourceList(const ResourceCatalog::Snapshot& snap, const std::string& group,
                                               const std::string& version);
 
+// Aggregated discovery (apidiscovery.k8s.io/v2 APIGroupDiscoveryList), what kubectl asks /api and
+// /apis for first: every group, version and resource in one document. core: the "" group only
+// (/api), else every named group (/apis).
+inline constexpr const char* kAggregatedDiscoveryContentType =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+nlohmann::json AggregatedDiscovery(const ResourceCatalog::Snapshot& snap, bool core);
+
 nlohmann::json OpenApiV3Root(const ResourceCatalog::Snapshot& snap);
 // `path` is "api/v1" or "apis/<group>/<version>".
 std::optional<nlohmann::json> OpenApiV3Document(const ResourceCatalog::Snapshot& snap, const std::string& path);
