@@ -36,18 +36,28 @@ class Cluster:
         binary = build_dir() / "tools" / "local" / "modelfleet-local"
         if not binary.exists():
             pytest.skip(f"{binary} is not built")
+        self.binary = binary
+        self.tmp = tmp
         self.data_dir = tmp / "data"
         self.kubeconfig = tmp / "kubeconfig"
-        self.port = free_port()
-        self.log = open(tmp / "modelfleet-local.log", "w")
+        self.log = open(tmp / "modelfleet-local.log", "a")
+        self.start()
+
+    def start(self):
+        self.kubeconfig.unlink(missing_ok=True)
         self.proc = subprocess.Popen(
-            [str(binary), "up", f"--data-dir={self.data_dir}", f"--port={self.port}",
+            [str(self.binary), "up", f"--data-dir={self.data_dir}", f"--port={free_port()}",
              f"--kubeconfig={self.kubeconfig}"],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         _wait(lambda: self.proc.poll() is not None or self.kubeconfig.exists() and
               self.kubectl("get", "namespaces", check=False).returncode == 0,
               timeout=30, what="the API server")
-        assert self.proc.poll() is None, (tmp / "modelfleet-local.log").read_text()
+        assert self.proc.poll() is None, (self.tmp / "modelfleet-local.log").read_text()
+
+    def crash(self):
+        """SIGKILL: no chance to stop the pods' processes."""
+        self.proc.kill()
+        self.proc.wait(timeout=10)
 
     def kubectl(self, *args, check=True, stdin=None, timeout=60):
         env = dict(os.environ, KUBECONFIG=str(self.kubeconfig))
@@ -251,3 +261,23 @@ spec:
     assert cluster.kubectl("logs", "crashes", "--previous").stdout.startswith("run at ")
     cluster.kubectl("delete", "pod", "fails", "crashes", timeout=60)
     assert cluster.get("pods")["items"] == []
+
+
+def test_restart_after_a_crash_replaces_orphaned_containers(cluster):
+    cluster.kubectl("apply", "-f", "-", stdin=MANIFEST)
+    cluster.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=120)
+    _wait(lambda: len(http_server_processes()) == 2, what="2 processes")
+    orphans = http_server_processes()
+    cluster.crash()
+    # The containers outlive the crashed kubelet (their own sessions), still holding the pod IPs.
+    assert set(http_server_processes()) == set(orphans)
+
+    cluster.start()
+    _wait(lambda: not set(http_server_processes()) & set(orphans), what="the orphans to be killed")
+    cluster.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=120)
+    _wait(lambda: len(http_server_processes()) == 2, what="2 new processes")
+    # Same pods, same addresses: the restarted containers took over the pod IPs.
+    assert sorted(http_server_processes().values()) == sorted(orphans.values())
+    _wait(lambda: ready_addresses(cluster) == sorted(orphans.values()), what="ready endpoints again")
+    cluster.kubectl("delete", "deployment", "web", "--wait=true", timeout=90)
+    _wait(lambda: not http_server_processes(), what="every http.server process to exit")

@@ -86,5 +86,21 @@ TEST_F(ProcessTest, RunWithTimeoutKillsSlowCommands) {
   EXPECT_TRUE(slow->timed_out);
 }
 
+TEST_F(ProcessTest, StaleProcessGroupsFromAnEarlierKubeletAreKilledOnlyWhenTheyMatch) {
+  auto pid = SpawnProcessGroup({{"sleep", "100"}, {{"PATH", "/usr/bin:/bin"}}, {}, {}});
+  ASSERT_TRUE(pid.ok());
+  ASSERT_TRUE(WritePidFile(dir_ / "c.pid", *pid).ok());
+  // A record whose start time does not match (a recycled pid) is left alone.
+  { std::ofstream(dir_ / "other.pid") << *pid << " 1\n"; }
+  EXPECT_FALSE(KillStaleProcessGroup(dir_ / "other.pid", 100ms));
+  EXPECT_TRUE(ProcessExists(*pid));
+  EXPECT_FALSE(KillStaleProcessGroup(dir_ / "missing.pid", 100ms));
+  { std::ofstream(dir_ / "garbage.pid") << "not a pid"; }
+  EXPECT_FALSE(KillStaleProcessGroup(dir_ / "garbage.pid", 100ms));
+  EXPECT_TRUE(KillStaleProcessGroup(dir_ / "c.pid", 2s));
+  EXPECT_FALSE(ProcessExists(*pid));
+  EXPECT_FALSE(KillStaleProcessGroup(dir_ / "c.pid", 100ms));  // gone now
+}
+
 }  // namespace
 }  // namespace mf::local

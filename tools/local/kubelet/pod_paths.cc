@@ -17,6 +17,11 @@ std::filesystem::path ContainerLogPath(const std::filesystem::path& data_dir, st
          (std::string(container) + (previous ? ".previous.log" : ".log"));
 }
 
+std::filesystem::path ContainerPidPath(const std::filesystem::path& data_dir, std::string_view ns,
+                                       std::string_view pod, std::string_view container) {
+  return PodDirectory(data_dir, ns, pod) / (std::string(container) + ".pid");
+}
+
 std::filesystem::path EmptyDirPath(const std::filesystem::path& data_dir, std::string_view ns,
                                    std::string_view pod, std::string_view volume) {
   return PodDirectory(data_dir, ns, pod) / "volumes" / std::string(volume);

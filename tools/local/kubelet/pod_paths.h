@@ -17,6 +17,9 @@ std::filesystem::path PodDirectory(const std::filesystem::path& data_dir, std::s
 std::filesystem::path ContainerLogPath(const std::filesystem::path& data_dir, std::string_view ns,
                                        std::string_view pod, std::string_view container,
                                        bool previous = false);
+// "<pid> <start time>" of the container's running process (see KillStaleProcessGroup).
+std::filesystem::path ContainerPidPath(const std::filesystem::path& data_dir, std::string_view ns,
+                                       std::string_view pod, std::string_view container);
 std::filesystem::path EmptyDirPath(const std::filesystem::path& data_dir, std::string_view ns,
                                    std::string_view pod, std::string_view volume);
 // The /etc/hosts-style file the processes of pods in namespace `ns` resolve Service names with

@@ -169,6 +169,16 @@ Status PodWorker::Prepare(const Json& pod) {
   std::error_code ec;
   std::filesystem::create_directories(PodDirectory(options_->data_dir, NamespaceOf(pod), NameOf(pod)), ec);
   if (ec) return Internal("cannot create the pod directory: " + ec.message());
+  const Json& spec = ObjectAt(pod, {"spec"});
+  for (const char* list : {"initContainers", "containers"}) {
+    for (const Json& container : spec.value(list, Json::array())) {
+      auto pid_file = ContainerPidPath(options_->data_dir, NamespaceOf(pod), NameOf(pod), StringAt(container, {"name"}));
+      if (KillStaleProcessGroup(pid_file, std::chrono::seconds(2))) {
+        log::Info("stopped a container left running by an earlier kubelet",
+                  {{"pod", key}, {"container", StringAt(container, {"name"})}});
+      }
+    }
+  }
   auto lookup = [this](std::string_view r, std::string_view n) { return Lookup(r, n); };
   MF_ASSIGN_OR_RETURN(volumes_, PrepareVolumes(pod, options_->data_dir, lookup));
   start_time_ = StringAt(pod, {"status", "startTime"}, FormatTime(Clock::now()));
@@ -185,7 +195,6 @@ Status PodWorker::Prepare(const Json& pod) {
   for (const Json& c : status.value("conditions", Json::array())) {
     initialized = initialized || (StringAt(c, {"type"}) == "Initialized" && StringAt(c, {"status"}) == "True");
   }
-  const Json& spec = ObjectAt(pod, {"spec"});
   init_containers_.clear();
   for (const Json& container : spec.value("initContainers", Json::array())) {
     Container c = NewContainer(container, "PodInitializing");
@@ -323,6 +332,9 @@ void PodWorker::StartContainer(const Json& pod, Container& c) {
     // As container runtimes do: the container "ran" and terminated with 128 / StartError.
     OnExit(pod, c, 128, "StartError", pid.status().message());
     return;
+  }
+  if (Status s = WritePidFile(ContainerPidPath(options_->data_dir, ns, NameOf(pod), c.state.name), *pid); !s.ok()) {
+    log::Warning("cannot record a container's pid", {{"pod", ns + "/" + NameOf(pod)}, {"error", s.message()}});
   }
   c.spawn = std::move(spawn);
   c.pid = *pid;

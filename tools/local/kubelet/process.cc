@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace mf::local {
@@ -100,6 +101,49 @@ StatusOr<ExecResult> RunWithTimeout(const SpawnSpec& spec, std::chrono::millisec
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return ExecResult{true, StopProcessGroup(pid, std::chrono::milliseconds(0))};
+}
+
+namespace {
+
+// Field 22 of /proc/<pid>/stat: clock ticks since boot when the process started.
+std::optional<uint64_t> StartTime(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return std::nullopt;
+  size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(paren + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 22) return std::stoull(field);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Status WritePidFile(const std::filesystem::path& path, pid_t pid) {
+  auto start = StartTime(pid);
+  if (!start) return NotFound("process " + std::to_string(pid) + " is gone");
+  std::ofstream out(path, std::ios::trunc);
+  out << pid << ' ' << *start << '\n';
+  return out.flush() ? Status::Ok() : Internal("cannot write " + path.string());
+}
+
+bool KillStaleProcessGroup(const std::filesystem::path& path, std::chrono::milliseconds wait) {
+  std::ifstream in(path);
+  pid_t pid = 0;
+  uint64_t start = 0;
+  if (!(in >> pid >> start) || pid <= 1) return false;
+  if (StartTime(pid) != start || getpgid(pid) != pid || !ProcessExists(pid)) return false;
+  SignalProcessGroup(pid, SIGKILL);
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  do {
+    TryReap(pid);  // our own child when this kubelet process recorded it
+    if (!ProcessExists(pid)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return true;
 }
 
 bool ProcessExists(pid_t pid) {

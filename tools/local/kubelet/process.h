@@ -45,6 +45,14 @@ struct ExecResult {
 // Runs a short command (exec probes) to completion or until `timeout`, then kills its group.
 StatusOr<ExecResult> RunWithTimeout(const SpawnSpec& spec, std::chrono::milliseconds timeout);
 
+// Records `pid` with its start time in `path`, so a later kubelet can recognise the process.
+Status WritePidFile(const std::filesystem::path& path, pid_t pid);
+// If `path` names a process group that is still running (same pid and start time, so never a
+// recycled pid), SIGKILLs the group and waits up to `wait` for the leader to vanish. This is how
+// a kubelet restarted after a crash removes the containers its predecessor left behind, which
+// would otherwise keep the pod's address and ports. Returns whether it killed something.
+bool KillStaleProcessGroup(const std::filesystem::path& path, std::chrono::milliseconds wait);
+
 // Whether a live (not zombie) process with this pid is in the process table.
 bool ProcessExists(pid_t pid);
 
