@@ -120,3 +120,11 @@ def test_watch_from_a_compacted_version_is_410_gone(tmp_path):
         assert events == [("ADDED", "after")]
     finally:
         cluster.stop()
+
+
+def test_delete_collection_honours_the_label_selector(local_cluster):
+    api = core_api(local_cluster)
+    for name, tier in [("a", "x"), ("b", "x"), ("c", "y")]:
+        api.create_namespaced_config_map("default", configmap(name, {"tier": tier}))
+    api.delete_collection_namespaced_config_map("default", label_selector="tier=x")
+    assert [i.metadata.name for i in api.list_namespaced_config_map("default").items] == ["c"]

@@ -433,8 +433,10 @@ http::Response ApiServer::Collection(Call& call) {
     for (const auto& item : list->items) {
       ObjectRef ref{r.gvr(), item["metadata"].value("namespace", ""), item["metadata"].value("name", "")};
       auto d = store_->Delete(ref);
-      if (d.ok()) deleted.push_back(*d);
       if (r.gvr() == kCrds) SyncCrd(ref.name);
+      // Gone already (a cascade from an earlier item) is fine; anything else stops here.
+      if (!d.ok() && d.status().code() != StatusCode::kNotFound) return call.Error(d.status());
+      if (d.ok()) deleted.push_back(*d);
     }
     return JsonResponse(200, {{"kind", r.type.kind + "List"}, {"apiVersion", r.gvr().ApiVersion()},
                               {"metadata", {{"resourceVersion", std::to_string(store_->CurrentResourceVersion())}}},
