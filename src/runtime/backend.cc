@@ -16,6 +16,7 @@ const KernelRegistry& CpuKernels() {
     RegisterReduceKernels(r);
     RegisterShapeKernels(r);
     RegisterDataKernels(r);
+    RegisterResizeKernels(r);
     return r;
   }();
   return *registry;

@@ -22,6 +22,7 @@ void RegisterNormKernels(KernelRegistry* r);
 void RegisterReduceKernels(KernelRegistry* r);
 void RegisterShapeKernels(KernelRegistry* r);
 void RegisterDataKernels(KernelRegistry* r);
+void RegisterResizeKernels(KernelRegistry* r);
 
 // Calls fn(T{}) with T the C++ type of `dtype`, for the numeric types most ops accept.
 // Returns UNIMPLEMENTED for the others.
