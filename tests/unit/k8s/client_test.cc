@@ -278,6 +278,56 @@ TEST_F(ClientTest, WatchFromCompactedVersionIsGone) {
   EXPECT_NE(s.message().find("too old resource version"), std::string::npos);
 }
 
+// Streams fixed bytes as a watch body, for the decoder's handling of what a broken or hostile
+// server might send.
+class ScriptedWatchTransport : public Transport {
+ public:
+  explicit ScriptedWatchTransport(std::vector<std::string> chunks) : chunks_(std::move(chunks)) {}
+  StatusOr<HttpResponse> Send(const HttpRequest&) override { return Unimplemented("unary"); }
+  StatusOr<HttpResponse> Stream(const HttpRequest&, const ChunkHandler& on_chunk, std::stop_token) override {
+    for (const std::string& c : chunks_) {
+      if (!on_chunk(c)) break;
+    }
+    HttpResponse r;
+    r.status = 200;
+    return r;
+  }
+
+ private:
+  std::vector<std::string> chunks_;
+};
+
+TEST(WatchDecoderTest, MalformedStreamsEndWithAClearError) {
+  struct Case {
+    std::vector<std::string> chunks;
+    StatusCode code;
+    size_t events;
+  };
+  const std::string added = R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})";
+  const Case cases[] = {
+      {{added + "\n", "not json\n", added + "\n"}, StatusCode::kDataLoss, 1},
+      {{R"({"type":"ADDED"})" "\n"}, StatusCode::kDataLoss, 0},
+      {{R"({"type":7,"object":{}})" "\n"}, StatusCode::kDataLoss, 0},
+      {{R"({"type":"SURPRISE","object":{}})" "\n"}, StatusCode::kDataLoss, 0},
+      {{"[1,2]\n"}, StatusCode::kDataLoss, 0},
+      {{R"({"type":"ERROR","object":{"code":"x","reason":5}})" "\n"}, StatusCode::kInternal, 0},
+      {{R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}})" "\n"},
+       StatusCode::kOutOfRange, 0},
+      // Split across chunks, blank keep-alive lines, CRLF, and a trailing partial line.
+      {{added.substr(0, 5), added.substr(5) + "\r\n\n", "   \n", added + "\n", "{\"type\":\"ADD"}, StatusCode::kOk, 2},
+  };
+  for (const Case& c : cases) {
+    Client client(std::make_shared<ScriptedWatchTransport>(c.chunks), ClusterConfig{}, ClientOptions{.qps = 0});
+    size_t events = 0;
+    Status s = client.Watch({resources::Pods(), "ml", "", ""}, {}, [&](WatchEvent&&) {
+      ++events;
+      return true;
+    });
+    EXPECT_EQ(s.code(), c.code) << s.ToString() << " for " << c.chunks[0];
+    EXPECT_EQ(events, c.events) << c.chunks[0];
+  }
+}
+
 TEST_F(ClientTest, TransportFailureIsRetriedThenReported) {
   server_->set_unavailable(true);
   auto got = client_.Get({resources::Pods(), "ml", "a", ""});

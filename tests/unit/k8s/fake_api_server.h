@@ -40,7 +40,7 @@ class FakeApiServer : public Transport {
   // Splits every watch event line across two chunks (exercises the client's line reassembly).
   void set_split_chunks(bool split) { split_chunks_ = split; }
   void SetPodLog(const std::string& ns, const std::string& pod, const std::string& text);
-  // When set, Send() sleeps this long first (models a slow or hung API server).
+  // While set, every request fails as if the connection were refused (a partition).
   void set_unavailable(bool unavailable);
 
   // Direct access for test setup and assertions, bypassing the request path.
