@@ -228,7 +228,11 @@ void ApiServer::SyncCrd(const std::string& name) {
   for (const auto& gvr : before) {
     bool kept = std::any_of(now.begin(), now.end(), [&](const ResourceInfo& r) { return r.gvr() == gvr; });
     // A version that stops being served keeps its objects; deleting the CRD deletes them.
-    if (!kept && !crd.ok()) store_->UnregisterType(gvr).ok();
+    if (!kept && !crd.ok()) {
+      if (Status s = store_->UnregisterType(gvr); !s.ok()) {
+        log::Warning("could not remove the resources of a deleted CRD", {{"resource", gvr.ToString()}, {"error", s.ToString()}});
+      }
+    }
   }
   for (const auto& r : now) store_->RegisterType(r.type);
   catalog_.SetCrdResources(name, now);
@@ -251,16 +255,17 @@ void ApiServer::Handle(http::Request request, http::Responder responder) {
   }
   call.request = std::move(request);
   call.snap = catalog_.snapshot();
-  bool watch = Truthy(call.Param("watch"));
-  if (!call.segments.empty() && call.segments.size() >= 3 &&
-      ((call.segments[0] == "api" && call.segments.size() > 2 && call.segments[2] == "watch") ||
-       (call.segments[0] == "apis" && call.segments.size() > 3 && call.segments[3] == "watch"))) {
-    // Legacy /api/v1/watch/... paths.
-    call.segments.erase(call.segments.begin() + (call.segments[0] == "api" ? 2 : 3));
-    call.legacy_watch = watch = true;
+  // Legacy /api/v1/watch/... and /apis/G/V/watch/... paths.
+  const auto& seg = call.segments;
+  size_t watch_at = !seg.empty() && seg[0] == "api" ? 2 : 3;
+  if (seg.size() > watch_at && (seg[0] == "api" || seg[0] == "apis") && seg[watch_at] == "watch") {
+    call.segments.erase(call.segments.begin() + static_cast<std::ptrdiff_t>(watch_at));
+    call.legacy_watch = true;
   }
+  bool watch = call.legacy_watch || Truthy(call.Param("watch"));
   if (watch && call.request.method == "GET") {
-    http::Response early = Serve(call);  // resolves the resource, or answers an error
+    // Serve() resolves the resource and answers errors; status 0 means "start the stream".
+    http::Response early = Serve(call);
     if (early.status != 0) {
       responder.Respond(std::move(early));
       return;
