@@ -26,6 +26,9 @@ class Servable {
   // Asynchronous form for event-loop callers: `done` runs exactly once, possibly on another
   // thread (a batching thread), possibly before RunAsync returns. The default runs inline.
   virtual void RunAsync(std::vector<runtime::Tensor> inputs, Done done) const;
+  // True when RunAsync only queues the work and returns at once (so an event loop may call it
+  // directly); false when it computes on the caller's thread.
+  virtual bool async_is_nonblocking() const { return false; }
   // Bytes held while loaded (weights and planned activations), for memory accounting.
   virtual size_t memory_bytes() const = 0;
 };

@@ -24,7 +24,22 @@ struct Context {
   RestApiOptions options;
   std::shared_ptr<std::atomic<bool>> shutting_down;
   std::shared_ptr<DeadlineTimer> timer;
+  std::shared_ptr<RunPool> pool;
 };
+
+// Starts a model run without blocking the io thread: queue-only servables (batching) are called
+// directly, the others run on the pool.
+void Dispatch(const Context& ctx, std::shared_ptr<const Servable> servable, std::vector<runtime::Tensor> inputs,
+              Servable::Done done) {
+  if (servable->async_is_nonblocking()) return servable->RunAsync(std::move(inputs), std::move(done));
+  struct Job {
+    std::shared_ptr<const Servable> servable;
+    std::vector<runtime::Tensor> inputs;
+    Servable::Done done;
+  };
+  auto job = std::make_shared<Job>(Job{std::move(servable), std::move(inputs), std::move(done)});
+  ctx.pool->Post([job] { job->servable->RunAsync(std::move(job->inputs), std::move(job->done)); });
+}
 
 double SecondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
@@ -108,21 +123,21 @@ void HandleTfPredict(const Context& ctx, const TfServingPath& p, http::Request r
   const ServableHandle& h = *handle;
   std::shared_ptr<const Servable> servable = h.servable;
   const uint64_t deadline = ArmDeadline(ctx, responder, p.model, "Predict", start);
-  servable->RunAsync(std::move(parsed->inputs), [responder, servable, timer = ctx.timer, deadline, model = p.model,
-                                                 version = h.version, format,
-                                                 start](Status status, std::vector<runtime::Tensor> outputs) mutable {
-    if (!timer->Cancel(deadline)) return;  // already answered 504
-    std::string body;
-    if (status.ok()) {
-      auto views = OutputViews(servable->signature(), outputs);
-      status = codec::WriteRestPredictResponse(format, views, &body);
-    }
-    RecordRequest({model, version, "Predict", Entrypoint::kRest, status.code(), SecondsSince(start)});
-    http::Response response =
-        status.ok() ? http::Response::Json(200, std::move(body)) : http::Response::FromStatus(status);
-    response.headers.Set(kModelVersionHeader, std::to_string(version));
-    responder.Respond(std::move(response));
-  });
+  Dispatch(ctx, servable, std::move(parsed->inputs),
+           [responder, servable, timer = ctx.timer, deadline, model = p.model, version = h.version, format, start](
+               Status status, std::vector<runtime::Tensor> outputs) mutable {
+             if (!timer->Cancel(deadline)) return;  // already answered 504
+             std::string body;
+             if (status.ok()) {
+               auto views = OutputViews(servable->signature(), outputs);
+               status = codec::WriteRestPredictResponse(format, views, &body);
+             }
+             RecordRequest({model, version, "Predict", Entrypoint::kRest, status.code(), SecondsSince(start)});
+             http::Response response =
+                 status.ok() ? http::Response::Json(200, std::move(body)) : http::Response::FromStatus(status);
+             response.headers.Set(kModelVersionHeader, std::to_string(version));
+             responder.Respond(std::move(response));
+           });
 }
 
 void HandleV1(const Context& ctx, http::Request request, http::Responder responder) {
@@ -191,43 +206,43 @@ void HandleV2Infer(const Context& ctx, const V2Path& p, http::Request request, h
   auto inputs = codec::BindInputs(signature.inputs, std::move(parsed->inputs));
   if (!inputs.ok()) return Fail(responder, inputs.status(), p.model, "ModelInfer", start);
   const uint64_t deadline = ArmDeadline(ctx, responder, p.model, "ModelInfer", start);
-  servable->RunAsync(std::move(inputs).value(), [responder, servable, timer = ctx.timer, deadline, model = p.model,
-                                                 version = handle->version, id = parsed->id,
-                                                 selected = std::move(selected), binary = std::move(binary),
-                                                 start](Status status, std::vector<runtime::Tensor> outputs) mutable {
-    if (!timer->Cancel(deadline)) return;  // already answered 504
-    http::Response response;
-    if (status.ok()) {
-      std::vector<codec::NamedTensorView> views;
-      for (int index : selected) {
-        if (static_cast<size_t>(index) >= outputs.size()) {
-          status = Internal("the model returned fewer outputs than its signature declares");
-          break;
-        }
-        views.push_back(
-            {servable->signature().outputs[static_cast<size_t>(index)].name, &outputs[static_cast<size_t>(index)]});
-      }
-      if (status.ok()) {
-        std::unique_ptr<bool[]> flags(new bool[binary.size()]);
-        std::copy(binary.begin(), binary.end(), flags.get());
-        auto written = codec::WriteV2InferResponse(model, std::to_string(version), id, views,
-                                                   std::span<const bool>(flags.get(), binary.size()));
-        if (written.ok()) {
-          if (written->json_length) {
-            response = http::Response::Text(200, std::move(written->body), "application/octet-stream");
-            response.headers.Set("Inference-Header-Content-Length", std::to_string(*written->json_length));
-          } else {
-            response = http::Response::Json(200, std::move(written->body));
-          }
-        } else {
-          status = written.status();
-        }
-      }
-    }
-    if (!status.ok()) response = http::Response::FromStatus(status);
-    RecordRequest({model, version, "ModelInfer", Entrypoint::kRest, status.code(), SecondsSince(start)});
-    responder.Respond(std::move(response));
-  });
+  Dispatch(ctx, servable, std::move(inputs).value(),
+           [responder, servable, timer = ctx.timer, deadline, model = p.model, version = handle->version,
+            id = parsed->id, selected = std::move(selected), binary = std::move(binary),
+            start](Status status, std::vector<runtime::Tensor> outputs) mutable {
+             if (!timer->Cancel(deadline)) return;  // already answered 504
+             http::Response response;
+             if (status.ok()) {
+               std::vector<codec::NamedTensorView> views;
+               for (int index : selected) {
+                 if (static_cast<size_t>(index) >= outputs.size()) {
+                   status = Internal("the model returned fewer outputs than its signature declares");
+                   break;
+                 }
+                 views.push_back({servable->signature().outputs[static_cast<size_t>(index)].name,
+                                  &outputs[static_cast<size_t>(index)]});
+               }
+               if (status.ok()) {
+                 std::unique_ptr<bool[]> flags(new bool[binary.size()]);
+                 std::copy(binary.begin(), binary.end(), flags.get());
+                 auto written = codec::WriteV2InferResponse(model, std::to_string(version), id, views,
+                                                            std::span<const bool>(flags.get(), binary.size()));
+                 if (written.ok()) {
+                   if (written->json_length) {
+                     response = http::Response::Text(200, std::move(written->body), "application/octet-stream");
+                     response.headers.Set("Inference-Header-Content-Length", std::to_string(*written->json_length));
+                   } else {
+                     response = http::Response::Json(200, std::move(written->body));
+                   }
+                 } else {
+                   status = written.status();
+                 }
+               }
+             }
+             if (!status.ok()) response = http::Response::FromStatus(status);
+             RecordRequest({model, version, "ModelInfer", Entrypoint::kRest, status.code(), SecondsSince(start)});
+             responder.Respond(std::move(response));
+           });
 }
 
 void HandleV2(const Context& ctx, http::Request request, http::Responder responder) {
@@ -288,10 +303,12 @@ bool HasPrefixIgnoreCase(std::string_view path, std::string_view lower_prefix) {
 }  // namespace
 
 RestApi::RestApi(std::shared_ptr<const ModelManager> manager, RestApiOptions options)
-    : manager_(std::move(manager)), options_(std::move(options)) {}
+    : manager_(std::move(manager)),
+      options_(std::move(options)),
+      pool_(std::make_shared<RunPool>(options_.run_threads)) {}
 
 http::Handler RestApi::handler() const {
-  auto ctx = std::make_shared<const Context>(Context{manager_, options_, shutting_down_, timer_});
+  auto ctx = std::make_shared<const Context>(Context{manager_, options_, shutting_down_, timer_, pool_});
   http::Router router;
   router.Add("GET", "/metrics", http::MetricsHandler());
   if (options_.monitoring.prometheus_enabled) {

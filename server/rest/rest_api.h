@@ -13,6 +13,7 @@
 #include "server/config/monitoring_config.h"
 #include "server/repository/model_manager.h"
 #include "server/rest/deadline_timer.h"
+#include "server/rest/run_pool.h"
 
 namespace mf::server::rest {
 
@@ -22,6 +23,8 @@ struct RestApiOptions {
   MonitoringOptions monitoring;
   // --rest_api_timeout_in_ms: a prediction not answered by then gets 504 DEADLINE_EXCEEDED.
   std::chrono::milliseconds timeout{30000};
+  // Threads for model runs of servables that compute on the caller's thread (0: one per core).
+  int run_threads = 0;
   std::string server_version = "0.1.0";
 };
 
@@ -38,6 +41,7 @@ class RestApi {
   RestApiOptions options_;
   std::shared_ptr<std::atomic<bool>> shutting_down_ = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<DeadlineTimer> timer_ = std::make_shared<DeadlineTimer>();
+  std::shared_ptr<RunPool> pool_;
 };
 
 }  // namespace mf::server::rest

@@ -1,0 +1,42 @@
+#include "server/rest/run_pool.h"
+
+#include <algorithm>
+
+namespace mf::server::rest {
+
+RunPool::RunPool(int threads) {
+  int n = threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  for (int i = 0; i < n; ++i) {
+    threads_.emplace_back([this] {
+      std::unique_lock lock(mu_);
+      while (true) {
+        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping and drained
+        std::function<void()> work = std::move(queue_.front());
+        queue_.pop_front();
+        lock.unlock();
+        work();
+        lock.lock();
+      }
+    });
+  }
+}
+
+RunPool::~RunPool() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void RunPool::Post(std::function<void()> work) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(work));
+  }
+  cv_.notify_one();
+}
+
+}  // namespace mf::server::rest
