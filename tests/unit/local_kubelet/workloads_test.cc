@@ -307,6 +307,31 @@ TEST_F(WorkloadsTest, LivenessFailureRestartsAndReadinessGatesReady) {
             std::string::npos);
 }
 
+TEST_F(WorkloadsTest, StartupProbeHoldsOffLivenessAndRestartsWhenItFails) {
+  StartKubelet();
+  Json gated = {
+      {"startupProbe", {{"exec", {{"command", {"test", "-e", "started"}}}}, {"periodSeconds", 1}, {"failureThreshold", 30}}},
+      {"livenessProbe", {{"exec", {{"command", {"false"}}}}, {"periodSeconds", 1}, {"failureThreshold", 1}}}};
+  ASSERT_TRUE(store_->Create(r::kPods, "default", SimplePod("gated", "Always", {"sleep", "600"}, gated)).ok());
+  Json never_starts = {
+      {"startupProbe", {{"exec", {{"command", {"false"}}}}, {"periodSeconds", 1}, {"failureThreshold", 2}}}};
+  ASSERT_TRUE(store_->Create(r::kPods, "default", SimplePod("never-starts", "Always", {"sleep", "600"}, never_starts)).ok());
+
+  ASSERT_TRUE(WaitFor([&] { return StringAt(Get(r::kPods, "gated"), {"status", "phase"}) == "Running"; }));
+  std::this_thread::sleep_for(2500ms);  // the failing liveness probe must not run yet
+  EXPECT_EQ(IntAt(ContainerStatus("gated"), {"restartCount"}, -1), 0);
+  EXPECT_EQ(ContainerStatus("gated")["started"], false);
+  EXPECT_FALSE(IsPodReady(Get(r::kPods, "gated")));
+  { std::ofstream(PodDirectory(data_dir_, "default", "gated") / "started") << "1"; }
+  ASSERT_TRUE(WaitFor([&] { return IntAt(ContainerStatus("gated"), {"restartCount"}, 0) >= 1; }, 15s));
+  EXPECT_NE(StringAt(ContainerStatus("gated"), {"lastState", "terminated", "message"}).find("Liveness probe failed"),
+            std::string::npos);
+
+  ASSERT_TRUE(WaitFor([&] { return IntAt(ContainerStatus("never-starts"), {"restartCount"}, 0) >= 1; }, 15s));
+  EXPECT_NE(StringAt(ContainerStatus("never-starts"), {"lastState", "terminated", "message"}).find("Startup probe failed"),
+            std::string::npos);
+}
+
 TEST_F(WorkloadsTest, DeletingAPodStopsItAndReleasesTheFinalizer) {
   StartKubelet();
   // Its child ignores SIGTERM: only the group SIGKILL after the 1 s grace period ends it.

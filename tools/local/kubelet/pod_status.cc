@@ -86,7 +86,7 @@ Json BuildPodStatus(const Json& pod, const PodRuntimeInfo& info, Clock::time_poi
                 {"image", images[c.name]},
                 {"imageID", ""},
                 {"ready", c.ready},
-                {"started", c.state == State::kRunning},
+                {"started", c.state == State::kRunning && c.started},
                 {"restartCount", c.restart_count},
                 {"state", ContainerStateJson(c)},
                 {"lastState", c.last_state}};

@@ -23,6 +23,7 @@ struct ContainerRuntimeState {
   std::string finished_at;
   int restart_count = 0;
   bool ready = false;
+  bool started = false;      // running and past its startup probe (if any)
   std::string container_id;  // "local://<pid>"
   Json last_state = Json::object();  // {"terminated": {...}} after the first exit
 };

@@ -150,8 +150,8 @@ void PodWorker::Run() {
 
 PodWorker::Container PodWorker::NewContainer(const Json& spec, std::string waiting_reason) const {
   Container c{.spec = spec, .state = {}, .pid = std::nullopt, .started = {},
-              .backoff = RestartBackoff(options_->backoff), .liveness = std::nullopt,
-              .readiness = std::nullopt, .spawn = {}};
+              .backoff = RestartBackoff(options_->backoff), .startup = std::nullopt,
+              .liveness = std::nullopt, .readiness = std::nullopt, .spawn = {}};
   c.state.name = StringAt(spec, {"name"});
   c.state.reason = std::move(waiting_reason);
   return c;
@@ -209,7 +209,8 @@ Status PodWorker::Prepare(const Json& pod) {
   for (const Json& container : spec.value("containers", Json::array())) {
     Container c = NewContainer(container, init_containers_.empty() ? "ContainerCreating" : "PodInitializing");
     c.state.restart_count = restarts[c.state.name];
-    for (auto [field, slot, initial] : {std::make_tuple("livenessProbe", &c.liveness, true),
+    for (auto [field, slot, initial] : {std::make_tuple("startupProbe", &c.startup, false),
+                                        std::make_tuple("livenessProbe", &c.liveness, true),
                                         std::make_tuple("readinessProbe", &c.readiness, false)}) {
       if (!container.contains(field)) continue;
       MF_ASSIGN_OR_RETURN(ProbeTiming timing, ParseProbeTiming(container[field]));
@@ -342,7 +343,9 @@ void PodWorker::StartContainer(const Json& pod, Container& c) {
   c.state.reason.clear();
   c.state.message.clear();
   c.state.container_id = "local://" + std::to_string(*pid);
-  c.state.ready = !c.readiness.has_value();
+  c.state.started = !c.startup.has_value();
+  c.state.ready = !c.readiness.has_value() && c.state.started;
+  if (c.startup) c.startup.emplace(c.startup->timing(), false);
   if (c.readiness) c.readiness.emplace(c.readiness->timing(), false);
   if (c.liveness) c.liveness.emplace(c.liveness->timing(), true);
   log::Info("container started", {{"pod", ns + "/" + NameOf(pod)}, {"container", c.state.name},
@@ -357,6 +360,7 @@ void PodWorker::OnExit(const Json& pod, Container& c, int exit_code, std::string
   c.state.message = std::move(message);
   c.state.finished_at = FormatTime(Clock::now());
   c.state.ready = false;
+  c.state.started = false;
   c.backoff.OnExit(c.started, SteadyClock::now());
   log::Info("container exited", {{"pod", NamespaceOf(pod) + "/" + NameOf(pod)},
                                  {"container", c.state.name}, {"exit_code", std::to_string(exit_code)}});
@@ -364,22 +368,33 @@ void PodWorker::OnExit(const Json& pod, Container& c, int exit_code, std::string
 
 void PodWorker::RunProbes(const Json& pod, Container& c) {
   auto now = SteadyClock::now();
-  for (bool liveness : {true, false}) {
-    auto& tracker = liveness ? c.liveness : c.readiness;
-    if (!tracker || !tracker->Due(c.started, now)) continue;
-    const Json& probe = c.spec[liveness ? "livenessProbe" : "readinessProbe"];
-    ProbeOutcome outcome = RunProbe(probe, pod_ip_, c.spec, c.spawn,
-                                    std::chrono::duration_cast<std::chrono::milliseconds>(tracker->timing().timeout));
-    tracker->Record(outcome.success, SteadyClock::now());
-    if (liveness && !tracker->healthy()) {
-      log::Info("liveness probe failed, restarting container",
-                {{"pod", NamespaceOf(pod) + "/" + NameOf(pod)}, {"container", c.state.name},
-                 {"error", outcome.message}});
-      int code = StopProcessGroup(*c.pid, GracePeriod(pod));
-      OnExit(pod, c, code, "Error", "Liveness probe failed: " + outcome.message);
-      return;
-    }
-    if (!liveness) c.state.ready = tracker->healthy();
+  auto run = [&](ProbeTracker& tracker, const char* field) {
+    ProbeOutcome outcome = RunProbe(c.spec[field], pod_ip_, c.spec, c.spawn,
+                                    std::chrono::duration_cast<std::chrono::milliseconds>(tracker.timing().timeout));
+    tracker.Record(outcome.success, SteadyClock::now());
+    return outcome;
+  };
+  auto restart = [&](const std::string& why) {
+    log::Info("probe failed, restarting container",
+              {{"pod", NamespaceOf(pod) + "/" + NameOf(pod)}, {"container", c.state.name}, {"error", why}});
+    int code = StopProcessGroup(*c.pid, GracePeriod(pod));
+    OnExit(pod, c, code, "Error", why);
+  };
+  if (c.startup && !c.startup->healthy()) {
+    if (!c.startup->Due(c.started, now)) return;
+    ProbeOutcome outcome = run(*c.startup, "startupProbe");
+    if (c.startup->failed()) return restart("Startup probe failed: " + outcome.message);
+    if (!c.startup->healthy()) return;
+    c.state.started = true;
+    c.state.ready = !c.readiness.has_value();
+  }
+  if (c.liveness && c.liveness->Due(c.started, now)) {
+    ProbeOutcome outcome = run(*c.liveness, "livenessProbe");
+    if (!c.liveness->healthy()) return restart("Liveness probe failed: " + outcome.message);
+  }
+  if (c.readiness && c.readiness->Due(c.started, now)) {
+    run(*c.readiness, "readinessProbe");
+    c.state.ready = c.readiness->healthy();
   }
 }
 
@@ -402,6 +417,7 @@ void PodWorker::StopAll(std::chrono::milliseconds grace) {
       c.state.reason = code == 0 ? "Completed" : "Error";
       c.state.finished_at = FormatTime(Clock::now());
       c.state.ready = false;
+      c.state.started = false;
     }
   }
 }

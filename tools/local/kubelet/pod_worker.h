@@ -67,7 +67,7 @@ class PodWorker {
     std::optional<pid_t> pid;
     std::chrono::steady_clock::time_point started;
     RestartBackoff backoff;
-    std::optional<ProbeTracker> liveness, readiness;
+    std::optional<ProbeTracker> startup, liveness, readiness;
     SpawnSpec spawn;  // what the last start used: exec probes run with the same env and cwd
     bool finished_for_good = false;  // restartPolicy says it stays terminated
   };

@@ -1,7 +1,7 @@
 // Container probes (httpGet, tcpSocket, exec) and the bookkeeping around them: when a probe is
 // due (initialDelaySeconds, periodSeconds) and when results flip the container's state
-// (successThreshold, failureThreshold). Readiness starts failing and liveness starts passing,
-// as in the kubelet.
+// (successThreshold, failureThreshold). Readiness and startup start failing and liveness starts
+// passing, as in the kubelet; liveness and readiness wait until a startup probe has succeeded.
 #pragma once
 
 #include <chrono>
@@ -44,6 +44,8 @@ class ProbeTracker {
   // Records one result; returns true when the healthy state changed.
   bool Record(bool success, TimePoint now);
   bool healthy() const { return healthy_; }
+  // failureThreshold consecutive failures: for a startup probe, the container is restarted.
+  bool failed() const { return consecutive_failures_ >= timing_.failure_threshold; }
   const ProbeTiming& timing() const { return timing_; }
 
  private:
