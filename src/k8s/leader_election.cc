@@ -99,10 +99,12 @@ bool LeaderElector::TryAcquireOrRenew() {
       log::Info("lease create failed", {{"lease", config_.lease_name}, {"error", created.status().message()}});
       return false;
     }
-    std::lock_guard lock(mu_);
-    observed_spec_ = spec;
-    observed_time_ = Clock::now();
-    observed_resource_version_ = ResourceVersion(*created);
+    {
+      std::lock_guard lock(mu_);
+      observed_spec_ = spec;
+      observed_time_ = Clock::now();
+    }
+    if (config_.on_new_leader) config_.on_new_leader(config_.identity);
     return true;
   }
   if (!current.ok()) {
@@ -114,27 +116,27 @@ bool LeaderElector::TryAcquireOrRenew() {
     return false;
   }
   const Json spec = current->contains("spec") && (*current)["spec"].is_object() ? (*current)["spec"] : Json::object();
-  std::string previous_holder;
+  const std::string holder = HolderOf(spec);
   bool new_leader = false;
+  bool held_by_other = false;
   {
     std::lock_guard lock(mu_);
-    previous_holder = HolderOf(observed_spec_);
     if (spec != observed_spec_) {
       // Any change of the record restarts the expiry clock, measured on our own clock.
-      new_leader = HolderOf(spec) != previous_holder;
+      new_leader = holder != HolderOf(observed_spec_);
       observed_spec_ = spec;
       observed_time_ = Clock::now();
     }
-    observed_resource_version_ = ResourceVersion(*current);
-    const std::string holder = HolderOf(spec);
     const auto expiry = observed_time_ + std::chrono::seconds(IntField(spec, "leaseDurationSeconds", lease_seconds));
-    if (!holder.empty() && holder != config_.identity && Clock::now() < expiry) {
-      if (new_leader && config_.on_new_leader) config_.on_new_leader(holder);
-      return false;
-    }
+    held_by_other = !holder.empty() && holder != config_.identity && Clock::now() < expiry;
+  }
+  if (held_by_other) {
+    // Callbacks run without the lock, so they may call Leader().
+    if (new_leader && config_.on_new_leader) config_.on_new_leader(holder);
+    return false;
   }
   Json next = spec;
-  const bool renewing = HolderOf(spec) == config_.identity;
+  const bool renewing = holder == config_.identity;
   next["holderIdentity"] = config_.identity;
   next["leaseDurationSeconds"] = lease_seconds;
   next["renewTime"] = wall_now;
@@ -151,10 +153,11 @@ bool LeaderElector::TryAcquireOrRenew() {
     }
     return false;
   }
-  std::lock_guard lock(mu_);
-  observed_spec_ = next;
-  observed_time_ = Clock::now();
-  observed_resource_version_ = ResourceVersion(*updated);
+  {
+    std::lock_guard lock(mu_);
+    observed_spec_ = next;
+    observed_time_ = Clock::now();
+  }
   if (!renewing && config_.on_new_leader) config_.on_new_leader(config_.identity);
   return true;
 }

@@ -62,8 +62,7 @@ class LeaderElector {
 
   mutable std::mutex mu_;
   Json observed_spec_;  // last lease spec seen
-  Clock::time_point observed_time_{};
-  std::string observed_resource_version_;
+  Clock::time_point observed_time_{};  // when observed_spec_ last changed, on our clock
 };
 
 // RFC 3339 with microseconds in UTC, the format of a Lease's MicroTime fields.

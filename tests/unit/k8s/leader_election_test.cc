@@ -50,6 +50,11 @@ class Candidate {
       if (leaders_) --*leaders_;
     };
     config.on_stopped_leading = [this] { ++stopped_; };
+    config.on_new_leader = [this](const std::string& leader) {
+      EXPECT_EQ(elector_->Leader(), leader);  // callable from the callback (no lock held)
+      std::lock_guard lock(mu_);
+      leaders_seen_.push_back(leader);
+    };
     auto elector = LeaderElector::Create(client, std::move(config));
     EXPECT_TRUE(elector.ok()) << elector.status().ToString();
     elector_ = std::move(*elector);
@@ -70,11 +75,17 @@ class Candidate {
   int stopped() const { return stopped_.load(); }
   bool returned() const { return returned_.load(); }
   int overlaps() const { return overlaps_.load(); }
+  std::vector<std::string> leaders_seen() {
+    std::lock_guard lock(mu_);
+    return leaders_seen_;
+  }
 
  private:
   std::atomic<int>* leaders_;
   std::atomic<int> started_{0}, stopped_{0}, overlaps_{0};
   std::atomic<bool> returned_{false};
+  std::mutex mu_;
+  std::vector<std::string> leaders_seen_;
   std::unique_ptr<LeaderElector> elector_;
   std::jthread thread_;
 };
@@ -144,6 +155,8 @@ TEST_F(LeaderElectionTest, KilledLeaderIsReplacedWithinTheLeaseDuration) {
   EXPECT_EQ(LeaseSpec()["holderIdentity"], "b");
   EXPECT_EQ(LeaseSpec()["leaseTransitions"], 1);
   EXPECT_EQ(a->stopped(), 1);
+  EXPECT_EQ(b.leaders_seen(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(a->leaders_seen(), (std::vector<std::string>{"a"}));
 }
 
 TEST_F(LeaderElectionTest, ReleasedLeaseIsTakenWithoutWaitingForExpiry) {
