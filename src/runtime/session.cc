@@ -44,12 +44,12 @@ class Session::Impl {
         return InvalidArgument("input '" + info.name + "' must be " + std::string(DataTypeName(info.dtype)) + ", got " +
                                std::string(DataTypeName(t->dtype())));
       }
-      if (info.shape.empty() && t->rank() != 0 && !declared_rank_[i]) continue;
-      if (declared_rank_[i] && t->shape().size() != info.shape.size()) {
+      if (!declared_rank_[i]) continue;  // the model declares no shape: any shape is accepted
+      if (t->shape().size() != info.shape.size()) {
         return InvalidArgument("input '" + info.name + "' must have shape " + ShapeToString(info.shape) + ", got " +
                                ShapeToString(t->shape()));
       }
-      for (size_t d = 0; declared_rank_[i] && d < info.shape.size(); ++d) {
+      for (size_t d = 0; d < info.shape.size(); ++d) {
         if (info.shape[d] >= 0 && info.shape[d] != t->shape()[d]) {
           return InvalidArgument("input '" + info.name + "' must have shape " + ShapeToString(info.shape) + ", got " +
                                  ShapeToString(t->shape()));

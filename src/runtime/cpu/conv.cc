@@ -2,7 +2,6 @@
 // One primitive is built per input shape and cached; constant weights are reordered once per
 // primitive into the layout oneDNN picked. Bias and a fused activation run inside the primitive.
 #include <cstring>
-#include <list>
 #include <optional>
 #include <map>
 #include <mutex>
@@ -166,7 +165,8 @@ struct Prepared {
 
 class ConvKernel final : public Kernel {
  public:
-  ConvKernel(ConvParams p, const Tensor* const_w, const Tensor* const_b) : p_(std::move(p)), const_w_(const_w), const_b_(const_b) {}
+  // `const_w` is the weights tensor when it is a constant: it is then reordered once per shape.
+  ConvKernel(ConvParams p, const Tensor* const_w) : p_(std::move(p)), const_w_(const_w) {}
 
   Status Run(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
     const Tensor& x = *in[0];
@@ -210,7 +210,6 @@ class ConvKernel final : public Kernel {
       memory scratch_mem(prep->scratch_md, eng, scratch.data());
       std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch_mem}};
       memory weights;
-      std::vector<uint8_t> reordered;
       if (prep->packed_weights) {
         weights = prep->packed_weights;
       } else {
@@ -343,7 +342,6 @@ class ConvKernel final : public Kernel {
   static constexpr size_t kMaxCachedShapes = 32;
   ConvParams p_;
   const Tensor* const_w_;
-  const Tensor* const_b_;
   mutable std::mutex mu_;
   mutable std::map<Shape, std::shared_ptr<const Prepared>> cache_;
 };
@@ -378,8 +376,7 @@ StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {
     return init.Error(StatusCode::kInvalidArgument, "unknown auto_pad '" + p.auto_pad + "'");
   }
   const Tensor* w = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
-  const Tensor* b = init.constant_inputs.size() > 2 ? init.constant_inputs[2] : nullptr;
-  return BoundKernel{std::make_unique<ConvKernel>(std::move(p), w, b), {DataType::kFloat32}};
+  return BoundKernel{std::make_unique<ConvKernel>(std::move(p), w), {DataType::kFloat32}};
 }
 
 }  // namespace

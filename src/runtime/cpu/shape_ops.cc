@@ -234,7 +234,6 @@ StatusOr<BoundKernel> ConcatFactory(const KernelInit& init) {
         MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(first.dtype(), shape));
         int64_t outer = 1;
         for (int i = 0; i < axis; ++i) outer *= shape[static_cast<size_t>(i)];
-        size_t elem = ElementSize(first.dtype());
         size_t out_row = out[0].byte_size() / static_cast<size_t>(std::max<int64_t>(outer, 1));
         size_t offset = 0;
         for (const Tensor* t : in) {
@@ -245,7 +244,6 @@ StatusOr<BoundKernel> ConcatFactory(const KernelInit& init) {
           }
           offset += row;
         }
-        (void)elem;
         return Status::Ok();
       },
       {init.dtype(0)});

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <queue>
 #include <unordered_map>
 
 #include "runtime/onnx_tensor.h"
@@ -165,20 +167,19 @@ StatusOr<Graph> ConvertModel(const onnx::ModelProto& model, const std::string& m
       consumers[static_cast<size_t>(p)].push_back(static_cast<int>(i));
     }
   }
-  std::vector<int> ready;
-  for (size_t i = nodes.size(); i-- > 0;) {
-    if (pending[i] == 0) ready.push_back(static_cast<int>(i));
+  // Ready nodes lowest index first (a min-heap), so a file that is already sorted keeps its order.
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (pending[i] == 0) ready.push(static_cast<int>(i));
   }
   std::vector<int> order;
   order.reserve(nodes.size());
-  // Process ready nodes lowest index first so a sorted file keeps its order.
   while (!ready.empty()) {
-    auto min_it = std::min_element(ready.begin(), ready.end());
-    int cur = *min_it;
-    ready.erase(min_it);
+    int cur = ready.top();
+    ready.pop();
     order.push_back(cur);
     for (int c : consumers[static_cast<size_t>(cur)]) {
-      if (--pending[static_cast<size_t>(c)] == 0) ready.push_back(c);
+      if (--pending[static_cast<size_t>(c)] == 0) ready.push(c);
     }
   }
   if (order.size() != nodes.size()) {
