@@ -74,6 +74,48 @@ TEST(SessionTest, RewritesDoNotChangeResults) {
   }
 }
 
+// A residual block: conv1+relu -> conv2, Add(conv2, conv1 output) -> relu -> conv3 -> global
+// pool. Optimized, conv2 absorbs the Add (sum post-op) and the activations between the convs
+// stay channels-last; the results must not change.
+std::string ResidualNet() {
+  ModelBuilder b(13);
+  b.Input("x", {-1, 4, 6, 6}).Output("y");
+  b.Initializer("w1", {8, 4, 3, 3}, RandomValues(288, 11));
+  b.Initializer("w2", {8, 8, 3, 3}, RandomValues(576, 12));
+  b.Initializer("b2", {8}, RandomValues(8, 13));
+  b.Initializer("w3", {6, 8, 1, 1}, RandomValues(48, 14));
+  auto* c1 = b.Node("Conv", {"x", "w1"}, {"c1"}, "conv1");
+  ModelBuilder::IntsAttr(c1, "pads", {1, 1, 1, 1});
+  b.Node("Relu", {"c1"}, {"a"}, "relu1");
+  auto* c2 = b.Node("Conv", {"a", "w2", "b2"}, {"c2"}, "conv2");
+  ModelBuilder::IntsAttr(c2, "pads", {1, 1, 1, 1});
+  b.Node("Add", {"c2", "a"}, {"s"}, "residual");
+  b.Node("Relu", {"s"}, {"r"}, "relu2");
+  b.Node("Conv", {"r", "w3"}, {"c3"}, "conv3");
+  b.Node("GlobalAveragePool", {"c3"}, {"y"}, "pool");
+  return b.Serialize();
+}
+
+TEST(SessionTest, ResidualFusionAndChannelsLastDoNotChangeResults) {
+  SessionOptions plain;
+  plain.optimize = false;
+  auto slow = Session::LoadFromBytes(ResidualNet(), "", plain);
+  auto fast = Session::LoadFromBytes(ResidualNet(), "", SessionOptions{});
+  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  for (int64_t batch : {1, 5}) {
+    Tensor x = FloatTensor({batch, 4, 6, 6}, RandomValues(static_cast<size_t>(batch) * 144, 21));
+    std::vector<Tensor> a, b;
+    ASSERT_TRUE((*slow)->Run({&x}, &a).ok());
+    ASSERT_TRUE((*fast)->Run({&x}, &b).ok());
+    ASSERT_EQ(a[0].shape(), (Shape{batch, 6, 1, 1}));
+    ASSERT_EQ(b[0].shape(), a[0].shape());
+    for (int64_t i = 0; i < a[0].num_elements(); ++i) {
+      EXPECT_NEAR(a[0].data<float>()[i], b[0].data<float>()[i], 1e-4) << "batch " << batch << " element " << i;
+    }
+  }
+}
+
 TEST(SessionTest, ConcurrentRunsMatchSerialRuns) {
   auto s = Session::LoadFromBytes(SmallConvNet(), "", SessionOptions{});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
