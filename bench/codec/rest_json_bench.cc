@@ -1,14 +1,14 @@
 // TF Serving REST predict bodies: our simdjson-based codec against nlohmann::json doing the same
 // job (parse the body, check it is rectangular, copy the floats out; or build the response).
 // Bytes/s are body bytes. Run: build-<you>/bench/codec/codec_rest_json_bench
+#include <benchmark/benchmark.h>
+
 #include <charconv>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <benchmark/benchmark.h>
-#include <nlohmann/json.hpp>
 
 #include "server/codec/kserve_json.h"
 #include "server/codec/rest_predict.h"
@@ -122,7 +122,8 @@ void BM_WritePredictions_Nlohmann(benchmark::State& state) {
   for (auto _ : state) {
     nlohmann::json rows = nlohmann::json::array();
     for (int r = 0; r < kRows; ++r) {
-      rows.push_back(std::vector<float>(data + static_cast<size_t>(r) * kCols, data + static_cast<size_t>(r + 1) * kCols));
+      rows.push_back(
+          std::vector<float>(data + static_cast<size_t>(r) * kCols, data + static_cast<size_t>(r + 1) * kCols));
     }
     std::string body = nlohmann::json{{"predictions", std::move(rows)}}.dump();
     bytes = body.size();

@@ -39,8 +39,8 @@ inline uint16_t FloatToHalf(float f) {
     return static_cast<uint16_t>(sign | 0x7C00 | (abs > 0x7F800000u ? 0x200 : 0));
   }
   if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00);  // rounds to inf
-  if (abs < 0x38800000u) {  // result is subnormal or zero
-    if (abs < 0x33000000u) return sign;  // below half the smallest subnormal
+  if (abs < 0x38800000u) {                                              // result is subnormal or zero
+    if (abs < 0x33000000u) return sign;                                 // below half the smallest subnormal
     uint32_t exp = abs >> 23;
     uint32_t mant = (abs & 0x7FFFFF) | 0x800000;
     // The subnormal mantissa is value / 2^-24 = mant * 2^(exp - 126): shift right by 126 - exp.

@@ -13,8 +13,8 @@ namespace {
 using runtime::DataType;
 
 std::string_view Trimmed(std::string_view token) {
-  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
-                            token.back() == '\t')) {
+  while (!token.empty() &&
+         (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
     token.remove_suffix(1);
   }
   return token;
@@ -57,10 +57,18 @@ Status TypeError(od::value& value, DataType dtype) {
     }
     bool valid_literal = true;
     switch (type) {
-      case od::json_type::array: type_name = "Array"; break;
-      case od::json_type::object: type_name = "Object"; break;
-      case od::json_type::number: type_name = "Number"; break;
-      case od::json_type::string: type_name = "String"; break;
+      case od::json_type::array:
+        type_name = "Array";
+        break;
+      case od::json_type::object:
+        type_name = "Object";
+        break;
+      case od::json_type::number:
+        type_name = "Number";
+        break;
+      case od::json_type::string:
+        type_name = "String";
+        break;
       case od::json_type::boolean: {
         bool b;
         valid_literal = !value.get_bool().get(b);
@@ -100,26 +108,39 @@ Status ParseError(simdjson::error_code error) {
 
 std::string_view TfTypeName(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat32: return "float";
-    case DataType::kFloat16: return "half";
-    case DataType::kBFloat16: return "bfloat16";
-    case DataType::kFloat64: return "double";
-    case DataType::kInt8: return "int8";
-    case DataType::kInt16: return "int16";
-    case DataType::kInt32: return "int32";
-    case DataType::kInt64: return "int64";
-    case DataType::kUInt8: return "uint8";
-    case DataType::kUInt16: return "uint16";
-    case DataType::kUInt32: return "uint32";
-    case DataType::kUInt64: return "uint64";
-    case DataType::kBool: return "bool";
-    case DataType::kString: return "string";
+    case DataType::kFloat32:
+      return "float";
+    case DataType::kFloat16:
+      return "half";
+    case DataType::kBFloat16:
+      return "bfloat16";
+    case DataType::kFloat64:
+      return "double";
+    case DataType::kInt8:
+      return "int8";
+    case DataType::kInt16:
+      return "int16";
+    case DataType::kInt32:
+      return "int32";
+    case DataType::kInt64:
+      return "int64";
+    case DataType::kUInt8:
+      return "uint8";
+    case DataType::kUInt16:
+      return "uint16";
+    case DataType::kUInt32:
+      return "uint32";
+    case DataType::kUInt64:
+      return "uint64";
+    case DataType::kBool:
+      return "bool";
+    case DataType::kString:
+      return "string";
   }
   return "unknown";
 }
 
-ValueAccumulator::ValueAccumulator(DataType dtype, Options options)
-    : dtype_(dtype), options_(options) {}
+ValueAccumulator::ValueAccumulator(DataType dtype, Options options) : dtype_(dtype), options_(options) {}
 
 Status ValueAccumulator::Append(od::value& value) {
   switch (dtype_) {
@@ -175,10 +196,18 @@ Status ValueAccumulator::AppendFloating(od::value& value) {
     return TypeError(value, dtype_);
   }
   switch (dtype_) {
-    case DataType::kFloat64: Push<double>(d); break;
-    case DataType::kFloat32: Push<float>(static_cast<float>(d)); break;
-    case DataType::kFloat16: Push<uint16_t>(FloatToHalf(static_cast<float>(d))); break;
-    default: Push<uint16_t>(FloatToBFloat16(static_cast<float>(d))); break;
+    case DataType::kFloat64:
+      Push<double>(d);
+      break;
+    case DataType::kFloat32:
+      Push<float>(static_cast<float>(d));
+      break;
+    case DataType::kFloat16:
+      Push<uint16_t>(FloatToHalf(static_cast<float>(d)));
+      break;
+    default:
+      Push<uint16_t>(FloatToBFloat16(static_cast<float>(d)));
+      break;
   }
   return Status::Ok();
 }
@@ -196,18 +225,40 @@ Status ValueAccumulator::AppendInteger(od::value& value) {
   if (value.get_int64().get(v)) return TypeError(value, dtype_);
   bool fits = false;
   switch (dtype_) {
-    case DataType::kInt8: fits = InRange<int8_t>(v); if (fits) Push<int8_t>(static_cast<int8_t>(v)); break;
-    case DataType::kInt16: fits = InRange<int16_t>(v); if (fits) Push<int16_t>(static_cast<int16_t>(v)); break;
-    case DataType::kInt32: fits = InRange<int32_t>(v); if (fits) Push<int32_t>(static_cast<int32_t>(v)); break;
-    case DataType::kInt64: fits = true; Push<int64_t>(v); break;
-    case DataType::kUInt8: fits = InRange<uint8_t>(v); if (fits) Push<uint8_t>(static_cast<uint8_t>(v)); break;
-    case DataType::kUInt16: fits = InRange<uint16_t>(v); if (fits) Push<uint16_t>(static_cast<uint16_t>(v)); break;
-    case DataType::kUInt32: fits = InRange<uint32_t>(v); if (fits) Push<uint32_t>(static_cast<uint32_t>(v)); break;
-    default: break;
+    case DataType::kInt8:
+      fits = InRange<int8_t>(v);
+      if (fits) Push<int8_t>(static_cast<int8_t>(v));
+      break;
+    case DataType::kInt16:
+      fits = InRange<int16_t>(v);
+      if (fits) Push<int16_t>(static_cast<int16_t>(v));
+      break;
+    case DataType::kInt32:
+      fits = InRange<int32_t>(v);
+      if (fits) Push<int32_t>(static_cast<int32_t>(v));
+      break;
+    case DataType::kInt64:
+      fits = true;
+      Push<int64_t>(v);
+      break;
+    case DataType::kUInt8:
+      fits = InRange<uint8_t>(v);
+      if (fits) Push<uint8_t>(static_cast<uint8_t>(v));
+      break;
+    case DataType::kUInt16:
+      fits = InRange<uint16_t>(v);
+      if (fits) Push<uint16_t>(static_cast<uint16_t>(v));
+      break;
+    case DataType::kUInt32:
+      fits = InRange<uint32_t>(v);
+      if (fits) Push<uint32_t>(static_cast<uint32_t>(v));
+      break;
+    default:
+      break;
   }
   if (!fits) {
-    return InvalidArgument("JSON Value: " + TokenForMessage(value) + " is out of range for type: " +
-                           std::string(TfTypeName(dtype_)));
+    return InvalidArgument("JSON Value: " + TokenForMessage(value) +
+                           " is out of range for type: " + std::string(TfTypeName(dtype_)));
   }
   return Status::Ok();
 }
@@ -249,8 +300,7 @@ Status ValueAccumulator::AppendString(od::value& value) {
 
 StatusOr<runtime::Tensor> ValueAccumulator::Finish(runtime::Shape shape) {
   if (runtime::NumElements(shape) != count_) {
-    return Internal("decoded " + std::to_string(count_) + " values for shape " +
-                    runtime::ShapeToString(shape));
+    return Internal("decoded " + std::to_string(count_) + " values for shape " + runtime::ShapeToString(shape));
   }
   if (dtype_ != DataType::kString) return runtime::Tensor::FromBytes(dtype_, std::move(shape), bytes_);
   MF_ASSIGN_OR_RETURN(runtime::Tensor tensor, runtime::Tensor::Allocate(dtype_, std::move(shape)));
@@ -265,15 +315,15 @@ Status NestedListDecoder::Decode(od::value value, int level) {
     if (rank_ < 0) {
       rank_ = level;
     } else if (level != rank_) {
-      return InvalidArgument("JSON Value: " + TokenForMessage(value) + " found at incorrect level: " +
-                             std::to_string(level + 1) + " in the JSON DOM. Expected at level: " +
-                             std::to_string(rank_));
+      return InvalidArgument("JSON Value: " + TokenForMessage(value) +
+                             " found at incorrect level: " + std::to_string(level + 1) +
+                             " in the JSON DOM. Expected at level: " + std::to_string(rank_));
     }
     return values_.Append(value);
   }
   if (rank_ >= 0 && level >= rank_) {
-    return InvalidArgument("Encountered list at unexpected level: " + std::to_string(level) +
-                           " expected < " + std::to_string(rank_));
+    return InvalidArgument("Encountered list at unexpected level: " + std::to_string(level) + " expected < " +
+                           std::to_string(rank_));
   }
   if (level >= kMaxNesting) {
     return InvalidArgument("JSON lists nested deeper than " + std::to_string(kMaxNesting) + " levels");
@@ -296,8 +346,7 @@ Status NestedListDecoder::Decode(od::value value, int level) {
     dims_[index] = count;
   } else if (dims_[index] != count) {
     return InvalidArgument("Encountered list at unexpected size: " + std::to_string(count) +
-                           " at level: " + std::to_string(level) +
-                           " expected size: " + std::to_string(dims_[index]));
+                           " at level: " + std::to_string(level) + " expected size: " + std::to_string(dims_[index]));
   }
   return Status::Ok();
 }
@@ -320,8 +369,8 @@ StatusOr<runtime::Tensor> NestedListDecoder::Finish() {
 StatusOr<std::string_view> GetString(od::value value, std::string_view what) {
   std::string_view s;
   if (value.get_string().get(s)) {
-    return InvalidArgument("JSON Value: " + TokenForMessage(value) + " not formatted correctly. '" +
-                           std::string(what) + "' must be a string value.");
+    return InvalidArgument("JSON Value: " + TokenForMessage(value) + " not formatted correctly. '" + std::string(what) +
+                           "' must be a string value.");
   }
   return s;
 }

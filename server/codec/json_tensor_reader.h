@@ -3,12 +3,12 @@
 // always comes from the caller (the signature or the request's datatype), never from the JSON.
 #pragma once
 
+#include <simdjson.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <simdjson.h>
 
 #include "common/status.h"
 #include "runtime/tensor.h"
@@ -75,8 +75,7 @@ class ValueAccumulator {
 // with every scalar at the same depth.
 class NestedListDecoder {
  public:
-  NestedListDecoder(runtime::DataType dtype, ValueAccumulator::Options options)
-      : values_(dtype, options) {}
+  NestedListDecoder(runtime::DataType dtype, ValueAccumulator::Options options) : values_(dtype, options) {}
 
   // Decodes `value` sitting at nesting `level` (0 for the tensor itself; TF Serving's row form
   // decodes each instance at level 1 and sets dim 0 with SetDim0).

@@ -1,9 +1,10 @@
 #include "server/codec/json_writer.h"
 
+#include <simdjson.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <simdjson.h>
 
 #include "server/codec/half.h"
 
@@ -57,13 +58,27 @@ void AppendString(std::string* out, std::string_view s) {
     out->append(s.data() + run_start, i - run_start);
     run_start = i + 1;
     switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      case '\b': out->append("\\b"); break;
-      case '\f': out->append("\\f"); break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
       default: {
         char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
         out->append(esc, sizeof(esc));
@@ -97,17 +112,32 @@ void AppendElements(std::string* out, const runtime::Tensor& t, int64_t begin, i
       AppendRun(out, t.data<uint16_t>(), begin, end,
                 [](std::string* o, uint16_t v) { AppendFloating(o, BFloat16ToFloat(v)); });
       break;
-    case DataType::kInt8: AppendRun(out, t.data<int8_t>(), begin, end, ints); break;
-    case DataType::kInt16: AppendRun(out, t.data<int16_t>(), begin, end, ints); break;
-    case DataType::kInt32: AppendRun(out, t.data<int32_t>(), begin, end, ints); break;
-    case DataType::kInt64: AppendRun(out, t.data<int64_t>(), begin, end, ints); break;
-    case DataType::kUInt8: AppendRun(out, t.data<uint8_t>(), begin, end, ints); break;
-    case DataType::kUInt16: AppendRun(out, t.data<uint16_t>(), begin, end, ints); break;
-    case DataType::kUInt32: AppendRun(out, t.data<uint32_t>(), begin, end, ints); break;
-    case DataType::kUInt64: AppendRun(out, t.data<uint64_t>(), begin, end, ints); break;
+    case DataType::kInt8:
+      AppendRun(out, t.data<int8_t>(), begin, end, ints);
+      break;
+    case DataType::kInt16:
+      AppendRun(out, t.data<int16_t>(), begin, end, ints);
+      break;
+    case DataType::kInt32:
+      AppendRun(out, t.data<int32_t>(), begin, end, ints);
+      break;
+    case DataType::kInt64:
+      AppendRun(out, t.data<int64_t>(), begin, end, ints);
+      break;
+    case DataType::kUInt8:
+      AppendRun(out, t.data<uint8_t>(), begin, end, ints);
+      break;
+    case DataType::kUInt16:
+      AppendRun(out, t.data<uint16_t>(), begin, end, ints);
+      break;
+    case DataType::kUInt32:
+      AppendRun(out, t.data<uint32_t>(), begin, end, ints);
+      break;
+    case DataType::kUInt64:
+      AppendRun(out, t.data<uint64_t>(), begin, end, ints);
+      break;
     case DataType::kBool:
-      AppendRun(out, t.data<uint8_t>(), begin, end,
-                [](std::string* o, uint8_t v) { o->append(v ? "true" : "false"); });
+      AppendRun(out, t.data<uint8_t>(), begin, end, [](std::string* o, uint8_t v) { o->append(v ? "true" : "false"); });
       break;
     case DataType::kString:
       for (int64_t i = begin; i < end; ++i) {

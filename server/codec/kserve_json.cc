@@ -12,7 +12,6 @@ namespace {
 namespace od = simdjson::ondemand;
 using json::ParseError;
 
-
 // Appends every scalar of a (possibly nested) list, row-major; the v2 protocol allows both the
 // flat and the nested form and only the element count matters.
 Status AppendFlattened(od::value value, int depth, json::ValueAccumulator* values) {

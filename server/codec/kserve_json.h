@@ -39,8 +39,7 @@ struct V2InferRequest {
 // body is JSON). Each input carries "data" (a flat or nested row-major list; BYTES as strings,
 // BOOL as true/false, FP16/BF16 as numbers) or binary_data_size; shape and datatype are required
 // and must agree with the data. INVALID_ARGUMENT on anything malformed.
-StatusOr<V2InferRequest> ParseV2InferRequest(std::string_view body,
-                                             std::optional<size_t> json_length);
+StatusOr<V2InferRequest> ParseV2InferRequest(std::string_view body, std::optional<size_t> json_length);
 
 struct V2InferResponseBody {
   std::string body;
@@ -51,8 +50,7 @@ struct V2InferResponseBody {
 
 // {"model_name", "model_version", "id"?, "outputs": [{"name", "datatype", "shape", "data" |
 // "parameters": {"binary_data_size": n}}]}. `binary[i]` says whether outputs[i] is sent raw.
-StatusOr<V2InferResponseBody> WriteV2InferResponse(std::string_view model_name,
-                                                   std::string_view model_version,
+StatusOr<V2InferResponseBody> WriteV2InferResponse(std::string_view model_name, std::string_view model_version,
                                                    const std::optional<std::string>& id,
                                                    std::span<const NamedTensorView> outputs,
                                                    std::span<const bool> binary);

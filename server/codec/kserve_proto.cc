@@ -9,8 +9,8 @@
 namespace mf::codec {
 namespace {
 
-using runtime::DataType;
 using inference::InferTensorContents;
+using runtime::DataType;
 
 struct ContentsField {
   const char* name;
@@ -18,28 +18,37 @@ struct ContentsField {
 };
 
 std::vector<ContentsField> ContentsFields(const InferTensorContents& c) {
-  return {{"bool_contents", c.bool_contents_size()},   {"int_contents", c.int_contents_size()},
-          {"int64_contents", c.int64_contents_size()}, {"uint_contents", c.uint_contents_size()},
+  return {{"bool_contents", c.bool_contents_size()},     {"int_contents", c.int_contents_size()},
+          {"int64_contents", c.int64_contents_size()},   {"uint_contents", c.uint_contents_size()},
           {"uint64_contents", c.uint64_contents_size()}, {"fp32_contents", c.fp32_contents_size()},
-          {"fp64_contents", c.fp64_contents_size()},   {"bytes_contents", c.bytes_contents_size()}};
+          {"fp64_contents", c.fp64_contents_size()},     {"bytes_contents", c.bytes_contents_size()}};
 }
 
 const char* ContentsFieldFor(DataType dtype) {
   switch (dtype) {
-    case DataType::kBool: return "bool_contents";
+    case DataType::kBool:
+      return "bool_contents";
     case DataType::kInt8:
     case DataType::kInt16:
-    case DataType::kInt32: return "int_contents";
-    case DataType::kInt64: return "int64_contents";
+    case DataType::kInt32:
+      return "int_contents";
+    case DataType::kInt64:
+      return "int64_contents";
     case DataType::kUInt8:
     case DataType::kUInt16:
-    case DataType::kUInt32: return "uint_contents";
-    case DataType::kUInt64: return "uint64_contents";
-    case DataType::kFloat32: return "fp32_contents";
-    case DataType::kFloat64: return "fp64_contents";
-    case DataType::kString: return "bytes_contents";
+    case DataType::kUInt32:
+      return "uint_contents";
+    case DataType::kUInt64:
+      return "uint64_contents";
+    case DataType::kFloat32:
+      return "fp32_contents";
+    case DataType::kFloat64:
+      return "fp64_contents";
+    case DataType::kString:
+      return "bytes_contents";
     case DataType::kFloat16:
-    case DataType::kBFloat16: return nullptr;
+    case DataType::kBFloat16:
+      return nullptr;
   }
   return nullptr;
 }
@@ -51,7 +60,8 @@ Status CopyChecked(const Field& field, runtime::Tensor* tensor, const std::strin
     const auto v = field.Get(i);
     using In = std::decay_t<decltype(v)>;
     if constexpr (!std::is_same_v<In, Out>) {
-      if (v < static_cast<In>(std::numeric_limits<Out>::min()) || v > static_cast<In>(std::numeric_limits<Out>::max())) {
+      if (v < static_cast<In>(std::numeric_limits<Out>::min()) ||
+          v > static_cast<In>(std::numeric_limits<Out>::max())) {
         return InvalidArgument(what + ": value " + std::to_string(v) + " at index " + std::to_string(i) +
                                " is out of range for " + std::string(runtime::DataTypeName(tensor->dtype())));
       }
@@ -68,23 +78,34 @@ Status FillFromContents(const InferTensorContents& c, runtime::Tensor* t, const 
       for (int i = 0; i < c.bool_contents_size(); ++i) data[i] = c.bool_contents(i) ? 1 : 0;
       return Status::Ok();
     }
-    case DataType::kInt8: return CopyChecked<int8_t>(c.int_contents(), t, what);
-    case DataType::kInt16: return CopyChecked<int16_t>(c.int_contents(), t, what);
-    case DataType::kInt32: return CopyChecked<int32_t>(c.int_contents(), t, what);
-    case DataType::kInt64: return CopyChecked<int64_t>(c.int64_contents(), t, what);
-    case DataType::kUInt8: return CopyChecked<uint8_t>(c.uint_contents(), t, what);
-    case DataType::kUInt16: return CopyChecked<uint16_t>(c.uint_contents(), t, what);
-    case DataType::kUInt32: return CopyChecked<uint32_t>(c.uint_contents(), t, what);
-    case DataType::kUInt64: return CopyChecked<uint64_t>(c.uint64_contents(), t, what);
-    case DataType::kFloat32: return CopyChecked<float>(c.fp32_contents(), t, what);
-    case DataType::kFloat64: return CopyChecked<double>(c.fp64_contents(), t, what);
+    case DataType::kInt8:
+      return CopyChecked<int8_t>(c.int_contents(), t, what);
+    case DataType::kInt16:
+      return CopyChecked<int16_t>(c.int_contents(), t, what);
+    case DataType::kInt32:
+      return CopyChecked<int32_t>(c.int_contents(), t, what);
+    case DataType::kInt64:
+      return CopyChecked<int64_t>(c.int64_contents(), t, what);
+    case DataType::kUInt8:
+      return CopyChecked<uint8_t>(c.uint_contents(), t, what);
+    case DataType::kUInt16:
+      return CopyChecked<uint16_t>(c.uint_contents(), t, what);
+    case DataType::kUInt32:
+      return CopyChecked<uint32_t>(c.uint_contents(), t, what);
+    case DataType::kUInt64:
+      return CopyChecked<uint64_t>(c.uint64_contents(), t, what);
+    case DataType::kFloat32:
+      return CopyChecked<float>(c.fp32_contents(), t, what);
+    case DataType::kFloat64:
+      return CopyChecked<double>(c.fp64_contents(), t, what);
     case DataType::kString: {
       auto& strings = t->strings();
       for (int i = 0; i < c.bytes_contents_size(); ++i) strings[static_cast<size_t>(i)] = c.bytes_contents(i);
       return Status::Ok();
     }
     case DataType::kFloat16:
-    case DataType::kBFloat16: break;
+    case DataType::kBFloat16:
+      break;
   }
   return Internal("unhandled datatype");
 }
@@ -103,26 +124,47 @@ void FillContents(const runtime::Tensor& t, InferTensorContents* c) {
       for (int64_t i = 0; i < t.num_elements(); ++i) c->add_bool_contents(data[i] != 0);
       break;
     }
-    case DataType::kInt8: AddTyped<int8_t>(t, c->mutable_int_contents()); break;
-    case DataType::kInt16: AddTyped<int16_t>(t, c->mutable_int_contents()); break;
-    case DataType::kInt32: AddTyped<int32_t>(t, c->mutable_int_contents()); break;
-    case DataType::kInt64: AddTyped<int64_t>(t, c->mutable_int64_contents()); break;
-    case DataType::kUInt8: AddTyped<uint8_t>(t, c->mutable_uint_contents()); break;
-    case DataType::kUInt16: AddTyped<uint16_t>(t, c->mutable_uint_contents()); break;
-    case DataType::kUInt32: AddTyped<uint32_t>(t, c->mutable_uint_contents()); break;
-    case DataType::kUInt64: AddTyped<uint64_t>(t, c->mutable_uint64_contents()); break;
-    case DataType::kFloat32: AddTyped<float>(t, c->mutable_fp32_contents()); break;
-    case DataType::kFloat64: AddTyped<double>(t, c->mutable_fp64_contents()); break;
+    case DataType::kInt8:
+      AddTyped<int8_t>(t, c->mutable_int_contents());
+      break;
+    case DataType::kInt16:
+      AddTyped<int16_t>(t, c->mutable_int_contents());
+      break;
+    case DataType::kInt32:
+      AddTyped<int32_t>(t, c->mutable_int_contents());
+      break;
+    case DataType::kInt64:
+      AddTyped<int64_t>(t, c->mutable_int64_contents());
+      break;
+    case DataType::kUInt8:
+      AddTyped<uint8_t>(t, c->mutable_uint_contents());
+      break;
+    case DataType::kUInt16:
+      AddTyped<uint16_t>(t, c->mutable_uint_contents());
+      break;
+    case DataType::kUInt32:
+      AddTyped<uint32_t>(t, c->mutable_uint_contents());
+      break;
+    case DataType::kUInt64:
+      AddTyped<uint64_t>(t, c->mutable_uint64_contents());
+      break;
+    case DataType::kFloat32:
+      AddTyped<float>(t, c->mutable_fp32_contents());
+      break;
+    case DataType::kFloat64:
+      AddTyped<double>(t, c->mutable_fp64_contents());
+      break;
     case DataType::kString:
       for (const auto& s : t.strings()) c->add_bytes_contents(s);
       break;
     case DataType::kFloat16:
-    case DataType::kBFloat16: break;  // never typed: see AddOutputsToModelInferResponse
+    case DataType::kBFloat16:
+      break;  // never typed: see AddOutputsToModelInferResponse
   }
 }
 
-StatusOr<NamedTensor> InputFromContents(const inference::ModelInferRequest::InferInputTensor& input,
-                                        DataType dtype, runtime::Shape shape, const std::string& what) {
+StatusOr<NamedTensor> InputFromContents(const inference::ModelInferRequest::InferInputTensor& input, DataType dtype,
+                                        runtime::Shape shape, const std::string& what) {
   const char* expected = ContentsFieldFor(dtype);
   if (expected == nullptr) {
     return InvalidArgument(what + ": " + std::string(runtime::DataTypeName(dtype)) +
@@ -179,7 +221,8 @@ StatusOr<std::vector<NamedTensor>> InputsFromModelInferRequest(const inference::
           return InvalidArgument(what + " has " + field.name + " although the request uses raw_input_contents");
         }
       }
-      MF_ASSIGN_OR_RETURN(runtime::Tensor tensor, TensorFromV2Raw(dtype, std::move(shape), request.raw_input_contents(i), what));
+      MF_ASSIGN_OR_RETURN(runtime::Tensor tensor,
+                          TensorFromV2Raw(dtype, std::move(shape), request.raw_input_contents(i), what));
       inputs.push_back({input.name(), std::move(tensor)});
     } else {
       MF_ASSIGN_OR_RETURN(NamedTensor tensor, InputFromContents(input, dtype, std::move(shape), what));

@@ -14,8 +14,8 @@ namespace mf::codec {
 // Builds a tensor of `dtype` and `shape` from raw bytes, which must hold exactly the tensor
 // (INVALID_ARGUMENT naming `what` otherwise). The shape is checked against the size limits
 // before anything is allocated.
-StatusOr<runtime::Tensor> TensorFromV2Raw(runtime::DataType dtype, runtime::Shape shape,
-                                          std::string_view raw, std::string_view what);
+StatusOr<runtime::Tensor> TensorFromV2Raw(runtime::DataType dtype, runtime::Shape shape, std::string_view raw,
+                                          std::string_view what);
 
 // Appends the tensor's raw form.
 void AppendV2Raw(const runtime::Tensor& tensor, std::string* out);

@@ -11,12 +11,18 @@ ModelSignature ModelSignature::FromRuntime(const runtime::Signature& signature) 
 
 std::string_view ModelVersionStateName(ModelVersionState state) {
   switch (state) {
-    case ModelVersionState::kUnknown: return "UNKNOWN";
-    case ModelVersionState::kStart: return "START";
-    case ModelVersionState::kLoading: return "LOADING";
-    case ModelVersionState::kAvailable: return "AVAILABLE";
-    case ModelVersionState::kUnloading: return "UNLOADING";
-    case ModelVersionState::kEnd: return "END";
+    case ModelVersionState::kUnknown:
+      return "UNKNOWN";
+    case ModelVersionState::kStart:
+      return "START";
+    case ModelVersionState::kLoading:
+      return "LOADING";
+    case ModelVersionState::kAvailable:
+      return "AVAILABLE";
+    case ModelVersionState::kUnloading:
+      return "UNLOADING";
+    case ModelVersionState::kEnd:
+      return "END";
   }
   return "UNKNOWN";
 }

@@ -15,9 +15,8 @@ Status CheckAgainstDeclared(const runtime::TensorInfo& declared, const runtime::
     shape_ok = declared.shape[i] < 0 || declared.shape[i] == tensor.shape()[i];
   }
   if (!shape_ok) {
-    return InvalidArgument("input '" + declared.name + "' has shape " +
-                           runtime::ShapeToString(tensor.shape()) + " but the model expects " +
-                           runtime::ShapeToString(declared.shape) + " (-1: any size)");
+    return InvalidArgument("input '" + declared.name + "' has shape " + runtime::ShapeToString(tensor.shape()) +
+                           " but the model expects " + runtime::ShapeToString(declared.shape) + " (-1: any size)");
   }
   return Status::Ok();
 }

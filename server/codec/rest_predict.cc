@@ -16,7 +16,6 @@ using json::ParseError;
 
 constexpr json::ValueAccumulator::Options kRestValues{.allow_base64_objects = true};
 
-
 // Re-reads the top-level object and returns the value under `key`. On Demand reads forward
 // only, so looking at a value twice (peek, then decode) means starting over; the structural
 // index is kept, so a rewind costs nothing.
@@ -108,8 +107,8 @@ StatusOr<std::vector<runtime::Tensor>> DecodeInstances(od::document& doc, const 
       // An object here is decoded as a {"b64": ...} string; anything else is refused by the decoder.
       Status status = decoders[0].Decode(row, 1);
       if (!status.ok()) {
-        return InvalidArgument("Failed to process element: " + item + " of 'instances' list. Error: " +
-                               status.ToString());
+        return InvalidArgument("Failed to process element: " + item +
+                               " of 'instances' list. Error: " + status.ToString());
       }
     } else {
       od::object object;
@@ -122,9 +121,9 @@ StatusOr<std::vector<runtime::Tensor>> DecodeInstances(od::document& doc, const 
         if (auto error = field.unescaped_key().get(key)) return ParseError(error);
         int index = InputIndex(signature, key);
         if (index < 0) {
-          return InvalidArgument("Failed to process element: " + item + " key: " + std::string(key) +
-                                 " of 'instances' list. Error: JSON object: does not have named input: " +
-                                 std::string(key));
+          return InvalidArgument(
+              "Failed to process element: " + item + " key: " + std::string(key) +
+              " of 'instances' list. Error: JSON object: does not have named input: " + std::string(key));
         }
         auto slot = static_cast<size_t>(index);
         if (seen[slot]) {
@@ -143,8 +142,7 @@ StatusOr<std::vector<runtime::Tensor>> DecodeInstances(od::document& doc, const 
       for (bool present : seen) {
         if (!present) {
           return InvalidArgument("Failed to process element: " + item +
-                                 " of 'instances' list. JSON object keys must be equal to: " +
-                                 InputNames(signature));
+                                 " of 'instances' list. JSON object keys must be equal to: " + InputNames(signature));
         }
       }
     }
@@ -320,8 +318,7 @@ StatusOr<RestPredictRequest> ParseRestPredictRequest(std::string_view body,
   return request;
 }
 
-Status WriteRestPredictResponse(RestFormat format, std::span<const NamedTensorView> outputs,
-                                std::string* body) {
+Status WriteRestPredictResponse(RestFormat format, std::span<const NamedTensorView> outputs, std::string* body) {
   if (outputs.empty()) return InvalidArgument("the model returned no outputs");
   std::string out;
   if (format == RestFormat::kColumnar) {

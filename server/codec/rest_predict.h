@@ -38,16 +38,14 @@ struct RestPredictRequest {
 // Parses a predict body against the model's signatures (the request's signature_name picks one).
 // An unknown signature name is INVALID_ARGUMENT "Serving signature name: \"x\" not found in
 // signature def". The returned request points into `signatures`.
-StatusOr<RestPredictRequest> ParseRestPredictRequest(std::string_view body,
-                                                     std::span<const ModelSignature> signatures);
+StatusOr<RestPredictRequest> ParseRestPredictRequest(std::string_view body, std::span<const ModelSignature> signatures);
 
 // Writes {"predictions": ...} or {"outputs": ...}. With one output the name is dropped; with
 // several, columnar form writes an object name -> tensor and row form a list of per-row objects
 // (every output must then share dim 0, else INVALID_ARGUMENT). Outputs whose name ends in
 // "_bytes" are written as {"b64": "..."}. Floats are the shortest round-tripping form, whole
 // numbers end in ".0", non-finite values are NaN / Infinity / -Infinity.
-Status WriteRestPredictResponse(RestFormat format, std::span<const NamedTensorView> outputs,
-                                std::string* body);
+Status WriteRestPredictResponse(RestFormat format, std::span<const NamedTensorView> outputs, std::string* body);
 
 // {"error": "<message>"}: TF Serving's REST error body.
 std::string WriteRestError(std::string_view message);

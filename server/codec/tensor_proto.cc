@@ -21,39 +21,41 @@ struct ValueField {
 };
 
 std::vector<ValueField> ValueFields(const TensorProto& p) {
-  return {{"half_val", p.half_val_size()},
-          {"float_val", p.float_val_size()},
-          {"double_val", p.double_val_size()},
-          {"int_val", p.int_val_size()},
-          {"string_val", p.string_val_size()},
-          {"scomplex_val", p.scomplex_val_size()},
-          {"int64_val", p.int64_val_size()},
-          {"bool_val", p.bool_val_size()},
-          {"dcomplex_val", p.dcomplex_val_size()},
-          {"resource_handle_val", p.resource_handle_val_size()},
-          {"variant_val", p.variant_val_size()},
-          {"uint32_val", p.uint32_val_size()},
-          {"uint64_val", p.uint64_val_size()},
-          {"float8_val", p.float8_val().empty() ? 0 : 1}};
+  return {{"half_val", p.half_val_size()},         {"float_val", p.float_val_size()},
+          {"double_val", p.double_val_size()},     {"int_val", p.int_val_size()},
+          {"string_val", p.string_val_size()},     {"scomplex_val", p.scomplex_val_size()},
+          {"int64_val", p.int64_val_size()},       {"bool_val", p.bool_val_size()},
+          {"dcomplex_val", p.dcomplex_val_size()}, {"resource_handle_val", p.resource_handle_val_size()},
+          {"variant_val", p.variant_val_size()},   {"uint32_val", p.uint32_val_size()},
+          {"uint64_val", p.uint64_val_size()},     {"float8_val", p.float8_val().empty() ? 0 : 1}};
 }
 
 // The field TF keeps values of `dtype` in.
 const char* FieldFor(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat32: return "float_val";
-    case DataType::kFloat64: return "double_val";
+    case DataType::kFloat32:
+      return "float_val";
+    case DataType::kFloat64:
+      return "double_val";
     case DataType::kFloat16:
-    case DataType::kBFloat16: return "half_val";
+    case DataType::kBFloat16:
+      return "half_val";
     case DataType::kInt8:
     case DataType::kInt16:
     case DataType::kInt32:
     case DataType::kUInt8:
-    case DataType::kUInt16: return "int_val";
-    case DataType::kInt64: return "int64_val";
-    case DataType::kUInt32: return "uint32_val";
-    case DataType::kUInt64: return "uint64_val";
-    case DataType::kBool: return "bool_val";
-    case DataType::kString: return "string_val";
+    case DataType::kUInt16:
+      return "int_val";
+    case DataType::kInt64:
+      return "int64_val";
+    case DataType::kUInt32:
+      return "uint32_val";
+    case DataType::kUInt64:
+      return "uint64_val";
+    case DataType::kBool:
+      return "bool_val";
+    case DataType::kString:
+      return "string_val";
   }
   return "";
 }
@@ -96,20 +98,37 @@ bool Same(T v, T* out) {
 Status FillTyped(const TensorProto& p, runtime::Tensor* t) {
   const DataType dtype = t->dtype();
   switch (dtype) {
-    case DataType::kFloat32: return FillFrom<float>(p.float_val(), t, Same<float>, dtype);
-    case DataType::kFloat64: return FillFrom<double>(p.double_val(), t, Same<double>, dtype);
+    case DataType::kFloat32:
+      return FillFrom<float>(p.float_val(), t, Same<float>, dtype);
+    case DataType::kFloat64:
+      return FillFrom<double>(p.double_val(), t, Same<double>, dtype);
     case DataType::kFloat16:
-    case DataType::kBFloat16: return FillFrom<uint16_t>(p.half_val(), t, NarrowInt<uint16_t>, dtype);
-    case DataType::kInt8: return FillFrom<int8_t>(p.int_val(), t, NarrowInt<int8_t>, dtype);
-    case DataType::kInt16: return FillFrom<int16_t>(p.int_val(), t, NarrowInt<int16_t>, dtype);
-    case DataType::kInt32: return FillFrom<int32_t>(p.int_val(), t, Same<int32_t>, dtype);
-    case DataType::kUInt8: return FillFrom<uint8_t>(p.int_val(), t, NarrowInt<uint8_t>, dtype);
-    case DataType::kUInt16: return FillFrom<uint16_t>(p.int_val(), t, NarrowInt<uint16_t>, dtype);
-    case DataType::kInt64: return FillFrom<int64_t>(p.int64_val(), t, Same<int64_t>, dtype);
-    case DataType::kUInt32: return FillFrom<uint32_t>(p.uint32_val(), t, Same<uint32_t>, dtype);
-    case DataType::kUInt64: return FillFrom<uint64_t>(p.uint64_val(), t, Same<uint64_t>, dtype);
+    case DataType::kBFloat16:
+      return FillFrom<uint16_t>(p.half_val(), t, NarrowInt<uint16_t>, dtype);
+    case DataType::kInt8:
+      return FillFrom<int8_t>(p.int_val(), t, NarrowInt<int8_t>, dtype);
+    case DataType::kInt16:
+      return FillFrom<int16_t>(p.int_val(), t, NarrowInt<int16_t>, dtype);
+    case DataType::kInt32:
+      return FillFrom<int32_t>(p.int_val(), t, Same<int32_t>, dtype);
+    case DataType::kUInt8:
+      return FillFrom<uint8_t>(p.int_val(), t, NarrowInt<uint8_t>, dtype);
+    case DataType::kUInt16:
+      return FillFrom<uint16_t>(p.int_val(), t, NarrowInt<uint16_t>, dtype);
+    case DataType::kInt64:
+      return FillFrom<int64_t>(p.int64_val(), t, Same<int64_t>, dtype);
+    case DataType::kUInt32:
+      return FillFrom<uint32_t>(p.uint32_val(), t, Same<uint32_t>, dtype);
+    case DataType::kUInt64:
+      return FillFrom<uint64_t>(p.uint64_val(), t, Same<uint64_t>, dtype);
     case DataType::kBool:
-      return FillFrom<uint8_t>(p.bool_val(), t, [](bool v, uint8_t* out) { *out = v ? 1 : 0; return true; }, dtype);
+      return FillFrom<uint8_t>(
+          p.bool_val(), t,
+          [](bool v, uint8_t* out) {
+            *out = v ? 1 : 0;
+            return true;
+          },
+          dtype);
     case DataType::kString: {
       auto& strings = t->strings();
       if (p.string_val_size() == 1) {
@@ -133,41 +152,70 @@ void AddAll(const runtime::Tensor& t, Adder&& add) {
 
 tensorflow::DataType ToTfDataType(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat32: return tensorflow::DT_FLOAT;
-    case DataType::kFloat16: return tensorflow::DT_HALF;
-    case DataType::kBFloat16: return tensorflow::DT_BFLOAT16;
-    case DataType::kFloat64: return tensorflow::DT_DOUBLE;
-    case DataType::kInt8: return tensorflow::DT_INT8;
-    case DataType::kInt16: return tensorflow::DT_INT16;
-    case DataType::kInt32: return tensorflow::DT_INT32;
-    case DataType::kInt64: return tensorflow::DT_INT64;
-    case DataType::kUInt8: return tensorflow::DT_UINT8;
-    case DataType::kUInt16: return tensorflow::DT_UINT16;
-    case DataType::kUInt32: return tensorflow::DT_UINT32;
-    case DataType::kUInt64: return tensorflow::DT_UINT64;
-    case DataType::kBool: return tensorflow::DT_BOOL;
-    case DataType::kString: return tensorflow::DT_STRING;
+    case DataType::kFloat32:
+      return tensorflow::DT_FLOAT;
+    case DataType::kFloat16:
+      return tensorflow::DT_HALF;
+    case DataType::kBFloat16:
+      return tensorflow::DT_BFLOAT16;
+    case DataType::kFloat64:
+      return tensorflow::DT_DOUBLE;
+    case DataType::kInt8:
+      return tensorflow::DT_INT8;
+    case DataType::kInt16:
+      return tensorflow::DT_INT16;
+    case DataType::kInt32:
+      return tensorflow::DT_INT32;
+    case DataType::kInt64:
+      return tensorflow::DT_INT64;
+    case DataType::kUInt8:
+      return tensorflow::DT_UINT8;
+    case DataType::kUInt16:
+      return tensorflow::DT_UINT16;
+    case DataType::kUInt32:
+      return tensorflow::DT_UINT32;
+    case DataType::kUInt64:
+      return tensorflow::DT_UINT64;
+    case DataType::kBool:
+      return tensorflow::DT_BOOL;
+    case DataType::kString:
+      return tensorflow::DT_STRING;
   }
   return tensorflow::DT_INVALID;
 }
 
 StatusOr<DataType> FromTfDataType(tensorflow::DataType dtype) {
   switch (dtype) {
-    case tensorflow::DT_FLOAT: return DataType::kFloat32;
-    case tensorflow::DT_HALF: return DataType::kFloat16;
-    case tensorflow::DT_BFLOAT16: return DataType::kBFloat16;
-    case tensorflow::DT_DOUBLE: return DataType::kFloat64;
-    case tensorflow::DT_INT8: return DataType::kInt8;
-    case tensorflow::DT_INT16: return DataType::kInt16;
-    case tensorflow::DT_INT32: return DataType::kInt32;
-    case tensorflow::DT_INT64: return DataType::kInt64;
-    case tensorflow::DT_UINT8: return DataType::kUInt8;
-    case tensorflow::DT_UINT16: return DataType::kUInt16;
-    case tensorflow::DT_UINT32: return DataType::kUInt32;
-    case tensorflow::DT_UINT64: return DataType::kUInt64;
-    case tensorflow::DT_BOOL: return DataType::kBool;
-    case tensorflow::DT_STRING: return DataType::kString;
-    default: break;
+    case tensorflow::DT_FLOAT:
+      return DataType::kFloat32;
+    case tensorflow::DT_HALF:
+      return DataType::kFloat16;
+    case tensorflow::DT_BFLOAT16:
+      return DataType::kBFloat16;
+    case tensorflow::DT_DOUBLE:
+      return DataType::kFloat64;
+    case tensorflow::DT_INT8:
+      return DataType::kInt8;
+    case tensorflow::DT_INT16:
+      return DataType::kInt16;
+    case tensorflow::DT_INT32:
+      return DataType::kInt32;
+    case tensorflow::DT_INT64:
+      return DataType::kInt64;
+    case tensorflow::DT_UINT8:
+      return DataType::kUInt8;
+    case tensorflow::DT_UINT16:
+      return DataType::kUInt16;
+    case tensorflow::DT_UINT32:
+      return DataType::kUInt32;
+    case tensorflow::DT_UINT64:
+      return DataType::kUInt64;
+    case tensorflow::DT_BOOL:
+      return DataType::kBool;
+    case tensorflow::DT_STRING:
+      return DataType::kString;
+    default:
+      break;
   }
   const std::string& name = tensorflow::DataType_Name(dtype);
   return InvalidArgument("tensor dtype " + (name.empty() ? std::to_string(static_cast<int>(dtype)) : name) +
@@ -212,16 +260,16 @@ StatusOr<runtime::Tensor> TensorFromProto(const TensorProto& proto) {
     const size_t expected_bytes = static_cast<size_t>(n) * per_element;
     if (proto.tensor_content().size() != expected_bytes) {
       return InvalidArgument("tensor_content holds " + std::to_string(proto.tensor_content().size()) +
-                             " bytes but shape " + runtime::ShapeToString(shape) + " of " + TfName(dtype) +
-                             " needs " + std::to_string(expected_bytes));
+                             " bytes but shape " + runtime::ShapeToString(shape) + " of " + TfName(dtype) + " needs " +
+                             std::to_string(expected_bytes));
     }
     return runtime::Tensor::FromBytes(dtype, std::move(shape), proto.tensor_content());
   }
 
   if (values != n && !(values == 1 && n > 0)) {
     return InvalidArgument(TfName(dtype) + " tensor of shape " + runtime::ShapeToString(shape) + " (" +
-                           std::to_string(n) + " elements) has " + std::to_string(values) + " values in " +
-                           expected + "; expected " + std::to_string(n) + " or a single value to broadcast");
+                           std::to_string(n) + " elements) has " + std::to_string(values) + " values in " + expected +
+                           "; expected " + std::to_string(n) + " or a single value to broadcast");
   }
   if (values == 1 && n > 1) {
     const size_t element_bytes =
@@ -253,8 +301,12 @@ void TensorToProto(const runtime::Tensor& t, TensorProtoEncoding encoding, Tenso
     return;
   }
   switch (t.dtype()) {
-    case DataType::kFloat32: proto->mutable_float_val()->Add(t.data<float>(), t.data<float>() + t.num_elements()); break;
-    case DataType::kFloat64: proto->mutable_double_val()->Add(t.data<double>(), t.data<double>() + t.num_elements()); break;
+    case DataType::kFloat32:
+      proto->mutable_float_val()->Add(t.data<float>(), t.data<float>() + t.num_elements());
+      break;
+    case DataType::kFloat64:
+      proto->mutable_double_val()->Add(t.data<double>(), t.data<double>() + t.num_elements());
+      break;
     case DataType::kFloat16:
     case DataType::kBFloat16:
     case DataType::kUInt16: {
@@ -262,15 +314,32 @@ void TensorToProto(const runtime::Tensor& t, TensorProtoEncoding encoding, Tenso
       AddAll<uint16_t>(t, [out](uint16_t v) { out->Add(v); });
       break;
     }
-    case DataType::kInt8: AddAll<int8_t>(t, [proto](int8_t v) { proto->add_int_val(v); }); break;
-    case DataType::kInt16: AddAll<int16_t>(t, [proto](int16_t v) { proto->add_int_val(v); }); break;
-    case DataType::kUInt8: AddAll<uint8_t>(t, [proto](uint8_t v) { proto->add_int_val(v); }); break;
-    case DataType::kInt32: proto->mutable_int_val()->Add(t.data<int32_t>(), t.data<int32_t>() + t.num_elements()); break;
-    case DataType::kInt64: proto->mutable_int64_val()->Add(t.data<int64_t>(), t.data<int64_t>() + t.num_elements()); break;
-    case DataType::kUInt32: proto->mutable_uint32_val()->Add(t.data<uint32_t>(), t.data<uint32_t>() + t.num_elements()); break;
-    case DataType::kUInt64: proto->mutable_uint64_val()->Add(t.data<uint64_t>(), t.data<uint64_t>() + t.num_elements()); break;
-    case DataType::kBool: AddAll<uint8_t>(t, [proto](uint8_t v) { proto->add_bool_val(v != 0); }); break;
-    case DataType::kString: break;
+    case DataType::kInt8:
+      AddAll<int8_t>(t, [proto](int8_t v) { proto->add_int_val(v); });
+      break;
+    case DataType::kInt16:
+      AddAll<int16_t>(t, [proto](int16_t v) { proto->add_int_val(v); });
+      break;
+    case DataType::kUInt8:
+      AddAll<uint8_t>(t, [proto](uint8_t v) { proto->add_int_val(v); });
+      break;
+    case DataType::kInt32:
+      proto->mutable_int_val()->Add(t.data<int32_t>(), t.data<int32_t>() + t.num_elements());
+      break;
+    case DataType::kInt64:
+      proto->mutable_int64_val()->Add(t.data<int64_t>(), t.data<int64_t>() + t.num_elements());
+      break;
+    case DataType::kUInt32:
+      proto->mutable_uint32_val()->Add(t.data<uint32_t>(), t.data<uint32_t>() + t.num_elements());
+      break;
+    case DataType::kUInt64:
+      proto->mutable_uint64_val()->Add(t.data<uint64_t>(), t.data<uint64_t>() + t.num_elements());
+      break;
+    case DataType::kBool:
+      AddAll<uint8_t>(t, [proto](uint8_t v) { proto->add_bool_val(v != 0); });
+      break;
+    case DataType::kString:
+      break;
   }
 }
 

@@ -6,7 +6,8 @@
 // BFLOAT16 bit patterns, ...), either one value per element or a single value broadcast to the
 // whole shape; anything else (values in the wrong field, a count that is neither 1 nor the
 // element count, out-of-range narrow integers, negative dims, unknown_rank, a shape above
-// runtime::kMaxTensorBytes, a broadcast above kMaxBroadcastBytes) is INVALID_ARGUMENT before anything large is allocated.
+// runtime::kMaxTensorBytes, a broadcast above kMaxBroadcastBytes) is INVALID_ARGUMENT before anything large is
+// allocated.
 #pragma once
 
 #include "common/status.h"
@@ -34,8 +35,7 @@ enum class TensorProtoEncoding {
   kTypedValues,    // every tensor in its *_val field (for clients that read only those)
 };
 // Strings always use string_val.
-void TensorToProto(const runtime::Tensor& tensor, TensorProtoEncoding encoding,
-                   tensorflow::TensorProto* proto);
+void TensorToProto(const runtime::Tensor& tensor, TensorProtoEncoding encoding, tensorflow::TensorProto* proto);
 
 void SignatureToProto(const ModelSignature& signature, tensorflow::SignatureDef* proto);
 void VersionStatusToProto(const ModelVersionStatus& status, tensorflow::serving::ModelVersionStatus* proto);

@@ -53,7 +53,8 @@ Status FillModelMetadataResponse(std::string_view model_name, int64_t version,
                                  std::span<const ModelSignature> signatures,
                                  const google::protobuf::RepeatedPtrField<std::string>& metadata_fields,
                                  tensorflow::serving::GetModelMetadataResponse* response) {
-  if (metadata_fields.empty()) return InvalidArgument("GetModelMetadataRequest must specify at least one metadata_field");
+  if (metadata_fields.empty())
+    return InvalidArgument("GetModelMetadataRequest must specify at least one metadata_field");
   for (const std::string& field : metadata_fields) {
     if (field != "signature_def") return InvalidArgument("Metadata field " + field + " is not supported");
   }

@@ -1,11 +1,11 @@
 // Small builders shared by the codec tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "runtime/tensor.h"
 #include "server/codec/model_info.h"

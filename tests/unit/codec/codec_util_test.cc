@@ -1,8 +1,8 @@
 // base64, fp16/bf16 conversion, JSON writing helpers and input binding.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 #include "codec_test_util.h"
 #include "server/codec/base64.h"
@@ -45,7 +45,7 @@ TEST(Half, ConvertsExactlyAndRoundsToNearestEven) {
   EXPECT_EQ(FloatToHalf(1.0f), 0x3C00);
   EXPECT_EQ(FloatToHalf(-2.0f), 0xC000);
   EXPECT_EQ(FloatToHalf(65504.0f), 0x7BFF);
-  EXPECT_EQ(FloatToHalf(65520.0f), 0x7C00);  // rounds to infinity
+  EXPECT_EQ(FloatToHalf(65520.0f), 0x7C00);                // rounds to infinity
   EXPECT_EQ(FloatToHalf(5.960464477539063e-08f), 0x0001);  // smallest subnormal
   EXPECT_EQ(FloatToHalf(2.98e-08f), 0x0000);
   EXPECT_EQ(FloatToHalf(1.0f + 1.0f / 2048), 0x3C00);  // tie rounds to even
@@ -103,7 +103,8 @@ TEST(BindInputs, OrdersChecksAndLeavesInputsOnError) {
   EXPECT_EQ(BindInputs(declared, std::move(missing)).status().message(), "missing input 'b'");
   std::vector<NamedTensor> extra;
   extra.push_back({"c", testing::MakeTensor<float>(DataType::kFloat32, {1}, {1})});
-  EXPECT_EQ(BindInputs(declared, std::move(extra)).status().message(), "unknown input 'c'; the model's inputs are: a, b");
+  EXPECT_EQ(BindInputs(declared, std::move(extra)).status().message(),
+            "unknown input 'c'; the model's inputs are: a, b");
   std::vector<NamedTensor> typed;
   typed.push_back({"b", testing::MakeTensor<int32_t>(DataType::kInt32, {1}, {5})});
   EXPECT_EQ(BindInputs(declared, std::move(typed)).status().message(),

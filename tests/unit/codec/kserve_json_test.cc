@@ -52,7 +52,8 @@ TEST(KServeJsonParse, TypedDataFlatAndNested) {
 }
 
 TEST(KServeJsonParse, BinaryExtension) {
-  std::string json = R"({"inputs": [{"name": "x", "shape": [2], "datatype": "INT32", "parameters": {"binary_data_size": 8}},
+  std::string json =
+      R"({"inputs": [{"name": "x", "shape": [2], "datatype": "INT32", "parameters": {"binary_data_size": 8}},
                                     {"name": "s", "shape": [2], "datatype": "BYTES", "parameters": {"binary_data_size": 11}},
                                     {"name": "j", "shape": [1], "datatype": "FP64", "data": [0.5]}]})";
   std::string body = json;
@@ -89,8 +90,7 @@ TEST(KServeJsonParse, Errors) {
   EXPECT_NE(ParseError(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "INT32", "data": ["1"]}]})")
                 .find("not of expected type: int32"),
             std::string::npos);
-  EXPECT_NE(ParseError(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32"}]})")
-                .find("neither 'data' nor"),
+  EXPECT_NE(ParseError(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32"}]})").find("neither 'data' nor"),
             std::string::npos);
   EXPECT_NE(ParseError(R"({"inputs": [{"shape": [1], "datatype": "FP32", "data": [1]}]})").find("has no 'name'"),
             std::string::npos);
@@ -98,9 +98,11 @@ TEST(KServeJsonParse, Errors) {
                                       {"name": "x", "shape": [1], "datatype": "FP32", "data": [1]}]})")
                 .find("given twice"),
             std::string::npos);
-  EXPECT_NE(ParseError(R"({"inputs": [{"name": "x", "shape": [1099511627776, 1099511627776], "datatype": "FP32", "data": [1]}]})")
-                .find("too large"),
-            std::string::npos);
+  EXPECT_NE(
+      ParseError(
+          R"({"inputs": [{"name": "x", "shape": [1099511627776, 1099511627776], "datatype": "FP32", "data": [1]}]})")
+          .find("too large"),
+      std::string::npos);
   // BYTES data are plain strings: TF Serving's {"b64": ...} objects are not part of v2.
   EXPECT_NE(ParseError(R"({"inputs": [{"name": "s", "shape": [1], "datatype": "BYTES", "data": [{"b64": "QQ=="}]}]})")
                 .find("not of expected type: string"),
@@ -119,16 +121,18 @@ TEST(KServeJsonWrite, JsonAndBinaryOutputs) {
   auto body = WriteV2InferResponse("m", "3", std::string("r1"), outputs, json_only);
   ASSERT_TRUE(body.ok());
   EXPECT_FALSE(body->json_length.has_value());
-  EXPECT_EQ(body->body,
-            R"({"model_name":"m","model_version":"3","id":"r1","outputs":[{"name":"y","datatype":"FP32","shape":[1,2],"data":[0.5,2.0]},{"name":"s","datatype":"BYTES","shape":[1],"data":["ok"]}]})");
+  EXPECT_EQ(
+      body->body,
+      R"({"model_name":"m","model_version":"3","id":"r1","outputs":[{"name":"y","datatype":"FP32","shape":[1,2],"data":[0.5,2.0]},{"name":"s","datatype":"BYTES","shape":[1],"data":["ok"]}]})");
 
   bool binary[] = {true, true};
   auto mixed = WriteV2InferResponse("m", "3", std::nullopt, outputs, binary);
   ASSERT_TRUE(mixed.ok());
   ASSERT_TRUE(mixed->json_length.has_value());
   std::string json = mixed->body.substr(0, *mixed->json_length);
-  EXPECT_EQ(json,
-            R"({"model_name":"m","model_version":"3","outputs":[{"name":"y","datatype":"FP32","shape":[1,2],"parameters":{"binary_data_size":8}},{"name":"s","datatype":"BYTES","shape":[1],"parameters":{"binary_data_size":6}}]})");
+  EXPECT_EQ(
+      json,
+      R"({"model_name":"m","model_version":"3","outputs":[{"name":"y","datatype":"FP32","shape":[1,2],"parameters":{"binary_data_size":8}},{"name":"s","datatype":"BYTES","shape":[1],"parameters":{"binary_data_size":6}}]})");
   std::string raw = mixed->body.substr(*mixed->json_length);
   ASSERT_EQ(raw.size(), 14u);
   EXPECT_EQ(raw.substr(8), std::string("\x02\0\0\0ok", 6));
@@ -145,8 +149,9 @@ TEST(KServeJsonWrite, Metadata) {
   ModelSignature sig = testing::Signature({testing::Info("x", DataType::kFloat32, {-1, 4})},
                                           {testing::Info("y", DataType::kInt64, {-1})});
   std::vector<std::string> versions = {"1", "2"};
-  EXPECT_EQ(WriteV2ModelMetadata("m", versions, "onnx_onnxv1", sig),
-            R"({"name":"m","versions":["1","2"],"platform":"onnx_onnxv1","inputs":[{"name":"x","datatype":"FP32","shape":[-1,4]}],"outputs":[{"name":"y","datatype":"INT64","shape":[-1]}]})");
+  EXPECT_EQ(
+      WriteV2ModelMetadata("m", versions, "onnx_onnxv1", sig),
+      R"({"name":"m","versions":["1","2"],"platform":"onnx_onnxv1","inputs":[{"name":"x","datatype":"FP32","shape":[-1,4]}],"outputs":[{"name":"y","datatype":"INT64","shape":[-1]}]})");
   std::vector<std::string> extensions = {"binary_tensor_data"};
   EXPECT_EQ(WriteV2ServerMetadata("modelfleet", "0.1.0", extensions),
             R"({"name":"modelfleet","version":"0.1.0","extensions":["binary_tensor_data"]})");

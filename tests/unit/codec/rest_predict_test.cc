@@ -1,9 +1,9 @@
 #include "server/codec/rest_predict.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 #include "codec_test_util.h"
 
@@ -55,9 +55,9 @@ TEST(RestPredictParse, ColumnarFormSingleInputUnnamedAndNamed) {
 }
 
 TEST(RestPredictParse, SeveralNamedInputsInSignatureOrder) {
-  std::vector<ModelSignature> sigs = {Signature({Info("ids", DataType::kInt64, {-1, 2}),
-                                                 Info("mask", DataType::kBool, {-1}),
-                                                 Info("text", DataType::kString, {-1})})};
+  std::vector<ModelSignature> sigs = {
+      Signature({Info("ids", DataType::kInt64, {-1, 2}), Info("mask", DataType::kBool, {-1}),
+                 Info("text", DataType::kString, {-1})})};
   auto row = ParseOk(R"({"instances": [{"text": "a", "mask": true, "ids": [1, 2]},
                                       {"ids": [3, -4], "text": {"b64": "aGk="}, "mask": false}]})",
                      sigs);
@@ -93,7 +93,8 @@ TEST(RestPredictParse, NonFiniteFloatsAndIntegersForFloats) {
 }
 
 TEST(RestPredictParse, HalfAndBFloat16FromNumbers) {
-  std::vector<ModelSignature> sigs = {Signature({Info("h", DataType::kFloat16, {2}), Info("b", DataType::kBFloat16, {2})})};
+  std::vector<ModelSignature> sigs = {
+      Signature({Info("h", DataType::kFloat16, {2}), Info("b", DataType::kBFloat16, {2})})};
   auto req = ParseOk(R"({"inputs": {"h": [1.0, -2.5], "b": [1.0, 0.5]}})", sigs);
   EXPECT_EQ(Values<uint16_t>(req.inputs[0]), (std::vector<uint16_t>{0x3C00, 0xC100}));
   EXPECT_EQ(Values<uint16_t>(req.inputs[1]), (std::vector<uint16_t>{0x3F80, 0x3F00}));
@@ -107,8 +108,7 @@ TEST(RestPredictParse, IntegerInputsNeedIntegersInRange) {
             "Failed to process element: 0 of 'instances' list. Error: INVALID_ARGUMENT: JSON Value: 1.5 Type: "
             "Number is not of expected type: int32");
   EXPECT_NE(ParseError(R"({"instances": [1.0]})", sigs).find("not of expected type: int32"), std::string::npos);
-  EXPECT_NE(ParseError(R"({"instances": [2147483648]})", sigs).find("out of range for type: int32"),
-            std::string::npos);
+  EXPECT_NE(ParseError(R"({"instances": [2147483648]})", sigs).find("out of range for type: int32"), std::string::npos);
   EXPECT_NE(ParseError(R"({"instances": ["1"]})", sigs).find("Type: String is not of expected type"),
             std::string::npos);
   std::vector<ModelSignature> u8 = {Signature({Info("x", DataType::kUInt8, {-1})})};
@@ -176,17 +176,20 @@ TEST(RestPredictParse, EnvelopeErrors) {
 }
 
 TEST(RestPredictParse, NamedFormErrors) {
-  std::vector<ModelSignature> sigs = {Signature({Info("a", DataType::kFloat32, {-1}), Info("b", DataType::kFloat32, {-1})})};
+  std::vector<ModelSignature> sigs = {
+      Signature({Info("a", DataType::kFloat32, {-1}), Info("b", DataType::kFloat32, {-1})})};
   EXPECT_NE(ParseError(R"({"instances": [1, 2]})", sigs).find("instances is a plain list"), std::string::npos);
   EXPECT_NE(ParseError(R"({"inputs": [1, 2]})", sigs).find("inputs is a plain value/list"), std::string::npos);
   EXPECT_NE(ParseError(R"({"instances": [{"a": 1}]})", sigs).find("keys must be equal to: a,b"), std::string::npos);
   EXPECT_NE(ParseError(R"({"instances": [{"a": 1, "b": 2, "c": 3}]})", sigs).find("does not have named input: c"),
             std::string::npos);
-  EXPECT_NE(ParseError(R"({"instances": [{"a": 1, "b": 2}, [1]]})", sigs).find("Expecting object but got list at item 1"),
-            std::string::npos);
+  EXPECT_NE(
+      ParseError(R"({"instances": [{"a": 1, "b": 2}, [1]]})", sigs).find("Expecting object but got list at item 1"),
+      std::string::npos);
   EXPECT_NE(ParseError(R"({"instances": [{"a": 1, "b": 2, "a": 3}]})", sigs).find("appears twice"), std::string::npos);
   EXPECT_EQ(ParseError(R"({"inputs": {"a": [1]}})", sigs), "Missing named input: b in 'inputs' object.");
-  EXPECT_NE(ParseError(R"({"inputs": {"a": [1], "b": [2], "z": 1}})", sigs).find("Unknown input: z"), std::string::npos);
+  EXPECT_NE(ParseError(R"({"inputs": {"a": [1], "b": [2], "z": 1}})", sigs).find("Unknown input: z"),
+            std::string::npos);
   // Row form: every row of an input has the same shape.
   EXPECT_NE(ParseError(R"({"instances": [{"a": 1, "b": 2}, {"a": [1], "b": 2}]})", sigs).find("key: a"),
             std::string::npos);
@@ -226,8 +229,7 @@ TEST(RestPredictWrite, SeveralOutputs) {
 
 TEST(RestPredictWrite, FloatFormatting) {
   const float inf = std::numeric_limits<float>::infinity();
-  auto t = MakeTensor<float>(DataType::kFloat32, {6},
-                             {std::nanf(""), inf, -inf, 3.0f, 0.2f, 16777216.0f});
+  auto t = MakeTensor<float>(DataType::kFloat32, {6}, {std::nanf(""), inf, -inf, 3.0f, 0.2f, 16777216.0f});
   EXPECT_EQ(Write(RestFormat::kColumnar, {{"y", &t}}), R"({"outputs":[NaN,Infinity,-Infinity,3.0,0.2,16777216.0]})");
   auto d = MakeTensor<double>(DataType::kFloat64, {2}, {0.1, 1e-7});
   EXPECT_EQ(Write(RestFormat::kColumnar, {{"y", &d}}), R"({"outputs":[0.1,1e-07]})");

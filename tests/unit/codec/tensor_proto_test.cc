@@ -44,7 +44,6 @@ TEST(TensorProtoDataType, MapsEveryRuntimeTypeBothWays) {
   EXPECT_NE(complex.status().message().find("DT_COMPLEX64 is not supported"), std::string::npos);
 }
 
-
 TEST(TensorProtoDecode, TensorContent) {
   auto p = Proto(tensorflow::DT_FLOAT, {2, 2});
   std::vector<float> v = {1, 2, 3, 4};

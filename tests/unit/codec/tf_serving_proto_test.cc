@@ -36,8 +36,8 @@ TEST(TfServingProto, PredictRequestInputsAndResponse) {
 }
 
 TEST(TfServingProto, OutputFilter) {
-  ModelSignature sig = testing::Signature({}, {testing::Info("a", DataType::kFloat32, {}),
-                                               testing::Info("b", DataType::kFloat32, {})});
+  ModelSignature sig =
+      testing::Signature({}, {testing::Info("a", DataType::kFloat32, {}), testing::Info("b", DataType::kFloat32, {})});
   google::protobuf::RepeatedPtrField<std::string> filter;
   EXPECT_EQ(*SelectOutputs(sig, filter), (std::vector<size_t>{0, 1}));
   *filter.Add() = "b";
