@@ -168,9 +168,18 @@ def test_deployment_behind_service_scales_and_deletes(cluster):
     # The Service's VIP (its LoadBalancer ingress, reachable from the host) maps port 80 to 8000.
     ingress = _wait(lambda: cluster.get("service", "web").get("status", {}).get("loadBalancer", {}).get("ingress"),
                     what="a LoadBalancer ingress")
-    for _ in range(4):
-        with urllib.request.urlopen(f"http://{ingress[0]['ip']}:80/", timeout=5) as response:
-            assert response.status == 200
+    url = f"http://{ingress[0]['ip']}:80/"
+
+    def get_status():
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return response.status
+        except OSError as e:
+            return repr(e)
+
+    # The proxy follows Endpoints on its next sync, as kube-proxy does.
+    _wait(lambda: get_status() == 200, what=f"GET {url}")
+    assert [get_status() for _ in range(4)] == [200] * 4
     slices = cluster.get("endpointslices", "-l", "kubernetes.io/service-name=web")["items"]
     assert len(slices) == 1 and len(slices[0]["endpoints"]) == 2
     # One process per pod, each bound to its own pod IP.

@@ -163,8 +163,13 @@ TEST_F(WorkloadsTest, DeploymentServesThroughServiceEndpointsScalesAndDeletes) {
     return !vip.empty();
   })) << Get(r::kServices, "web").dump(2);
   EXPECT_NE(Read(HostsFilePath(data_dir_, "default")).find(vip + " web.default.svc\n"), std::string::npos);
+  auto get_via_vip = [&] {
+    return RunProbe({{"httpGet", {{"path", "/"}, {"port", 80}}}}, vip, Json::object(), {}, 2000ms);
+  };
+  // The proxy follows Endpoints on its next sync (as kube-proxy does): wait for the first success.
+  ASSERT_TRUE(WaitFor([&] { return get_via_vip().success; })) << get_via_vip().message;
   for (int i = 0; i < 4; ++i) {
-    ProbeOutcome get = RunProbe({{"httpGet", {{"path", "/"}, {"port", 80}}}}, vip, Json::object(), {}, 2000ms);
+    ProbeOutcome get = get_via_vip();
     EXPECT_TRUE(get.success) << vip << ": " << get.message;
   }
 
