@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 namespace mf::local {
@@ -276,6 +277,40 @@ TEST_F(StoreTest, SlowWatcherIsEndedWith410) {
   EXPECT_EQ(e->type, WatchEventType::kError);
   EXPECT_EQ(e->object["code"], 410);
   EXPECT_TRUE((*watch)->done());
+}
+
+TEST_F(StoreTest, ConcurrentWritersAreSeenByAWatcherInOneTotalOrder) {
+  constexpr int kWriters = 4;
+  constexpr int kUpdates = 100;
+  auto watch = *store_->Watch(kConfigMaps, "default", {{}, store_->CurrentResourceVersion(), false, false});
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      std::string name = "cm" + std::to_string(w);
+      ASSERT_TRUE(store_->Create(kConfigMaps, "default", Named(name)).ok());
+      for (int i = 0; i < kUpdates; ++i) {
+        auto r = store_->GuaranteedUpdate({kConfigMaps, "default", name}, Subresource::kMain, [&](const json& cur) -> StatusOr<json> {
+          json next = cur;
+          next["data"]["i"] = std::to_string(i);
+          return next;
+        });
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  auto events = Drain(*watch, kWriters * (kUpdates + 1));
+  ASSERT_EQ(events.size(), static_cast<size_t>(kWriters * (kUpdates + 1)));
+  std::map<std::string, int> last_seen;
+  for (size_t i = 1; i < events.size(); ++i) ASSERT_EQ(events[i].resource_version, events[i - 1].resource_version + 1);
+  for (const auto& e : events) {
+    if (e.type != WatchEventType::kModified) continue;
+    int value = std::stoi(e.object["data"]["i"].get<std::string>());
+    std::string name = e.object["metadata"]["name"];
+    EXPECT_EQ(value, last_seen.contains(name) ? last_seen[name] + 1 : 0) << "per-object order is kept";
+    last_seen[name] = value;
+  }
+  EXPECT_EQ(events.back().resource_version, store_->CurrentResourceVersion());
 }
 
 TEST_F(StoreTest, StopWakesABlockedNext) {
