@@ -43,6 +43,8 @@ TEST(RestPredictParse, RowFormSingleInput) {
   ASSERT_EQ(req.inputs.size(), 1u);
   EXPECT_EQ(req.inputs[0].shape(), (runtime::Shape{2, 3}));
   EXPECT_EQ(Values<float>(req.inputs[0]), (std::vector<float>{1, 2.5f, -300, 4, 5, 6}));
+  // Whitespace around the document and unknown top-level keys are fine.
+  EXPECT_EQ(ParseOk(" {\"instances\": [[1, 2, 3]], \"extra\": {\"a\": [null]}}\n", sigs).inputs[0].num_elements(), 3);
 }
 
 TEST(RestPredictParse, ColumnarFormSingleInputUnnamedAndNamed) {
