@@ -1,7 +1,8 @@
 """modelfleet-local's controllers and local kubelet, driven through kubectl.
 
 A Deployment of `python3 -m http.server` (bound to its pod IP) becomes ready pods reachable through
-its Service's endpoints, its Service VIP (port 80 -> targetPort 8000) and by Service DNS name; scaling starts and stops processes; deleting the
+its Service's endpoints, its Service VIP (port 8080 -> targetPort 8000) and by Service DNS name;
+scaling starts and stops processes; deleting the
 Deployment stops them all (checked in the process table); logs, exit codes and restarts reach
 `kubectl logs` and the pod status.
 """
@@ -113,7 +114,7 @@ metadata: {name: web}
 spec:
   type: LoadBalancer
   selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: http}]
+  ports: [{name: http, port: 8080, targetPort: http}]
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -165,10 +166,11 @@ def test_deployment_behind_service_scales_and_deletes(cluster):
     for ip in ips:
         with urllib.request.urlopen(f"http://{ip}:8000/", timeout=5) as response:
             assert response.status == 200
-    # The Service's VIP (its LoadBalancer ingress, reachable from the host) maps port 80 to 8000.
+    # The Service's VIP (its LoadBalancer ingress, reachable from the host) maps port 8080 to 8000
+    # (not 80: CI runs unprivileged).
     ingress = _wait(lambda: cluster.get("service", "web").get("status", {}).get("loadBalancer", {}).get("ingress"),
                     what="a LoadBalancer ingress")
-    url = f"http://{ingress[0]['ip']}:80/"
+    url = f"http://{ingress[0]['ip']}:8080/"
 
     def get_status():
         try:
@@ -225,7 +227,7 @@ spec:
     - |
       import urllib.request
       for host in ["web", "web.default", "web.default.svc", "web.default.svc.cluster.local"]:
-          with urllib.request.urlopen(f"http://{host}/", timeout=5) as r:
+          with urllib.request.urlopen(f"http://{host}:8080/", timeout=5) as r:
               print(host, r.status)
 """
     cluster.kubectl("apply", "-f", "-", stdin=client)

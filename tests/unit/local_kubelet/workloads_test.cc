@@ -122,7 +122,7 @@ TEST_F(WorkloadsTest, DeploymentServesThroughServiceEndpointsScalesAndDeletes) {
                              {{"metadata", {{"name", "web"}}},
                               {"spec", {{"selector", {{"app", "web"}}},
                                         {"type", "LoadBalancer"},
-                                        {"ports", Json::array({{{"name", "http"}, {"port", 80}, {"targetPort", "http"}}})}}}})
+                                        {"ports", Json::array({{{"name", "http"}, {"port", 8080}, {"targetPort", "http"}}})}}}})
                   .ok());
   ASSERT_TRUE(store_->Create(r::kDeployments, "default", HttpServerDeployment(2)).ok());
 
@@ -156,7 +156,8 @@ TEST_F(WorkloadsTest, DeploymentServesThroughServiceEndpointsScalesAndDeletes) {
   ASSERT_EQ(slices->items.size(), 1u);
   EXPECT_EQ(slices->items[0]["endpoints"].size(), 2u);
   // The Service has a VIP on the loopback network, published as its LoadBalancer ingress and
-  // resolvable by name, whose port 80 reaches the pods' port 8000.
+  // resolvable by name, whose port 8080 reaches the pods' port 8000. (Ports below 1024 work only
+  // where the kubelet may bind them: root, CAP_NET_BIND_SERVICE or net.ipv4.ip_unprivileged_port_start.)
   std::string vip;
   ASSERT_TRUE(WaitFor([&] {
     vip = StringAt(Get(r::kServices, "web")["status"]["loadBalancer"]["ingress"][0], {"ip"});
@@ -164,7 +165,7 @@ TEST_F(WorkloadsTest, DeploymentServesThroughServiceEndpointsScalesAndDeletes) {
   })) << Get(r::kServices, "web").dump(2);
   EXPECT_NE(Read(HostsFilePath(data_dir_, "default")).find(vip + " web.default.svc\n"), std::string::npos);
   auto get_via_vip = [&] {
-    return RunProbe({{"httpGet", {{"path", "/"}, {"port", 80}}}}, vip, Json::object(), {}, 2000ms);
+    return RunProbe({{"httpGet", {{"path", "/"}, {"port", 8080}}}}, vip, Json::object(), {}, 2000ms);
   };
   // The proxy follows Endpoints on its next sync (as kube-proxy does): wait for the first success.
   ASSERT_TRUE(WaitFor([&] { return get_via_vip().success; })) << get_via_vip().message;
