@@ -29,8 +29,8 @@ Status WriteAll(int fd, const std::string& data, const std::string& path) {
 
 }  // namespace
 
-Journal::Journal(std::filesystem::path dir, int wal_fd, size_t records)
-    : dir_(std::move(dir)), wal_fd_(wal_fd), records_(records) {}
+Journal::Journal(std::filesystem::path dir, int wal_fd, size_t records, size_t wal_bytes)
+    : dir_(std::move(dir)), wal_fd_(wal_fd), records_(records), wal_bytes_(wal_bytes) {}
 
 Journal::~Journal() { ::close(wal_fd_); }
 
@@ -77,13 +77,21 @@ StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::filesystem::path& di
     ::close(fd);
     return s;
   }
-  return std::unique_ptr<Journal>(new Journal(dir, fd, loaded->records.size()));
+  return std::unique_ptr<Journal>(new Journal(dir, fd, loaded->records.size(), valid_bytes));
 }
 
 Status Journal::Append(const nlohmann::json& record) {
   std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   line.push_back('\n');
-  MF_RETURN_IF_ERROR(WriteAll(wal_fd_, line, (dir_ / "wal.jsonl").string()));
+  Status written = WriteAll(wal_fd_, line, (dir_ / "wal.jsonl").string());
+  if (!written.ok()) {
+    // A partial record in the middle of the log would make the next start fail; cut it off.
+    if (::ftruncate(wal_fd_, static_cast<off_t>(wal_bytes_)) != 0) {
+      return Internal(written.message() + "; and the partial record could not be removed: " + std::strerror(errno));
+    }
+    return written;
+  }
+  wal_bytes_ += line.size();
   ++records_;
   return Status::Ok();
 }
@@ -102,6 +110,7 @@ Status Journal::WriteSnapshot(const nlohmann::json& snapshot) {
   // replay skips records at or below the snapshot's version.
   if (::ftruncate(wal_fd_, 0) != 0) return Errno("truncating " + (dir_ / "wal.jsonl").string());
   records_ = 0;
+  wal_bytes_ = 0;
   return Status::Ok();
 }
 

@@ -34,10 +34,11 @@ class Journal {
   size_t records_since_snapshot() const { return records_; }
 
  private:
-  Journal(std::filesystem::path dir, int wal_fd, size_t records);
+  Journal(std::filesystem::path dir, int wal_fd, size_t records, size_t wal_bytes);
   std::filesystem::path dir_;
   int wal_fd_;
   size_t records_;
+  size_t wal_bytes_;  // length of the complete records; a failed append is cut back to it
 };
 
 }  // namespace mf::local
