@@ -189,3 +189,21 @@ def test_kubectl_create_commands_that_send_protobuf(local_cluster):
     assert get_json(local_cluster, "secret", "s")["data"] == {"password": "aHVudGVyMg=="}
     assert get_json(local_cluster, "role", "reader")["rules"] == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]
+
+
+def test_crd_update_changes_validation_and_crd_delete_removes_its_objects(widgets):
+    crd = (DATA / "widgets_crd.yaml").read_text().replace("enum: [small, medium, large]", "enum: [small, medium, large, huge]")
+    assert widgets.kubectl("patch", "widget", "alpha", "--type", "merge", "-p", '{"spec":{"size":"huge"}}',
+                           check=False).returncode != 0
+    widgets.kubectl("apply", "-f", "-", input=crd)
+    widgets.kubectl("patch", "widget", "alpha", "--type", "merge", "-p", '{"spec":{"size":"huge"}}')
+    assert get_json(widgets, "widget", "alpha")["spec"]["size"] == "huge"
+    widgets.kubectl("delete", "crd", "widgets.example.modelfleet.io", "--timeout=30s")
+    gone = widgets.kubectl("get", "widgets", check=False)
+    # kubectl may still have the resource in its discovery cache; either way the server says no.
+    assert gone.returncode != 0
+    assert "doesn't have a resource type" in gone.stderr or "could not find the requested resource" in gone.stderr
+    # Re-creating the CRD serves an empty collection: deleting it deleted its objects.
+    widgets.kubectl("apply", "-f", str(DATA / "widgets_crd.yaml"))
+    widgets.kubectl("wait", "--for=condition=Established", "crd/widgets.example.modelfleet.io", "--timeout=20s")
+    assert get_json(widgets, "widgets")["items"] == []
