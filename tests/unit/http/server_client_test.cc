@@ -489,6 +489,33 @@ TEST_F(ServerClientTest, CancelledWatchIsNoticedByTheServer) {
   EXPECT_FALSE(stream->Write("late"));
 }
 
+TEST_F(ServerClientTest, StreamBookkeepingAfterTheEnd) {
+  std::promise<std::shared_ptr<Stream>> started;
+  router_.Add("GET", "/w", [&](Request, Responder responder) {
+    EXPECT_FALSE(responder.answered());
+    auto stream = responder.StartStream(200);
+    EXPECT_TRUE(responder.answered());
+    responder.Respond(Response::Text(500, "ignored: the stream answered first"));
+    stream->Write("only\n");
+    stream->Close();
+    EXPECT_FALSE(stream->Write("after close"));
+    started.set_value(stream);
+  });
+  StartServer();
+  Client client;
+  auto r = client.Get(Url("/w"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "only\n");
+  auto stream = started.get_future().get();
+  for (int i = 0; i < 100 && !stream->closed(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(stream->closed());
+  EXPECT_EQ(stream->buffered_bytes(), 0u);
+  bool ran = false;
+  stream->OnClose([&] { ran = true; });  // already ended: runs at once
+  EXPECT_TRUE(ran);
+}
+
 TEST_F(ServerClientTest, StoppingAStreamEarlyFromTheCallback) {
   router_.Add("GET", "/w", [](Request, Responder responder) {
     auto stream = responder.StartStream(200);
