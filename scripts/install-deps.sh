@@ -15,7 +15,7 @@ packages=(
   python3 python3-pytest python3-pytest-timeout python3-requests python3-grpcio python3-grpc-tools python3-kubernetes
   python3-torch python3-torchvision python3-onnx python3-numpy python3-sklearn python3-yaml
   # real peers used by tests and benchmarks
-  prometheus hey wrk nginx-light curl libonnx-testdata
+  prometheus hey wrk nginx-light curl openssl libonnx-testdata
 )
 
 missing=()
