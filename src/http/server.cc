@@ -194,7 +194,11 @@ class Session : public std::enable_shared_from_this<Session> {
     AppendServerHeaders(response.headers);
     bool bodyless = response.status < 200 || response.status == 204 || response.status == 304;
     if (!bodyless) wire::AppendContentLength(response.body.size(), &head_);
-    if (!keep_alive_) wire::AppendHeader("Connection", "close", &head_);
+    if (!keep_alive_) {
+      wire::AppendHeader("Connection", "close", &head_);
+    } else if (http10_) {
+      wire::AppendHeader("Connection", "keep-alive", &head_);  // HTTP/1.0 closes unless told
+    }
     head_.append("\r\n", 2);
     body_ = std::move(response.body);
     if (bodyless || head_request_) body_.clear();
@@ -374,6 +378,7 @@ class Session : public std::enable_shared_from_this<Session> {
     state_ = State::kHandling;
     deadline_ = Clock::time_point::max();  // the handler takes the time it needs
     keep_alive_ = reader_.parser().get().keep_alive();
+    http10_ = reader_.parser().get().version() < 11;
     Request request;
     if (auto rejected = wire::ToRequest(reader_.parser().release(), core_->limits, &request)) {
       return Reject(*rejected);
@@ -526,6 +531,7 @@ class Session : public std::enable_shared_from_this<Session> {
   State state_ = State::kIdle;
   Clock::time_point deadline_ = Clock::time_point::max();  // enforced by the worker's sweep
   bool keep_alive_ = true;
+  bool http10_ = false;
   bool head_request_ = false;
   uint32_t method_index_ = 0;
   int status_ = 0;

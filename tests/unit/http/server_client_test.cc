@@ -304,6 +304,22 @@ TEST_F(ServerClientTest, ConnectionCloseIsHonoured) {
   ::close(fd);
 }
 
+TEST_F(ServerClientTest, Http10KeepAliveIsAnnounced) {
+  router_.Add("GET", "/", Sync([](const Request&) { return Response::Text(200, "x"); }));
+  StartServer();
+  int fd = Connect(server_->port());
+  auto complete = [](const std::string& s) { return s.ends_with("\r\n\r\nx"); };
+  SendAll(fd, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  std::string got = ReceiveUntil(fd, 2s, complete);
+  EXPECT_NE(got.find("Connection: keep-alive\r\n"), std::string::npos) << got;
+  SendAll(fd, "GET / HTTP/1.0\r\n\r\n");  // no keep-alive: answered, then closed
+  got = ReceiveUntil(fd, 2s);
+  EXPECT_NE(got.find("Connection: close\r\n"), std::string::npos) << got;
+  EXPECT_TRUE(complete(got));
+  EXPECT_EQ(server_->stats().connections_accepted, 1u);
+  ::close(fd);
+}
+
 TEST_F(ServerClientTest, PipelinedRequestsAreAnsweredInOrder) {
   router_.Add("GET", "/", Echo());
   StartServer();
