@@ -7,7 +7,7 @@ Each side runs in its own child process (so peak RSS is its own), with the same 
 alternating ours / PyTorch for several rounds so background load hits both alike; the figure
 per side is the best round's mean latency.
 
-    /usr/bin/python3 bench/runtime/bench_vs_pytorch.py [--threads N] [--rounds 3]
+    /usr/bin/python3 bench/runtime/bench_vs_pytorch.py [--threads N] [--rounds 3] [--only mlp]
 """
 import argparse
 import os
@@ -66,6 +66,7 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--build", default=os.environ.get("MODELFLEET_BUILD_DIR", str(ROOT / "build")))
+    parser.add_argument("--only", default="", help="run only the models whose name contains this")
     opts = parser.parse_args()
     binary = pathlib.Path(opts.build) / "tools" / "run" / "modelfleet-run"
     import torch
@@ -76,6 +77,8 @@ def main():
         tmp = pathlib.Path(tmp)
         exported = {}
         for name, batch, iters in CASES:
+            if opts.only not in name:
+                continue
             if name not in exported:
                 exported[name] = rf.export(name, tmp)
             x, _ = rf.reference(name, batch)
