@@ -20,6 +20,9 @@ constexpr json::ValueAccumulator::Options kRestValues{.allow_base64_objects = tr
 // only, so looking at a value twice (peek, then decode) means starting over; the structural
 // index is kept, so a rewind costs nothing.
 StatusOr<od::value> TopLevelValue(od::document& doc, std::string_view key) {
+  // A structural error met while peeking (Classify swallows it) abandons the iterator, and an
+  // abandoned document cannot be rewound.
+  if (!doc.is_alive()) return InvalidArgument("JSON Parse error: The JSON document has an improper structure");
   doc.rewind();
   od::object top;
   if (auto error = doc.get_object().get(top)) return ParseError(error);

@@ -175,6 +175,10 @@ TEST(RestPredictParse, EnvelopeErrors) {
   EXPECT_EQ(ParseError(R"({"instances": []})", sigs), "No values in 'instances' array");
   EXPECT_NE(ParseError(R"({"instances": 1})", sigs).find("to be an list/array"), std::string::npos);
   EXPECT_NE(ParseError(R"({"instances": [1]} {})", sigs).find("JSON Parse error"), std::string::npos);
+  // Malformed JSON met while peeking at the value (found by fuzzing: the document was rewound
+  // after simdjson had abandoned it).
+  EXPECT_NE(ParseError(R"({"inputs": {"x": i[[1]]}})", sigs).find("JSON Parse error"), std::string::npos);
+  EXPECT_NE(ParseError(R"({"instances": [{"x": i[[1]]}]})", sigs).find("JSON Parse error"), std::string::npos);
 }
 
 TEST(RestPredictParse, NamedFormErrors) {
