@@ -8,21 +8,36 @@ namespace {
 
 StatusCode CodeForHttp(int http, const std::string& reason) {
   switch (http) {
-    case 400: return StatusCode::kInvalidArgument;
-    case 401: return StatusCode::kUnauthenticated;
-    case 403: return StatusCode::kPermissionDenied;
-    case 404: return StatusCode::kNotFound;
-    case 405: return StatusCode::kUnimplemented;
-    case 409: return reason == "AlreadyExists" ? StatusCode::kAlreadyExists : StatusCode::kAborted;
-    case 410: return StatusCode::kOutOfRange;
-    case 415: return StatusCode::kInvalidArgument;
-    case 422: return StatusCode::kInvalidArgument;
-    case 429: return StatusCode::kResourceExhausted;
-    case 500: return StatusCode::kInternal;
-    case 501: return StatusCode::kUnimplemented;
-    case 503: return StatusCode::kUnavailable;
-    case 504: return StatusCode::kDeadlineExceeded;
-    default: break;
+    case 400:
+      return StatusCode::kInvalidArgument;
+    case 401:
+      return StatusCode::kUnauthenticated;
+    case 403:
+      return StatusCode::kPermissionDenied;
+    case 404:
+      return StatusCode::kNotFound;
+    case 405:
+      return StatusCode::kUnimplemented;
+    case 409:
+      return reason == "AlreadyExists" ? StatusCode::kAlreadyExists : StatusCode::kAborted;
+    case 410:
+      return StatusCode::kOutOfRange;
+    case 415:
+      return StatusCode::kInvalidArgument;
+    case 422:
+      return StatusCode::kInvalidArgument;
+    case 429:
+      return StatusCode::kResourceExhausted;
+    case 500:
+      return StatusCode::kInternal;
+    case 501:
+      return StatusCode::kUnimplemented;
+    case 503:
+      return StatusCode::kUnavailable;
+    case 504:
+      return StatusCode::kDeadlineExceeded;
+    default:
+      break;
   }
   if (http >= 500) return StatusCode::kUnavailable;
   if (http >= 400) return StatusCode::kFailedPrecondition;

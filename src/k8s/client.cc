@@ -68,8 +68,8 @@ Client::Client(std::shared_ptr<Transport> transport, ClusterConfig config, Clien
       options_(options),
       limiter_(options.qps, options.burst) {}
 
-StatusOr<HttpRequest> Client::NewRequest(const std::string& method, const std::string& target,
-                                         const std::string& body, const std::string& content_type) {
+StatusOr<HttpRequest> Client::NewRequest(const std::string& method, const std::string& target, const std::string& body,
+                                         const std::string& content_type) {
   HttpRequest request;
   request.method = method;
   request.target = target;
@@ -110,7 +110,9 @@ StatusOr<std::string> Client::Call(const std::string& method, const std::string&
     }
     if (attempt >= options_.max_retries) return failure;
     log::Warning("kubernetes request failed, retrying",
-                 {{"request", what}, {"error", failure.message()}, {"attempt", std::to_string(attempt + 1)},
+                 {{"request", what},
+                  {"error", failure.message()},
+                  {"attempt", std::to_string(attempt + 1)},
                   {"delay_ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(delay).count())}});
     if (!SleepFor(delay, stop)) return Cancelled(what + ": cancelled");
   }
@@ -178,7 +180,8 @@ StatusOr<Json> Client::Update(const ResourceRef& ref, const Json& object) {
 
 StatusOr<Json> Client::Patch(const ResourceRef& ref, PatchType type, const Json& patch) {
   if (ref.name.empty()) return InvalidArgument("Patch needs an object name");
-  if (type == PatchType::kJson && !patch.is_array()) return InvalidArgument("a JSON patch must be an array of operations");
+  if (type == PatchType::kJson && !patch.is_array())
+    return InvalidArgument("a JSON patch must be an array of operations");
   if (type != PatchType::kJson && !patch.is_object()) return InvalidArgument("a merge patch must be a JSON object");
   MF_ASSIGN_OR_RETURN(std::string path, ref.Path());
   const char* content_type = type == PatchType::kJson    ? "application/json-patch+json"
@@ -222,7 +225,8 @@ StatusOr<std::string> Client::Logs(const std::string& ns, const std::string& pod
 
 Status Client::Watch(const ResourceRef& collection, const WatchOptions& options, const WatchHandler& handler,
                      std::stop_token stop) {
-  if (!collection.name.empty()) return InvalidArgument("Watch takes a collection, not object '" + collection.name + "'");
+  if (!collection.name.empty())
+    return InvalidArgument("Watch takes a collection, not object '" + collection.name + "'");
   MF_ASSIGN_OR_RETURN(std::string path, collection.Path());
   path = AppendQuery(path, "watch", "true");
   path = AppendQuery(path, "resourceVersion", options.resource_version);
@@ -274,8 +278,8 @@ Status Client::Watch(const ResourceRef& collection, const WatchOptions& options,
     // (A connection cut mid-chunk reads as DataLoss; the partial line is simply dropped, since
     // the resume point is the last complete event.)
     const StatusCode code = response.status().code();
-    if (received && (code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded ||
-                     code == StatusCode::kDataLoss)) {
+    if (received &&
+        (code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded || code == StatusCode::kDataLoss)) {
       return Status::Ok();
     }
     if (stop.stop_requested()) return Cancelled(what + ": cancelled");

@@ -12,11 +12,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stop_token>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "k8s/config.h"
@@ -98,8 +97,7 @@ class Client {
   // Server-side apply: PATCH application/apply-patch+yaml (JSON is YAML) with fieldManager and
   // force, so the caller owns the fields it sets and conflicts with other managers are overridden
   // only when `force`.
-  StatusOr<Json> Apply(const ResourceRef& ref, const Json& object, const std::string& field_manager,
-                       bool force = true);
+  StatusOr<Json> Apply(const ResourceRef& ref, const Json& object, const std::string& field_manager, bool force = true);
   // Deletes; NotFound when already gone. `precondition_uid` guards against deleting a recreated object.
   Status Delete(const ResourceRef& ref, const std::string& precondition_uid = "");
   // Pod logs as text (GET .../pods/NAME/log).

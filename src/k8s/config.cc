@@ -64,14 +64,23 @@ StatusOr<std::string> DecodeBase64(std::string_view text) {
   int padding = 0;
   for (char c : text) {
     int v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '+') v = 62;
-    else if (c == '/') v = 63;
-    else if (c == '=') { ++padding; continue; }
-    else if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-    else return InvalidArgument(std::string("invalid base64 character '") + c + "'");
+    if (c >= 'A' && c <= 'Z')
+      v = c - 'A';
+    else if (c >= 'a' && c <= 'z')
+      v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9')
+      v = c - '0' + 52;
+    else if (c == '+')
+      v = 62;
+    else if (c == '/')
+      v = 63;
+    else if (c == '=') {
+      ++padding;
+      continue;
+    } else if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
+      continue;
+    else
+      return InvalidArgument(std::string("invalid base64 character '") + c + "'");
     if (padding > 0) return InvalidArgument("invalid base64: data after '=' padding");
     acc = (acc << 6) | static_cast<uint32_t>(v);
     bits += 6;
@@ -215,7 +224,8 @@ StatusOr<ClusterConfig> Build(const MergedKubeconfig& merged, const std::string&
       if (user == merged.users.end()) {
         return NotFound("kubeconfig context '" + context_name + "' names unknown user '" + user_name + "'");
       }
-      MF_RETURN_IF_ERROR(LoadPemField(user->second, "client-certificate", &config.client_cert_file, &config.client_cert_pem));
+      MF_RETURN_IF_ERROR(
+          LoadPemField(user->second, "client-certificate", &config.client_cert_file, &config.client_cert_pem));
       MF_RETURN_IF_ERROR(LoadPemField(user->second, "client-key", &config.client_key_file, &config.client_key_pem));
       const bool has_cert = !config.client_cert_file.empty() || !config.client_cert_pem.empty();
       const bool has_key = !config.client_key_file.empty() || !config.client_key_pem.empty();
@@ -237,8 +247,7 @@ StatusOr<ClusterConfig> Build(const MergedKubeconfig& merged, const std::string&
 
 }  // namespace
 
-StatusOr<ClusterConfig> ParseKubeconfig(const std::string& yaml_text, const fs::path& dir,
-                                        const std::string& context) {
+StatusOr<ClusterConfig> ParseKubeconfig(const std::string& yaml_text, const fs::path& dir, const std::string& context) {
   MergedKubeconfig merged;
   MF_RETURN_IF_ERROR(MergeFile(yaml_text, dir, &merged));
   return Build(merged, context);
@@ -263,8 +272,9 @@ StatusOr<ClusterConfig> LoadKubeconfig(const std::string& context) {
     MF_RETURN_IF_ERROR(MergeFile(*text, file.parent_path(), &merged).WithContext(file.string()));
   }
   if (!any) {
-    return NotFound("no kubeconfig found (looked at KUBECONFIG, then ~/.kube/config); "
-                    "run inside a pod or point KUBECONFIG at a kubeconfig file");
+    return NotFound(
+        "no kubeconfig found (looked at KUBECONFIG, then ~/.kube/config); "
+        "run inside a pod or point KUBECONFIG at a kubeconfig file");
   }
   return Build(merged, context);
 }

@@ -45,7 +45,8 @@ Status EventRecorder::Record(const Json& involved, EventType type, const std::st
   }
   const Json& meta = involved["metadata"];
   Pending p;
-  p.involved_ref = {{"kind", StringAt(involved, "kind")}, {"apiVersion", StringAt(involved, "apiVersion")},
+  p.involved_ref = {{"kind", StringAt(involved, "kind")},
+                    {"apiVersion", StringAt(involved, "apiVersion")},
                     {"name", StringAt(meta, "name")}};
   if (p.involved_ref["kind"] == "" || p.involved_ref["name"] == "") {
     return InvalidArgument("event: the involved object needs kind and metadata.name");

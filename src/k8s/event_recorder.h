@@ -21,10 +21,10 @@ enum class EventType { kNormal, kWarning };
 class EventRecorder {
  public:
   struct Options {
-    std::string component;           // source.component / reportingComponent, e.g. "modelfleet-operator"
-    std::string instance;            // source.host / reportingInstance, e.g. the pod name
-    size_t max_queued = 1000;        // events beyond this are dropped (with an error), never block
-    size_t max_aggregated = 4096;    // distinct events remembered for aggregation (LRU)
+    std::string component;         // source.component / reportingComponent, e.g. "modelfleet-operator"
+    std::string instance;          // source.host / reportingInstance, e.g. the pod name
+    size_t max_queued = 1000;      // events beyond this are dropped (with an error), never block
+    size_t max_aggregated = 4096;  // distinct events remembered for aggregation (LRU)
   };
   EventRecorder(Client& client, Options options);
   ~EventRecorder();  // writes what is queued, then stops

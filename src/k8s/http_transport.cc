@@ -107,8 +107,8 @@ StatusOr<HttpResponse> HttpTransport::Stream(const HttpRequest& request, const C
   http::CancelToken cancel;
   std::stop_callback on_stop(stop, [&cancel] { cancel.Cancel(); });
   MF_ASSIGN_OR_RETURN(http::Response response,
-                      client_.Stream(ToClientRequest(request), [&](std::string_view data) { return on_chunk(data); },
-                                     &cancel));
+                      client_.Stream(
+                          ToClientRequest(request), [&](std::string_view data) { return on_chunk(data); }, &cancel));
   return FromClientResponse(std::move(response));
 }
 

@@ -16,7 +16,8 @@ void FillTypeMeta(const Json& list, Json* item) {
   if (!item->contains("kind") && list_kind.size() > 4 && list_kind.ends_with("List")) {
     (*item)["kind"] = list_kind.substr(0, list_kind.size() - 4);
   }
-  if (!item->contains("apiVersion") && !StringAt(list, "apiVersion").empty()) (*item)["apiVersion"] = list["apiVersion"];
+  if (!item->contains("apiVersion") && !StringAt(list, "apiVersion").empty())
+    (*item)["apiVersion"] = list["apiVersion"];
 }
 
 bool SleepFor(Clock::duration d, std::stop_token stop) {
@@ -120,7 +121,8 @@ Status Informer::ListAndReplace(std::string* resource_version) {
   list_options.field_selector = options_.field_selector;
   MF_ASSIGN_OR_RETURN(Json list, client_.List(options_.collection, list_options));
   *resource_version = ResourceVersion(list);
-  if (resource_version->empty()) return DataLoss("list of " + options_.collection.gvr.ToString() + " has no resourceVersion");
+  if (resource_version->empty())
+    return DataLoss("list of " + options_.collection.gvr.ToString() + " has no resourceVersion");
 
   std::lock_guard lock(mu_);
   std::set<std::string> listed;
@@ -240,7 +242,8 @@ void Informer::RunDispatcher(std::stop_token stop) {
         Deliver(h, n);
       } catch (const std::exception& e) {
         // A handler's bug must not take the informer (or the process) down with it.
-        log::Error("informer event handler threw", {{"resource", options_.collection.gvr.ToString()}, {"error", e.what()}});
+        log::Error("informer event handler threw",
+                   {{"resource", options_.collection.gvr.ToString()}, {"error", e.what()}});
       }
     }
   }

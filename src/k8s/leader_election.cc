@@ -91,8 +91,10 @@ bool LeaderElector::TryAcquireOrRenew() {
   const int lease_seconds = LeaseSeconds(config_.lease_duration);
   StatusOr<Json> current = client_.Get(lease_ref_);
   if (!current.ok() && IsNotFound(current.status())) {
-    const Json spec = {{"holderIdentity", config_.identity}, {"leaseDurationSeconds", lease_seconds},
-                       {"acquireTime", wall_now},           {"renewTime", wall_now},
+    const Json spec = {{"holderIdentity", config_.identity},
+                       {"leaseDurationSeconds", lease_seconds},
+                       {"acquireTime", wall_now},
+                       {"renewTime", wall_now},
                        {"leaseTransitions", 0}};
     StatusOr<Json> created = client_.Create(lease_ref_, NewLease(spec));
     if (!created.ok()) {

@@ -61,7 +61,7 @@ class LeaderElector {
   std::atomic<bool> leading_{false};
 
   mutable std::mutex mu_;
-  Json observed_spec_;  // last lease spec seen
+  Json observed_spec_;                 // last lease spec seen
   Clock::time_point observed_time_{};  // when observed_spec_ last changed, on our clock
 };
 

@@ -52,8 +52,7 @@ Clock::duration ExponentialBackoff(Clock::duration base, Clock::duration cap, in
 
 ItemRateLimiter::ItemRateLimiter() : ItemRateLimiter(Options()) {}
 
-ItemRateLimiter::ItemRateLimiter(Options options)
-    : options_(options), bucket_(options.qps, options.burst) {}
+ItemRateLimiter::ItemRateLimiter(Options options) : options_(options), bucket_(options.qps, options.burst) {}
 
 Clock::duration ItemRateLimiter::When(const std::string& item) {
   int attempt;

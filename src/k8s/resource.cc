@@ -6,9 +6,7 @@ std::string GroupVersionResource::ApiPrefix() const {
   return group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
 }
 
-std::string GroupVersionResource::ToString() const {
-  return group.empty() ? resource : resource + "." + group;
-}
+std::string GroupVersionResource::ToString() const { return group.empty() ? resource : resource + "." + group; }
 
 namespace resources {
 GroupVersionResource Pods() { return {"", "v1", "pods", true}; }
@@ -75,8 +73,8 @@ std::string UrlEncode(std::string_view value) {
   std::string out;
   out.reserve(value.size());
   for (unsigned char c : value) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '_' || c == '.' || c == '~') {
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+        c == '.' || c == '~') {
       out.push_back(static_cast<char>(c));
     } else {
       out.push_back('%');

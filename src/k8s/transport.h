@@ -16,8 +16,8 @@
 namespace mf::k8s {
 
 struct HttpRequest {
-  std::string method;  // GET, POST, PUT, PATCH, DELETE
-  std::string target;  // absolute path plus query, e.g. /api/v1/namespaces/ns/pods?watch=true
+  std::string method;                          // GET, POST, PUT, PATCH, DELETE
+  std::string target;                          // absolute path plus query, e.g. /api/v1/namespaces/ns/pods?watch=true
   std::map<std::string, std::string> headers;  // Authorization, Content-Type, Accept, ...
   std::string body;
   // Deadline for a unary call; for a stream, the longest silence tolerated between chunks.

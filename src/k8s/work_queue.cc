@@ -128,7 +128,8 @@ WorkerPool::WorkerPool(WorkQueue& queue, int workers, Reconciler reconcile) : qu
         }
         if (!result.status.ok()) {
           log::Warning("reconcile failed, requeueing with backoff",
-                       {{"key", *key}, {"error", result.status.message()},
+                       {{"key", *key},
+                        {"error", result.status.message()},
                         {"requeues", std::to_string(queue_.NumRequeues(*key))}});
           queue_.AddRateLimited(*key);
         } else {

@@ -16,7 +16,9 @@ constexpr char kPods[] = "/api/v1/pods";
 constexpr char kDeployments[] = "/apis/apps/v1/deployments";
 
 Json Pod(const std::string& name, const std::string& ns = "ml") {
-  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", name}, {"namespace", ns}}},
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
           {"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "busybox"}}})}}}};
 }
 
@@ -103,11 +105,19 @@ TEST_F(ClientTest, RetryOnConflictRereadsUntilTheWriteLands) {
 
 TEST_F(ClientTest, RetryOnConflictGivesUpAfterAttempts) {
   int attempts = 0;
-  Status s = RetryOnConflict([&] { ++attempts; return Aborted("Conflict"); }, 3, std::chrono::milliseconds(1));
+  Status s = RetryOnConflict(
+      [&] {
+        ++attempts;
+        return Aborted("Conflict");
+      },
+      3, std::chrono::milliseconds(1));
   EXPECT_TRUE(IsConflict(s));
   EXPECT_EQ(attempts, 3);
   attempts = 0;
-  s = RetryOnConflict([&] { ++attempts; return NotFound("gone"); });
+  s = RetryOnConflict([&] {
+    ++attempts;
+    return NotFound("gone");
+  });
   EXPECT_EQ(attempts, 1);  // only conflicts are retried
 }
 
@@ -127,8 +137,8 @@ TEST_F(ClientTest, MergePatchJsonPatchAndApply) {
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(client_.Patch(ref, PatchType::kJson, Json::object()).status().code(), StatusCode::kInvalidArgument);
 
-  Json desired = {{"apiVersion", "apps/v1"}, {"kind", "Deployment"},
-                  {"metadata", {{"name", "web"}}}, {"spec", {{"replicas", 3}}}};
+  Json desired = {
+      {"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"metadata", {{"name", "web"}}}, {"spec", {{"replicas", 3}}}};
   auto applied = client_.Apply({resources::Deployments(), "ml", "web", ""}, desired, "modelfleet-operator");
   ASSERT_TRUE(applied.ok()) << applied.status().ToString();
   EXPECT_EQ((*applied)["spec"]["replicas"], 3);
@@ -143,8 +153,10 @@ TEST_F(ClientTest, MergePatchJsonPatchAndApply) {
 }
 
 TEST_F(ClientTest, StatusAndScaleSubresources) {
-  server_->Put(kDeployments, {{"apiVersion", "apps/v1"}, {"kind", "Deployment"},
-                              {"metadata", {{"name", "web"}, {"namespace", "ml"}}}, {"spec", {{"replicas", 2}}}});
+  server_->Put(kDeployments, {{"apiVersion", "apps/v1"},
+                              {"kind", "Deployment"},
+                              {"metadata", {{"name", "web"}, {"namespace", "ml"}}},
+                              {"spec", {{"replicas", 2}}}});
   const ResourceRef scale_ref{resources::Deployments(), "ml", "web", "scale"};
   auto scale = client_.Get(scale_ref);
   ASSERT_TRUE(scale.ok()) << scale.status().ToString();
@@ -243,7 +255,8 @@ TEST_F(ClientTest, SendsBearerTokenFromTokenSource) {
 TEST_F(ClientTest, BadArgumentsChangeNothing) {
   EXPECT_EQ(client_.Get({resources::Pods(), "ml", "", ""}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(client_.Create({resources::Pods(), "ml", "x", ""}, Pod("y")).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(client_.Update({resources::Pods(), "ml", "x", ""}, Json::array()).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(client_.Update({resources::Pods(), "ml", "x", ""}, Json::array()).status().code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(client_.Delete({resources::Pods(), "ml", "", ""}).code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(server_->requests().empty());
 }
@@ -306,13 +319,27 @@ TEST(WatchDecoderTest, MalformedStreamsEndWithAClearError) {
   const std::string added = R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})";
   const Case cases[] = {
       {{added + "\n", "not json\n", added + "\n"}, StatusCode::kDataLoss, 1},
-      {{R"({"type":"ADDED"})" "\n"}, StatusCode::kDataLoss, 0},
-      {{R"({"type":7,"object":{}})" "\n"}, StatusCode::kDataLoss, 0},
-      {{R"({"type":"SURPRISE","object":{}})" "\n"}, StatusCode::kDataLoss, 0},
+      {{R"({"type":"ADDED"})"
+        "\n"},
+       StatusCode::kDataLoss,
+       0},
+      {{R"({"type":7,"object":{}})"
+        "\n"},
+       StatusCode::kDataLoss,
+       0},
+      {{R"({"type":"SURPRISE","object":{}})"
+        "\n"},
+       StatusCode::kDataLoss,
+       0},
       {{"[1,2]\n"}, StatusCode::kDataLoss, 0},
-      {{R"({"type":"ERROR","object":{"code":"x","reason":5}})" "\n"}, StatusCode::kInternal, 0},
-      {{R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}})" "\n"},
-       StatusCode::kOutOfRange, 0},
+      {{R"({"type":"ERROR","object":{"code":"x","reason":5}})"
+        "\n"},
+       StatusCode::kInternal,
+       0},
+      {{R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}})"
+        "\n"},
+       StatusCode::kOutOfRange,
+       0},
       // Split across chunks, blank keep-alive lines, CRLF, and a trailing partial line.
       {{added.substr(0, 5), added.substr(5) + "\r\n\n", "   \n", added + "\n", "{\"type\":\"ADD"}, StatusCode::kOk, 2},
   };

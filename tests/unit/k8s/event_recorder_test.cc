@@ -10,7 +10,8 @@ namespace {
 using testing::FakeApiServer;
 
 Json ModelDeployment() {
-  return {{"apiVersion", "modelfleet.io/v1alpha1"}, {"kind", "ModelDeployment"},
+  return {{"apiVersion", "modelfleet.io/v1alpha1"},
+          {"kind", "ModelDeployment"},
           {"metadata", {{"name", "mnist"}, {"namespace", "ml"}, {"uid", "u-1"}, {"resourceVersion", "7"}}}};
 }
 
@@ -32,9 +33,12 @@ TEST_F(EventRecorderTest, CreatesEventWithInvolvedObject) {
   const Json events = Events();
   ASSERT_EQ(events.size(), 1u);
   const Json& e = events[0];
-  EXPECT_EQ(e["involvedObject"], (Json{{"apiVersion", "modelfleet.io/v1alpha1"}, {"kind", "ModelDeployment"},
-                                      {"name", "mnist"}, {"namespace", "ml"}, {"uid", "u-1"},
-                                      {"resourceVersion", "7"}}));
+  EXPECT_EQ(e["involvedObject"], (Json{{"apiVersion", "modelfleet.io/v1alpha1"},
+                                       {"kind", "ModelDeployment"},
+                                       {"name", "mnist"},
+                                       {"namespace", "ml"},
+                                       {"uid", "u-1"},
+                                       {"resourceVersion", "7"}}));
   EXPECT_EQ(e["reason"], "ScaledUp");
   EXPECT_EQ(e["message"], "v1 scaled to 3");
   EXPECT_EQ(e["type"], "Normal");
@@ -76,8 +80,9 @@ TEST_F(EventRecorderTest, ExpiredEventStartsANewOne) {
 TEST_F(EventRecorderTest, RejectsMalformedCallsWithoutWriting) {
   EventRecorder recorder(client_, {.component = "op"});
   EXPECT_EQ(recorder.Record(Json::object(), EventType::kNormal, "R", "m").code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(recorder.Record({{"kind", "Pod"}, {"metadata", {{"namespace", "ml"}}}}, EventType::kNormal, "R", "m").code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      recorder.Record({{"kind", "Pod"}, {"metadata", {{"namespace", "ml"}}}}, EventType::kNormal, "R", "m").code(),
+      StatusCode::kInvalidArgument);
   EXPECT_EQ(recorder.Record(ModelDeployment(), EventType::kNormal, "", "m").code(), StatusCode::kInvalidArgument);
   recorder.Flush();
   EXPECT_TRUE(server_->requests().empty());
@@ -85,8 +90,10 @@ TEST_F(EventRecorderTest, RejectsMalformedCallsWithoutWriting) {
 
 TEST_F(EventRecorderTest, ClusterScopedObjectsRecordInDefault) {
   EventRecorder recorder(client_, {.component = "op"});
-  ASSERT_TRUE(recorder.Record({{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}},
-                              EventType::kWarning, "NodeNotReady", "kubelet stopped posting").ok());
+  ASSERT_TRUE(recorder
+                  .Record({{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}}, EventType::kWarning,
+                          "NodeNotReady", "kubelet stopped posting")
+                  .ok());
   recorder.Flush();
   auto list = client_.List({resources::Events(), "default", "", ""});
   ASSERT_TRUE(list.ok());

@@ -207,8 +207,10 @@ HttpResponse FakeApiServer::HandleLocked(const HttpRequest& request, const Targe
       for (const auto& [k, o] : objects) {
         if (t.ns.empty() || o["metadata"].value("namespace", "") == t.ns) items.push_back(o);
       }
-      return JsonResponse(200, {{"kind", "List"}, {"apiVersion", "v1"},
-                                {"metadata", {{"resourceVersion", std::to_string(rv_)}}}, {"items", items}});
+      return JsonResponse(200, {{"kind", "List"},
+                                {"apiVersion", "v1"},
+                                {"metadata", {{"resourceVersion", std::to_string(rv_)}}},
+                                {"items", items}});
     }
     if (m == "POST") {
       Json body = Json::parse(request.body, nullptr, false);
@@ -218,8 +220,8 @@ HttpResponse FakeApiServer::HandleLocked(const HttpRequest& request, const Targe
       if (!t.ns.empty()) body["metadata"]["namespace"] = t.ns;
       const std::string name = body["metadata"]["name"];
       if (objects.count(Key(t.ns, name))) {
-        return StatusResponse(409, "AlreadyExists", t.collection.substr(t.collection.rfind('/') + 1) + " \"" + name +
-                                                        "\" already exists");
+        return StatusResponse(409, "AlreadyExists",
+                              t.collection.substr(t.collection.rfind('/') + 1) + " \"" + name + "\" already exists");
       }
       return JsonResponse(201, StoreLocked(t.collection, std::move(body), "ADDED"));
     }
@@ -248,21 +250,25 @@ HttpResponse FakeApiServer::HandleLocked(const HttpRequest& request, const Targe
   if (t.subresource == "scale") {
     if (m == "GET") {
       const int replicas = current["spec"].value("replicas", 1);
-      return JsonResponse(200, {{"kind", "Scale"}, {"apiVersion", "autoscaling/v1"},
-                                {"metadata", {{"name", t.name}, {"namespace", t.ns},
-                                              {"resourceVersion", RvOf(current)}}},
-                                {"spec", {{"replicas", replicas}}}, {"status", {{"replicas", replicas}}}});
+      return JsonResponse(200,
+                          {{"kind", "Scale"},
+                           {"apiVersion", "autoscaling/v1"},
+                           {"metadata", {{"name", t.name}, {"namespace", t.ns}, {"resourceVersion", RvOf(current)}}},
+                           {"spec", {{"replicas", replicas}}},
+                           {"status", {{"replicas", replicas}}}});
     }
     if (m == "PUT") {
       Json body = Json::parse(request.body, nullptr, false);
       if (RvOf(body) != "" && RvOf(body) != RvOf(current)) {
-        return StatusResponse(409, "Conflict", "Operation cannot be fulfilled on " + what +
-                                                   ": the object has been modified; please apply your changes to "
-                                                   "the latest version and try again");
+        return StatusResponse(409, "Conflict",
+                              "Operation cannot be fulfilled on " + what +
+                                  ": the object has been modified; please apply your changes to "
+                                  "the latest version and try again");
       }
       current["spec"]["replicas"] = body["spec"]["replicas"];
       Json stored = StoreLocked(t.collection, current, "MODIFIED");
-      return JsonResponse(200, {{"kind", "Scale"}, {"spec", {{"replicas", stored["spec"]["replicas"]}}},
+      return JsonResponse(200, {{"kind", "Scale"},
+                                {"spec", {{"replicas", stored["spec"]["replicas"]}}},
                                 {"metadata", {{"resourceVersion", RvOf(stored)}}}});
     }
   }
@@ -279,9 +285,10 @@ HttpResponse FakeApiServer::HandleLocked(const HttpRequest& request, const Targe
     Json body = Json::parse(request.body, nullptr, false);
     if (!body.is_object()) return StatusResponse(400, "BadRequest", "body is not a JSON object");
     if (RvOf(body) != "" && RvOf(body) != RvOf(current)) {
-      return StatusResponse(409, "Conflict", "Operation cannot be fulfilled on " + what +
-                                                 ": the object has been modified; please apply your changes to the "
-                                                 "latest version and try again");
+      return StatusResponse(409, "Conflict",
+                            "Operation cannot be fulfilled on " + what +
+                                ": the object has been modified; please apply your changes to the "
+                                "latest version and try again");
     }
     Json next = current;
     if (t.subresource == "status") {
@@ -377,10 +384,14 @@ HttpResponse FakeApiServer::Watch(const Target& t, const ChunkHandler& on_chunk,
   ok.status = 200;
   if (from < compacted_rv_) {
     send({{"type", "ERROR"},
-          {"object", {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"}, {"reason", "Expired"},
-                      {"message", "too old resource version: " + std::to_string(from) + " (" +
-                                      std::to_string(compacted_rv_) + ")"},
-                      {"code", 410}}}});
+          {"object",
+           {{"kind", "Status"},
+            {"apiVersion", "v1"},
+            {"status", "Failure"},
+            {"reason", "Expired"},
+            {"message",
+             "too old resource version: " + std::to_string(from) + " (" + std::to_string(compacted_rv_) + ")"},
+            {"code", 410}}}});
     return ok;
   }
   int64_t sent = from;
@@ -398,7 +409,8 @@ HttpResponse FakeApiServer::Watch(const Target& t, const ChunkHandler& on_chunk,
     }
     if (bookmarks && bookmark_generation != bookmark_generation_) {
       bookmark_generation = bookmark_generation_;
-      if (!send({{"type", "BOOKMARK"}, {"object", {{"kind", "Bookmark"}, {"metadata", {{"resourceVersion", std::to_string(rv_)}}}}}})) {
+      if (!send({{"type", "BOOKMARK"},
+                 {"object", {{"kind", "Bookmark"}, {"metadata", {{"resourceVersion", std::to_string(rv_)}}}}}})) {
         return ok;
       }
       continue;

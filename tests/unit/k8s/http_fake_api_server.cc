@@ -10,9 +10,12 @@ HttpRequest FromHttp(const http::Request& r) {
   out.target = r.target;
   for (const auto& [name, value] : r.headers.fields()) {
     // Keep the canonical spelling the fake looks up.
-    if (http::EqualsIgnoreCase(name, "content-type")) out.headers["Content-Type"] = value;
-    else if (http::EqualsIgnoreCase(name, "authorization")) out.headers["Authorization"] = value;
-    else out.headers[name] = value;
+    if (http::EqualsIgnoreCase(name, "content-type"))
+      out.headers["Content-Type"] = value;
+    else if (http::EqualsIgnoreCase(name, "authorization"))
+      out.headers["Authorization"] = value;
+    else
+      out.headers[name] = value;
   }
   out.body = r.body;
   return out;

@@ -18,7 +18,9 @@ using testing::HttpFakeApiServer;
 constexpr char kConfigMaps[] = "/api/v1/configmaps";
 
 Json ConfigMap(const std::string& name, const std::string& value) {
-  return {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", name}, {"namespace", "ml"}}},
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", {{"name", name}, {"namespace", "ml"}}},
           {"data", {{"v", value}}}};
 }
 
@@ -64,14 +66,16 @@ TEST_F(HttpTransportTest, InformerOverHttpAcrossDropAndGone) {
   Informer informer(*client_, options);
   std::mutex mu;
   std::vector<std::string> seen;
-  informer.AddEventHandlers({.on_add = [&](const ObjectPtr& o) {
-                               std::lock_guard lock(mu);
-                               seen.push_back("add " + (*o)["data"]["v"].get<std::string>());
-                             },
-                             .on_update = [&](const ObjectPtr&, const ObjectPtr& o) {
-                               std::lock_guard lock(mu);
-                               seen.push_back("update " + (*o)["data"]["v"].get<std::string>());
-                             }});
+  informer.AddEventHandlers({.on_add =
+                                 [&](const ObjectPtr& o) {
+                                   std::lock_guard lock(mu);
+                                   seen.push_back("add " + (*o)["data"]["v"].get<std::string>());
+                                 },
+                             .on_update =
+                                 [&](const ObjectPtr&, const ObjectPtr& o) {
+                                   std::lock_guard lock(mu);
+                                   seen.push_back("update " + (*o)["data"]["v"].get<std::string>());
+                                 }});
   ASSERT_TRUE(informer.Start().ok());
   ASSERT_TRUE(informer.WaitForSync(5s));
   const auto wait_for = [&](size_t n) {
@@ -109,8 +113,8 @@ TEST_F(HttpTransportTest, StopCancelsAnOpenWatchStream) {
   std::thread watcher([&] {
     WatchOptions options;
     options.resource_version = std::to_string(fake_->resource_version());
-    Status s = client_->Watch({resources::ConfigMaps(), "ml", "", ""}, options, [](WatchEvent&&) { return true; },
-                              stop->get_token());
+    Status s = client_->Watch(
+        {resources::ConfigMaps(), "ml", "", ""}, options, [](WatchEvent&&) { return true; }, stop->get_token());
     EXPECT_EQ(s.code(), StatusCode::kCancelled) << s.ToString();
     done = true;
   });

@@ -15,7 +15,8 @@ using testing::FakeApiServer;
 constexpr char kPods[] = "/api/v1/pods";
 
 Json Pod(const std::string& name, const std::string& ns = "ml", const std::string& app = "web") {
-  return {{"apiVersion", "v1"}, {"kind", "Pod"},
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
           {"metadata", {{"name", name}, {"namespace", ns}, {"labels", {{"app", app}}}}}};
 }
 
@@ -97,9 +98,9 @@ TEST_F(InformerTest, ListThenWatchDeliversEveryChangeOnceInOrder) {
   const std::string a3 = Rv(server_->Put(kPods, Pod("a", "ml", "web")));
   ASSERT_TRUE(rec.WaitFor(6));
   std::this_thread::sleep_for(50ms);  // nothing further may arrive
-  EXPECT_EQ(rec.events(), (std::vector<std::string>{"add a@" + a1, "add b@" + b1, "update a@" + a1 + "->" + a2,
-                                                    "add c@" + c1, "delete b@" + b_deleted,
-                                                    "update a@" + a2 + "->" + a3}));
+  EXPECT_EQ(rec.events(),
+            (std::vector<std::string>{"add a@" + a1, "add b@" + b1, "update a@" + a1 + "->" + a2, "add c@" + c1,
+                                      "delete b@" + b_deleted, "update a@" + a2 + "->" + a3}));
   EXPECT_EQ(informer.store().Size(), 2u);
   EXPECT_EQ((*informer.store().Get("ml/a"))["metadata"]["labels"]["app"], "web");
   EXPECT_EQ((*informer.store().Get("ml/a"))["kind"], "Pod");
@@ -135,7 +136,7 @@ TEST_F(InformerTest, ForcedWatchDropLosesAndRepeatsNothing) {
   ASSERT_TRUE(rec.WaitFor(expected.size()));
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(rec.events(), expected);
-  EXPECT_EQ(informer.stats().lists, 1);     // resumed from the last resourceVersion, no relist
+  EXPECT_EQ(informer.stats().lists, 1);            // resumed from the last resourceVersion, no relist
   EXPECT_EQ(informer.stats().watches, drops + 1);  // one re-watch per drop
 }
 
@@ -167,8 +168,8 @@ TEST_F(InformerTest, GoneAfterCompactionRelistsAndReportsTheDifference) {
   std::sort(after.begin(), after.end());
   // Intermediate states collapse into one update; unchanged objects are not re-announced; the
   // object deleted meanwhile is reported with its last known state.
-  EXPECT_EQ(after, (std::vector<std::string>{"add new@" + n1, "delete deleted@" + d1,
-                                             "update modified@" + m1 + "->" + m3}));
+  EXPECT_EQ(after,
+            (std::vector<std::string>{"add new@" + n1, "delete deleted@" + d1, "update modified@" + m1 + "->" + m3}));
   EXPECT_EQ(informer.stats().lists, 2);
 
   // And the watch resumes from the relist.

@@ -94,8 +94,9 @@ class LeaderElectionTest : public ::testing::Test {
  protected:
   nlohmann::json LeaseSpec() { return server_->Object(kLeases, "ml", "modelfleet-operator").value()["spec"]; }
   std::shared_ptr<FakeApiServer> server_ = std::make_shared<FakeApiServer>();
-  Client client_{server_, ClusterConfig{}, ClientOptions{.qps = 0, .max_retries = 1, .backoff_base = 1ms,
-                                                         .backoff_cap = 5ms, .request_timeout = 1000ms}};
+  Client client_{
+      server_, ClusterConfig{},
+      ClientOptions{.qps = 0, .max_retries = 1, .backoff_base = 1ms, .backoff_cap = 5ms, .request_timeout = 1000ms}};
 };
 
 TEST_F(LeaderElectionTest, AcquiresRenewsAndReleasesOnStop) {
@@ -201,8 +202,7 @@ TEST_F(LeaderElectionTest, RejectsInconsistentTimings) {
   EXPECT_EQ(make([](LeaderElectionConfig& c) { c.retry_period = c.renew_deadline; }).code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(make([](LeaderElectionConfig& c) { c.lease_duration = 500ms; }).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(make([](LeaderElectionConfig& c) { c.on_stopped_leading = nullptr; }).code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(make([](LeaderElectionConfig& c) { c.on_stopped_leading = nullptr; }).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(make([](LeaderElectionConfig& c) { c.lease_name = "a/b"; }).code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(server_->requests().empty());
 }

@@ -72,13 +72,15 @@ class LocalCluster {
     const std::string port_flag = "--port=" + std::to_string(port);
     const std::string data_flag = "--data-dir=" + dir_.string();
     const std::string log = (dir_ / "modelfleet-local.log").string();
-    std::vector<const char*> argv = {binary.c_str(), "up", data_flag.c_str(), port_flag.c_str(),
-                                     "--workloads=false", "--log-level=warning", nullptr};
+    std::vector<const char*> argv = {
+        binary.c_str(),        "up",   data_flag.c_str(), port_flag.c_str(), "--workloads=false",
+        "--log-level=warning", nullptr};
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    const int rc = posix_spawn(&pid_, binary.c_str(), &actions, nullptr, const_cast<char* const*>(argv.data()), environ);
+    const int rc =
+        posix_spawn(&pid_, binary.c_str(), &actions, nullptr, const_cast<char* const*>(argv.data()), environ);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) return Internal("cannot start " + binary + ": " + std::strerror(rc));
     port_ = port;
@@ -142,7 +144,9 @@ class LocalClusterTest : public ::testing::Test {
   }
 
   Json ConfigMap(const std::string& name, const std::string& value, bool labelled = true) {
-    Json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", name}, {"namespace", "default"}}},
+    Json cm = {{"apiVersion", "v1"},
+               {"kind", "ConfigMap"},
+               {"metadata", {{"name", name}, {"namespace", "default"}}},
                {"data", {{"v", value}}}};
     if (labelled) cm["metadata"]["labels"] = {{"suite", "k8s-client"}};
     return cm;
@@ -165,7 +169,8 @@ TEST_F(LocalClusterTest, RequestsConflictsAndEvents) {
   const ResourceRef ref{resources::ConfigMaps(), "default", "settings", ""};
   auto created = client_->Create({resources::ConfigMaps(), "default", "", ""}, ConfigMap("settings", "0"));
   ASSERT_TRUE(created.ok()) << created.status().ToString();
-  EXPECT_TRUE(IsAlreadyExists(client_->Create({resources::ConfigMaps(), "default", "", ""}, ConfigMap("settings", "0")).status()));
+  EXPECT_TRUE(IsAlreadyExists(
+      client_->Create({resources::ConfigMaps(), "default", "", ""}, ConfigMap("settings", "0")).status()));
 
   // A stale update is a real 409 from the API server, and RetryOnConflict rides it out.
   Json stale = *created;
@@ -236,7 +241,8 @@ TEST_F(LocalClusterTest, InformerSeesEveryChangeOnceInOrderAcrossDropAndGone) {
   Informer informer(*client_, options);
   informer.AddEventHandlers({
       .on_add = [&](const ObjectPtr& o) { record("add " + name_rv(o)); },
-      .on_update = [&](const ObjectPtr& o, const ObjectPtr& n) { record("update " + name_rv(o) + "->" + ResourceVersion(*n)); },
+      .on_update = [&](const ObjectPtr& o,
+                       const ObjectPtr& n) { record("update " + name_rv(o) + "->" + ResourceVersion(*n)); },
       .on_delete = [&](const ObjectPtr& o) { record("delete " + (*o)["metadata"]["name"].get<std::string>()); },
   });
   ASSERT_TRUE(informer.Start().ok());

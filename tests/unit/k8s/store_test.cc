@@ -6,8 +6,8 @@ namespace mf::k8s {
 namespace {
 
 ObjectPtr Obj(const std::string& ns, const std::string& name, const std::string& owner) {
-  return std::make_shared<const nlohmann::json>(nlohmann::json{
-      {"metadata", {{"name", name}, {"namespace", ns}, {"ownerReferences", {{{"uid", owner}}}}}}});
+  return std::make_shared<const nlohmann::json>(
+      nlohmann::json{{"metadata", {{"name", name}, {"namespace", ns}, {"ownerReferences", {{{"uid", owner}}}}}}});
 }
 
 TEST(StoreTest, CustomIndexIsMaintainedOnReplaceAndErase) {
