@@ -3,7 +3,8 @@
 namespace mf::runtime::cpu {
 
 StatusOr<int> NormalizeAxis(int64_t axis, int rank) {
-  if (axis < -rank || axis >= std::max(rank, 1)) {
+  // A scalar has no axis: callers index dims with the result.
+  if (axis < -rank || axis >= rank) {
     return InvalidArgument("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   }
   return static_cast<int>(axis < 0 ? axis + rank : axis);

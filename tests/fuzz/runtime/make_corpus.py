@@ -49,6 +49,10 @@ def main():
         "cycle.onnx": model([helper.make_node("Add", ["x", "b"], ["a"]), helper.make_node("Relu", ["a"], ["b"])],
                             [f32("x", [2])], [f32("b", None)]),
     }
+    # Found by mutation fuzzing: Concat of scalars along axis 0 wrote through an empty shape.
+    models["concat_scalars.onnx"] = model(
+        [helper.make_node("Concat", ["x", "x"], ["y"], axis=0)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [])], [f32("y", None)])
     for name, m in models.items():
         (OUT / name).write_bytes(m.SerializeToString())
     # A truncated model: the parser must refuse it.
