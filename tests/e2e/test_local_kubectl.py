@@ -207,3 +207,28 @@ def test_crd_update_changes_validation_and_crd_delete_removes_its_objects(widget
     widgets.kubectl("apply", "-f", str(DATA / "widgets_crd.yaml"))
     widgets.kubectl("wait", "--for=condition=Established", "crd/widgets.example.modelfleet.io", "--timeout=20s")
     assert get_json(widgets, "widgets")["items"] == []
+
+
+def test_server_dry_run_and_diff_store_nothing(widgets):
+    rv = get_json(widgets, "widget", "alpha")["metadata"]["resourceVersion"]
+    out = widgets.kubectl("patch", "widget", "alpha", "--type", "merge", "-p", '{"spec":{"size":"large"}}',
+                          "--dry-run=server", "-o", "json").stdout
+    assert json.loads(out)["spec"]["size"] == "large"
+    widgets.kubectl("delete", "widget", "alpha", "--dry-run=server")
+    widgets.kubectl("apply", "--dry-run=server", "-f", "-", input="""
+apiVersion: example.modelfleet.io/v1
+kind: Widget
+metadata: {name: ghost}
+spec: {size: small}
+""")
+    diff = widgets.kubectl("diff", "-f", "-", check=False, input="""
+apiVersion: example.modelfleet.io/v1
+kind: Widget
+metadata: {name: alpha}
+spec: {size: medium}
+""")
+    assert diff.returncode == 1, diff.stderr  # 1: differences found
+    assert "+  size: medium" in diff.stdout
+    alpha = get_json(widgets, "widget", "alpha")
+    assert alpha["metadata"]["resourceVersion"] == rv and alpha["spec"]["size"] == "small"
+    assert widgets.kubectl("get", "widget", "ghost", check=False).returncode != 0

@@ -7,6 +7,8 @@
 #include <map>
 #include <thread>
 
+#include "tools/local/store/object_meta.h"
+
 namespace mf::local {
 namespace {
 
@@ -431,6 +433,52 @@ TEST_F(StoreTest, DeletePreconditionsConflict) {
   DeleteOptions right;
   right.precondition_resource_version = c["metadata"]["resourceVersion"].get<std::string>();
   EXPECT_TRUE(store_->Delete({kConfigMaps, "default", "c"}, right).ok());
+}
+
+TEST_F(StoreTest, DryRunChecksEverythingAndStoresNothing) {
+  WriteOptions dry{.dry_run = true};
+  uint64_t rv = store_->CurrentResourceVersion();
+  auto watch = *store_->Watch(kDeployments, "", {{}, rv, false, false});
+  auto preview = store_->Create(kDeployments, "default", Named("d", {{"spec", json::object()}}), dry);
+  ASSERT_TRUE(preview.ok());
+  EXPECT_EQ((*preview)["spec"]["replicas"], 1) << "admission ran";
+  EXPECT_EQ(store_->Get({kDeployments, "default", "d"}).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->Create(kDeployments, "default", Named("e", {{"spec", {{"replicas", -1}}}}), dry).status().code(),
+            StatusCode::kInvalidArgument);
+
+  json d = MustCreate(kDeployments, Named("d", {{"spec", {{"replicas", 1}}}}));
+  rv = store_->CurrentResourceVersion();
+  json changed = d;
+  changed["spec"]["replicas"] = 9;
+  auto update = store_->Update({kDeployments, "default", "d"}, changed, Subresource::kMain, dry);
+  ASSERT_TRUE(update.ok());
+  EXPECT_EQ((*update)["spec"]["replicas"], 9);
+  EXPECT_EQ((*update)["metadata"]["generation"], 2);
+  DeleteOptions dry_delete;
+  dry_delete.dry_run = true;
+  ASSERT_TRUE(store_->Delete({kDeployments, "default", "d"}, dry_delete).ok());
+  EXPECT_EQ(store_->CurrentResourceVersion(), rv);
+  EXPECT_EQ((*store_->Get({kDeployments, "default", "d"}))["spec"]["replicas"], 1);
+  auto first = watch->Next(50ms);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->type, WatchEventType::kAdded) << "only the real create reached the watcher";
+  EXPECT_FALSE(watch->Next(50ms).has_value());
+}
+
+TEST_F(GarbageCollectionTest, ForegroundDeleteOfAnOwnerReferenceCycleTerminates) {
+  json a = MustCreate(kConfigMaps, Named("a"));
+  json b = MustCreate(kConfigMaps, Named("b", {{"metadata", {{"name", "b"}, {"ownerReferences", {OwnerRef(a)}}}}}));
+  a["metadata"]["ownerReferences"] = {OwnerRef(b)};
+  ASSERT_TRUE(store_->Update({kConfigMaps, "default", "a"}, a).ok());
+  ASSERT_TRUE(store_->Delete({kConfigMaps, "default", "a"}, {PropagationPolicy::kForeground}).ok());
+  // Each waits for the other, as in Kubernetes; both are marked and neither is gone yet.
+  EXPECT_TRUE(IsBeingDeleted(*store_->Get({kConfigMaps, "default", "a"})));
+  EXPECT_TRUE(IsBeingDeleted(*store_->Get({kConfigMaps, "default", "b"})));
+  // Removing a's finalizer removes a, which frees b.
+  json cleared = *store_->Get({kConfigMaps, "default", "a"});
+  cleared["metadata"].erase("finalizers");
+  ASSERT_TRUE(store_->Update({kConfigMaps, "default", "a"}, cleared).ok());
+  EXPECT_TRUE(store_->List(kConfigMaps, "default")->items.empty());
 }
 
 class PersistentStoreTest : public StoreTest {

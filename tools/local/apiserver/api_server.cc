@@ -180,6 +180,8 @@ struct ApiServer::Call {
     return d;
   }
   http::Response Error(const Status& s) const { return ErrorResponse(ApiErrorFrom(s), Details()); }
+  WriteOptions Write() const { return {.dry_run = Param("dryRun") == "All"}; }
+  bool DryRun() const { return Param("dryRun") == "All"; }
   std::string FieldManager() const {
     std::string m = Param("fieldManager");
     if (!m.empty()) return m;
@@ -378,8 +380,8 @@ http::Response ApiServer::ServeResource(Call& call) {
 http::Response ApiServer::ServeResourceValidated(Call& call) {
   const std::string& method = call.request.method;
   bool watch = Truthy(call.Param("watch")) || call.legacy_watch;
-  if (!call.Param("dryRun").empty()) {
-    return ErrorResponse(BadRequest("dry-run requests are not supported by modelfleet-local; run without --dry-run=server"), call.Details());
+  if (std::string dry = call.Param("dryRun"); !dry.empty() && dry != "All") {
+    return ErrorResponse({422, "Invalid", "dryRun: Unsupported value: \"" + dry + "\": supported values: \"All\""}, call.Details());
   }
   if (watch && method == "GET") return http::Response{0, {}, {}};
   if (call.name.empty()) return Collection(call);
@@ -392,7 +394,7 @@ http::Response ApiServer::ServeResourceValidated(Call& call) {
     if (method == "PUT") {
       auto body = DecodeObjectBody(call.request);
       if (!body.ok()) return call.Error(body.status());
-      auto updated = store_->Update(call.Ref(), std::move(body).value(), Subresource::kStatus);
+      auto updated = store_->Update(call.Ref(), std::move(body).value(), Subresource::kStatus, call.Write());
       return updated.ok() ? JsonResponse(200, *updated) : call.Error(updated.status());
     }
     if (method == "PATCH") return Patch(call, Subresource::kStatus);
@@ -426,9 +428,9 @@ http::Response ApiServer::Collection(Call& call) {
     }
     RecordUpdate(object, json::object(), call.FieldManager(), r.gvr().ApiVersion(), Now());
     call.name = object.contains("metadata") ? object["metadata"].value("name", "") : "";
-    auto created = store_->Create(r.gvr(), call.ns, std::move(object));
+    auto created = store_->Create(r.gvr(), call.ns, std::move(object), call.Write());
     if (!created.ok()) return call.Error(created.status());
-    if (r.gvr() == kCrds) SyncCrd((*created)["metadata"]["name"]);
+    if (r.gvr() == kCrds && !call.DryRun()) SyncCrd((*created)["metadata"]["name"]);
     return JsonResponse(201, *created);
   }
   if (method == "DELETE") {
@@ -437,8 +439,10 @@ http::Response ApiServer::Collection(Call& call) {
     json deleted = json::array();
     for (const auto& item : list->items) {
       ObjectRef ref{r.gvr(), item["metadata"].value("namespace", ""), item["metadata"].value("name", "")};
-      auto d = store_->Delete(ref);
-      if (r.gvr() == kCrds) SyncCrd(ref.name);
+      DeleteOptions options;
+      options.dry_run = call.DryRun();
+      auto d = store_->Delete(ref, options);
+      if (r.gvr() == kCrds && !call.DryRun()) SyncCrd(ref.name);
       // Gone already (a cascade from an earlier item) is fine; anything else stops here.
       if (!d.ok() && d.status().code() != StatusCode::kNotFound) return call.Error(d.status());
       if (d.ok()) deleted.push_back(*d);
@@ -468,16 +472,25 @@ http::Response ApiServer::Object(Call& call) {
     if (!current.ok()) return call.Error(current.status());
     json object = std::move(body).value();
     RecordUpdate(object, *current, call.FieldManager(), r.gvr().ApiVersion(), Now());
-    auto updated = store_->Update(call.Ref(), std::move(object));
+    auto updated = store_->Update(call.Ref(), std::move(object), Subresource::kMain, call.Write());
     if (!updated.ok()) return call.Error(updated.status());
-    if (r.gvr() == kCrds) SyncCrd(call.name);
+    if (r.gvr() == kCrds && !call.DryRun()) SyncCrd(call.name);
     return JsonResponse(200, *updated);
   }
   if (method == "PATCH") return Patch(call, Subresource::kMain);
   if (method == "DELETE") {
     DeleteOptions options;
+    options.dry_run = call.DryRun();
     json body = call.request.body.empty() ? json::object() : json::parse(call.request.body, nullptr, false);
     if (body.is_discarded() || !body.is_object()) return ErrorResponse(BadRequest("the DeleteOptions body is not a JSON object"), call.Details());
+    // kubectl sends dryRun in the DeleteOptions body rather than the query.
+    if (body.contains("dryRun")) {
+      const json& dry = body["dryRun"];
+      if (!dry.is_array() || std::any_of(dry.begin(), dry.end(), [](const json& v) { return v != "All"; })) {
+        return ErrorResponse({422, "Invalid", "dryRun: Unsupported value: " + dry.dump() + ": supported values: \"All\""}, call.Details());
+      }
+      if (!dry.empty()) options.dry_run = true;
+    }
     std::string policy = body.value("propagationPolicy", call.Param("propagationPolicy"));
     if (body.value("orphanDependents", false) || Truthy(call.Param("orphanDependents"))) policy = "Orphan";
     if (policy == "Foreground") options.propagation = PropagationPolicy::kForeground;
@@ -494,7 +507,7 @@ http::Response ApiServer::Object(Call& call) {
     }
     auto deleted = store_->Delete(call.Ref(), options);
     if (!deleted.ok()) return call.Error(deleted.status());
-    if (r.gvr() == kCrds) SyncCrd(call.name);
+    if (r.gvr() == kCrds && !options.dry_run) SyncCrd(call.name);
     return JsonResponse(200, *deleted);
   }
   return ErrorResponse({405, "MethodNotAllowed", "the server does not allow this method on the requested resource"}, call.Details());
@@ -533,9 +546,9 @@ http::Response ApiServer::Patch(Call& call, Subresource sub) {
     }
     RecordUpdate(*next, current, manager, r.gvr().ApiVersion(), Now());
     return next;
-  });
+  }, call.Write());
   if (!updated.ok()) return call.Error(updated.status());
-  if (r.gvr() == kCrds) SyncCrd(call.name);
+  if (r.gvr() == kCrds && !call.DryRun()) SyncCrd(call.name);
   return JsonResponse(200, *updated);
 }
 
@@ -561,9 +574,9 @@ http::Response ApiServer::Apply(Call& call) {
     if (!current.ok()) {
       auto object = ServerSideApply(nullptr, *applied, request);
       if (!object.ok()) return call.Error(object.status());
-      auto created = store_->Create(r.gvr(), call.ns, std::move(object).value());
+      auto created = store_->Create(r.gvr(), call.ns, std::move(object).value(), call.Write());
       if (created.ok()) {
-        if (r.gvr() == kCrds) SyncCrd(call.name);
+        if (r.gvr() == kCrds && !call.DryRun()) SyncCrd(call.name);
         return JsonResponse(201, *created);
       }
       if (created.status().code() != StatusCode::kAlreadyExists) return call.Error(created.status());
@@ -571,10 +584,10 @@ http::Response ApiServer::Apply(Call& call) {
     }
     auto updated = store_->GuaranteedUpdate(call.Ref(), Subresource::kMain, [&](const json& cur) {
       return ServerSideApply(cur, *applied, request);
-    });
+    }, call.Write());
     if (!updated.ok() && updated.status().code() == StatusCode::kNotFound) continue;
     if (!updated.ok()) return call.Error(updated.status());
-    if (r.gvr() == kCrds) SyncCrd(call.name);
+    if (r.gvr() == kCrds && !call.DryRun()) SyncCrd(call.name);
     return JsonResponse(200, *updated);
   }
   return ErrorResponse({409, "Conflict", "the object kept changing between create and update; retry"}, call.Details());
@@ -636,7 +649,7 @@ http::Response ApiServer::Scale(Call& call) {
     SetAtJsonPath(next, scale.spec_replicas_path, replicas);
     RecordUpdate(next, current, manager, r.gvr().ApiVersion(), Now());
     return next;
-  });
+  }, call.Write());
   if (!updated.ok()) return call.Error(updated.status());
   return JsonResponse(200, to_scale(*updated));
 }

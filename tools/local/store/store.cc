@@ -204,8 +204,8 @@ class Store::Impl {
     return out;
   }
 
-  StatusOr<json> Create(const GroupVersionResource& gvr, std::string_view ns_view, json object) {
-    Batch batch(this);
+  StatusOr<json> Create(const GroupVersionResource& gvr, std::string_view ns_view, json object, const WriteOptions& write) {
+    Batch batch(this, write.dry_run);
     MF_ASSIGN_OR_RETURN(const ResourceType* type, TypeOf(gvr));
     std::string ns(ns_view);
     if (!object.is_object()) return InvalidArgument("the object must be a JSON object");
@@ -274,8 +274,8 @@ class Store::Impl {
     return list;
   }
 
-  StatusOr<json> GuaranteedUpdate(const ObjectRef& ref, Subresource sub, const MutateFn& mutate) {
-    Batch batch(this);
+  StatusOr<json> GuaranteedUpdate(const ObjectRef& ref, Subresource sub, const MutateFn& mutate, const WriteOptions& write) {
+    Batch batch(this, write.dry_run);
     MF_ASSIGN_OR_RETURN(const ResourceType* type, TypeOf(ref.gvr));
     const json* current = Find(ref.gvr, ref.ns, ref.name);
     if (!current) return NotFoundError(ref);
@@ -283,8 +283,8 @@ class Store::Impl {
     return UpdateLocked(*type, ref, *current, std::move(desired), sub, batch);
   }
 
-  StatusOr<json> Update(const ObjectRef& ref, json object, Subresource sub) {
-    Batch batch(this);
+  StatusOr<json> Update(const ObjectRef& ref, json object, Subresource sub, const WriteOptions& write) {
+    Batch batch(this, write.dry_run);
     MF_ASSIGN_OR_RETURN(const ResourceType* type, TypeOf(ref.gvr));
     const json* current = Find(ref.gvr, ref.ns, ref.name);
     if (!current) return NotFoundError(ref);
@@ -311,6 +311,7 @@ class Store::Impl {
                      *options.precondition_resource_version +
                      ", ResourceVersion in object meta: " + ResourceVersionOf(*current));
     }
+    if (options.dry_run) return DeletePreview(*current, ref, options.propagation);
     MF_ASSIGN_OR_RETURN(json result, DeleteLocked(ref, options.propagation, batch));
     return result;
   }
@@ -363,18 +364,19 @@ class Store::Impl {
   // lock is released (their notify callbacks may take other locks).
   class Batch {
    public:
-    explicit Batch(Impl* impl) : impl_(impl), lock_(impl->mu_) {}
+    explicit Batch(Impl* impl, bool dry_run = false) : lock_(impl->mu_), dry_run_(dry_run) {}
     ~Batch() {
       lock_.unlock();
       for (auto& w : touched_) w->NotifyOutsideLock();
     }
+    bool dry_run() const { return dry_run_; }
     void Touch(std::shared_ptr<Watcher> w) {
       if (std::find(touched_.begin(), touched_.end(), w) == touched_.end()) touched_.push_back(std::move(w));
     }
 
    private:
-    Impl* impl_;
     std::unique_lock<std::mutex> lock_;
+    const bool dry_run_;
     std::vector<std::shared_ptr<Watcher>> touched_;
   };
 
@@ -463,6 +465,7 @@ class Store::Impl {
 
   // Journals, applies and publishes one change; assigns its resourceVersion.
   Status Commit(Change& change, Batch& batch) {
+    if (batch.dry_run()) return Status::Ok();  // the caller returns change.object as it would be
     change.rv = rv_ + 1;
     change.object["metadata"]["resourceVersion"] = std::to_string(change.rv);
     if (journal_) {
@@ -598,6 +601,18 @@ class Store::Impl {
     return out;
   }
 
+  // What Delete would return, without doing it (dry run).
+  json DeletePreview(const json& current, const ObjectRef& ref, PropagationPolicy policy) const {
+    bool held = !Finalizers(current).empty() || ref.gvr == kNamespaces ||
+                (policy == PropagationPolicy::kForeground && !DependentsOf(Uid(current)).empty());
+    json preview = current;
+    if (held && !IsBeingDeleted(preview)) {
+      preview["metadata"]["deletionTimestamp"] = FormatTime(options_.now());
+      preview["metadata"]["deletionGracePeriodSeconds"] = 0;
+    }
+    return preview;
+  }
+
   StatusOr<json> DeleteLocked(const ObjectRef& ref, PropagationPolicy policy, Batch& batch) {
     const json* current_ptr = Find(ref.gvr, ref.ns, ref.name);
     if (!current_ptr) return NotFoundError(ref);
@@ -642,7 +657,9 @@ class Store::Impl {
       }
       if (foreground) {
         for (const auto& dep : DependentsOf(uid)) {
-          if (Find(dep.gvr, dep.ns, dep.name)) {
+          // Already being deleted: either in progress or an ownerReference cycle back to us.
+          const json* dep_object = Find(dep.gvr, dep.ns, dep.name);
+          if (dep_object && !IsBeingDeleted(*dep_object)) {
             MF_RETURN_IF_ERROR(DeleteLocked(dep, PropagationPolicy::kForeground, batch).status());
           }
         }
@@ -682,6 +699,7 @@ class Store::Impl {
     json object = last_state;
     Change change{0, WatchEventType::kDeleted, gvr, ns, std::move(object), std::move(before)};
     MF_RETURN_IF_ERROR(Commit(change, batch));
+    if (batch.dry_run()) return Status::Ok();
     const std::string uid = Uid(change.object);
 
     for (const auto& dep : DependentsOf(uid)) {
@@ -766,18 +784,19 @@ void Store::RegisterType(ResourceType type) { impl_->RegisterType(std::move(type
 Status Store::UnregisterType(const GroupVersionResource& gvr) { return impl_->UnregisterType(gvr); }
 std::optional<ResourceType> Store::FindType(const GroupVersionResource& gvr) const { return impl_->FindType(gvr); }
 std::vector<ResourceType> Store::Types() const { return impl_->Types(); }
-StatusOr<json> Store::Create(const GroupVersionResource& gvr, std::string_view ns, json object) {
-  return impl_->Create(gvr, ns, std::move(object));
+StatusOr<json> Store::Create(const GroupVersionResource& gvr, std::string_view ns, json object, const WriteOptions& write) {
+  return impl_->Create(gvr, ns, std::move(object), write);
 }
 StatusOr<json> Store::Get(const ObjectRef& ref) const { return impl_->Get(ref); }
 StatusOr<ObjectList> Store::List(const GroupVersionResource& gvr, std::string_view ns, const ListOptions& options) const {
   return impl_->List(gvr, ns, options);
 }
-StatusOr<json> Store::Update(const ObjectRef& ref, json object, Subresource sub) {
-  return impl_->Update(ref, std::move(object), sub);
+StatusOr<json> Store::Update(const ObjectRef& ref, json object, Subresource sub, const WriteOptions& write) {
+  return impl_->Update(ref, std::move(object), sub, write);
 }
-StatusOr<json> Store::GuaranteedUpdate(const ObjectRef& ref, Subresource sub, const MutateFn& mutate) {
-  return impl_->GuaranteedUpdate(ref, sub, mutate);
+StatusOr<json> Store::GuaranteedUpdate(const ObjectRef& ref, Subresource sub, const MutateFn& mutate,
+                                       const WriteOptions& write) {
+  return impl_->GuaranteedUpdate(ref, sub, mutate, write);
 }
 StatusOr<json> Store::Delete(const ObjectRef& ref, const DeleteOptions& options) { return impl_->Delete(ref, options); }
 StatusOr<std::shared_ptr<Watcher>> Store::Watch(const GroupVersionResource& gvr, std::string_view ns,

@@ -86,8 +86,15 @@ enum class Subresource { kMain, kStatus };
 
 enum class PropagationPolicy { kBackground, kForeground, kOrphan };
 
+// dryRun=All: every check and admission runs and the result is returned, but nothing is stored,
+// journaled or sent to watchers (kubectl diff, --dry-run=server).
+struct WriteOptions {
+  bool dry_run = false;
+};
+
 struct DeleteOptions {
   PropagationPolicy propagation = PropagationPolicy::kBackground;
+  bool dry_run = false;  // returns what the object would look like; no cascade runs
   std::optional<std::string> precondition_uid;
   std::optional<std::string> precondition_resource_version;
 };
@@ -189,7 +196,8 @@ class Store {
   // Fills in metadata (uid, creationTimestamp, generation, resourceVersion, name from
   // generateName), apiVersion and kind. ALREADY_EXISTS if the name is taken, NOT_FOUND if the
   // namespace (for namespaced types) does not exist or is terminating (FAILED_PRECONDITION).
-  StatusOr<json> Create(const GroupVersionResource& gvr, std::string_view ns, json object);
+  StatusOr<json> Create(const GroupVersionResource& gvr, std::string_view ns, json object,
+                        const WriteOptions& write = {});
   StatusOr<json> Get(const ObjectRef& ref) const;
   // ns empty lists all namespaces.
   StatusOr<ObjectList> List(const GroupVersionResource& gvr, std::string_view ns,
@@ -197,11 +205,13 @@ class Store {
   // Replaces the object (or only its status). When object.metadata.resourceVersion is set and
   // differs from the stored one: ABORTED (409 Conflict). Removing the last finalizer of an object
   // being deleted removes it.
-  StatusOr<json> Update(const ObjectRef& ref, json object, Subresource sub = Subresource::kMain);
+  StatusOr<json> Update(const ObjectRef& ref, json object, Subresource sub = Subresource::kMain,
+                        const WriteOptions& write = {});
   // Read-modify-write under the store lock: `mutate` gets the current object and returns the
   // new one (or an error, which aborts with nothing changed). This is how PATCH and apply work.
   using MutateFn = std::function<StatusOr<json>(const json& current)>;
-  StatusOr<json> GuaranteedUpdate(const ObjectRef& ref, Subresource sub, const MutateFn& mutate);
+  StatusOr<json> GuaranteedUpdate(const ObjectRef& ref, Subresource sub, const MutateFn& mutate,
+                                  const WriteOptions& write = {});
   // Returns the object as of the delete: with deletionTimestamp set when finalizers (or a
   // foreground deletion) keep it, or its last state when it was removed.
   StatusOr<json> Delete(const ObjectRef& ref, const DeleteOptions& options = {});
