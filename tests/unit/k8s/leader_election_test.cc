@@ -102,7 +102,8 @@ class LeaderElectionTest : public ::testing::Test {
 TEST_F(LeaderElectionTest, AcquiresRenewsAndReleasesOnStop) {
   Candidate a(client_, "a", /*release_on_cancel=*/true);
   ASSERT_TRUE(Eventually([&] { return a.leading(); }));
-  EXPECT_EQ(a.started(), 1);
+  // on_started_leading runs on its own thread, started just after leading() turns true.
+  EXPECT_TRUE(Eventually([&] { return a.started() == 1; }));
   nlohmann::json spec = LeaseSpec();
   EXPECT_EQ(spec["holderIdentity"], "a");
   EXPECT_EQ(spec["leaseDurationSeconds"], 1);
