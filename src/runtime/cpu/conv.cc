@@ -55,6 +55,18 @@ StatusOr<Geometry> ComputeGeometry(const ConvParams& p, const Shape& x, const Sh
     return InvalidArgument("input channels " + std::to_string(c) + " do not match weights " + ShapeToString(w) +
                            " with group " + std::to_string(g));
   }
+  // Bounds keep every size computation below far from int64 overflow on hostile attributes.
+  constexpr int64_t kMaxAttr = int64_t{1} << 24;
+  for (const auto* v : {&p.strides, &p.dilations, &p.pads, &p.output_padding, &p.output_shape}) {
+    for (int64_t value : *v) {
+      if (value < -kMaxAttr || value > kMaxAttr) {
+        return InvalidArgument("strides/dilations/pads/output_padding/output_shape value " + std::to_string(value) + " is out of range");
+      }
+    }
+  }
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i] > kMaxAttr || w[i] > kMaxAttr) return InvalidArgument("input " + ShapeToString(x) + " or weights " + ShapeToString(w) + " are too large for a convolution");
+  }
   Geometry geo;
   geo.spatial = sp;
   std::vector<int64_t> out(sp);

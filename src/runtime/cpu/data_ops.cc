@@ -144,7 +144,11 @@ StatusOr<BoundKernel> PadFactory(const KernelInit& init) {
         if (static_cast<int>(pads.size()) != 2 * rank) return InvalidArgument("pads must have 2 * rank entries");
         Shape shape(static_cast<size_t>(rank));
         for (int i = 0; i < rank; ++i) {
-          int64_t d = x.dim(i) + pads[static_cast<size_t>(i)] + pads[static_cast<size_t>(i + rank)];
+          int64_t d = 0;
+          if (__builtin_add_overflow(x.dim(i), pads[static_cast<size_t>(i)], &d) ||
+              __builtin_add_overflow(d, pads[static_cast<size_t>(i + rank)], &d)) {
+            return InvalidArgument("pads overflow");
+          }
           if (d < 0) return InvalidArgument("negative pads remove more than the whole dim");
           if (mode != "constant" && x.dim(i) == 0 && d > 0) return InvalidArgument("cannot " + mode + "-pad an empty dim");
           if (mode == "reflect" && (pads[static_cast<size_t>(i)] >= x.dim(i) || pads[static_cast<size_t>(i + rank)] >= x.dim(i)) &&

@@ -29,6 +29,12 @@ StatusOr<std::array<Dim3, 3>> PoolGeometry(const PoolParams& p, const Shape& x) 
       (!p.dilations.empty() && p.dilations.size() != sp)) {
     return InvalidArgument("strides/pads/dilations do not match the spatial rank");
   }
+  constexpr int64_t kMaxAttr = int64_t{1} << 24;  // keeps size arithmetic far from overflow
+  for (const auto* v : {&p.kernel, &p.strides, &p.pads, &p.dilations}) {
+    for (int64_t a : *v) {
+      if (a > kMaxAttr || a < -kMaxAttr) return InvalidArgument("kernel_shape/strides/pads/dilations value " + std::to_string(a) + " is out of range");
+    }
+  }
   std::array<Dim3, 3> dims;
   for (size_t i = 0; i < sp; ++i) {
     Dim3& d = dims[3 - sp + i];

@@ -382,7 +382,7 @@ StatusOr<BoundKernel> TileFactory(const KernelInit& init) {
         Shape shape = in[0]->shape();
         for (size_t i = 0; i < reps.size(); ++i) {
           if (reps[i] < 0) return InvalidArgument("Tile repeats must not be negative");
-          shape[i] *= reps[i];
+          if (__builtin_mul_overflow(shape[i], reps[i], &shape[i])) return InvalidArgument("Tile output overflows");
         }
         return Replicate(*in[0], shape, true, out[0]);
       },
