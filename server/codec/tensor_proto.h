@@ -22,7 +22,7 @@ namespace mf::codec {
 
 // A single *_val value broadcast to the whole shape may expand to at most this many bytes: a
 // 20-byte message must not be able to make the server allocate gigabytes.
-inline constexpr size_t kMaxBroadcastBytes = size_t{64} << 20;
+inline constexpr size_t kMaxBroadcastBytes = size_t{16} << 20;
 
 tensorflow::DataType ToTfDataType(runtime::DataType dtype);
 // INVALID_ARGUMENT for dtypes ModelFleet has no tensor type for (complex, resource, ...).

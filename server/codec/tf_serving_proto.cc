@@ -5,16 +5,30 @@
 
 namespace mf::codec {
 
-StatusOr<std::vector<NamedTensor>> InputsFromPredictRequest(const tensorflow::serving::PredictRequest& request) {
-  if (request.inputs().empty()) return InvalidArgument("the predict request has no inputs");
-  std::vector<NamedTensor> inputs;
-  inputs.reserve(request.inputs().size());
-  for (const auto& [name, proto] : request.inputs()) {
-    auto tensor = TensorFromProto(proto);
-    if (!tensor.ok()) return tensor.status().WithContext("input '" + name + "'");
-    inputs.push_back({name, std::move(tensor).value()});
+StatusOr<std::vector<runtime::Tensor>> InputsFromPredictRequest(const tensorflow::serving::PredictRequest& request,
+                                                                const ModelSignature& signature) {
+  const auto& inputs = request.inputs();
+  for (const auto& [name, proto] : inputs) {
+    bool declared = false;
+    for (const auto& info : signature.inputs) declared = declared || info.name == name;
+    if (!declared) {
+      std::string names;
+      for (const auto& info : signature.inputs) names += (names.empty() ? "" : ", ") + info.name;
+      return InvalidArgument("unknown input '" + name + "'; the model's inputs are: " + names);
+    }
   }
-  return inputs;
+  for (const auto& info : signature.inputs) {
+    if (!inputs.contains(info.name)) return InvalidArgument("missing input '" + info.name + "'");
+  }
+  std::vector<runtime::Tensor> tensors;
+  tensors.reserve(signature.inputs.size());
+  for (const auto& info : signature.inputs) {
+    auto tensor = TensorFromProto(inputs.at(info.name));
+    if (!tensor.ok()) return tensor.status().WithContext("input '" + info.name + "'");
+    MF_RETURN_IF_ERROR(CheckAgainstDeclared(info, *tensor));
+    tensors.push_back(std::move(tensor).value());
+  }
+  return tensors;
 }
 
 StatusOr<std::vector<size_t>> SelectOutputs(const ModelSignature& signature,

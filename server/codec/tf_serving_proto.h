@@ -18,9 +18,12 @@
 
 namespace mf::codec {
 
-// PredictRequest.inputs decoded (map order is unspecified; BindInputs puts them in signature
-// order). The first bad tensor's error names its input.
-StatusOr<std::vector<NamedTensor>> InputsFromPredictRequest(const tensorflow::serving::PredictRequest& request);
+// PredictRequest.inputs decoded into signature order (what Session::Run takes). Names are
+// matched against the signature before any tensor is decoded, so a request cannot make the server
+// expand broadcasts for inputs the model does not have; then each tensor is decoded and checked
+// against its declared dtype and shape. Errors name the input.
+StatusOr<std::vector<runtime::Tensor>> InputsFromPredictRequest(const tensorflow::serving::PredictRequest& request,
+                                                                const ModelSignature& signature);
 
 // Which outputs to return: all of them when output_filter is empty, else the named ones in the
 // filter's order. INVALID_ARGUMENT for a name the signature does not have, or one named twice.

@@ -138,12 +138,12 @@ TEST(TensorProtoDecode, RefusesMalformedProtos) {
   EXPECT_NE(DecodeError(overflow).find("too large"), std::string::npos);
   auto strings = Proto(tensorflow::DT_STRING, {1 << 20});
   strings.add_string_val(std::string(64, 'x'));
-  EXPECT_NE(DecodeError(strings).find("more than 64 MiB"), std::string::npos);
+  EXPECT_NE(DecodeError(strings).find("more than 16 MiB"), std::string::npos);
   // Within the tensor limit but above the broadcast limit: a tiny message may not expand to 1 GiB.
   auto amplified = Proto(tensorflow::DT_FLOAT, {1 << 28});
   amplified.add_float_val(1);
   EXPECT_EQ(DecodeError(amplified),
-            "broadcasting one value to shape [268435456] would take more than 64 MiB; send the values or "
+            "broadcasting one value to shape [268435456] would take more than 16 MiB; send the values or "
             "tensor_content instead");
 
   auto content_string = Proto(tensorflow::DT_STRING, {1});

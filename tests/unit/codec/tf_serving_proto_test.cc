@@ -16,20 +16,32 @@ TEST(TfServingProto, PredictRequestInputsAndResponse) {
   x.mutable_tensor_shape()->add_dim()->set_size(2);
   x.add_float_val(1);
   x.add_float_val(2);
-  auto inputs = InputsFromPredictRequest(request);
+  ModelSignature sig = testing::Signature({testing::Info("x", DataType::kFloat32, {-1})});
+  auto inputs = InputsFromPredictRequest(request, sig);
   ASSERT_TRUE(inputs.ok()) << inputs.status().ToString();
   ASSERT_EQ(inputs->size(), 1u);
-  EXPECT_EQ((*inputs)[0].name, "x");
-  EXPECT_EQ(testing::Values<float>((*inputs)[0].tensor), (std::vector<float>{1, 2}));
+  EXPECT_EQ(testing::Values<float>((*inputs)[0]), (std::vector<float>{1, 2}));
 
   x.add_float_val(3);
-  auto bad = InputsFromPredictRequest(request);
+  auto bad = InputsFromPredictRequest(request, sig);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message().rfind("input 'x': ", 0), 0u);
-  EXPECT_FALSE(InputsFromPredictRequest(tensorflow::serving::PredictRequest()).ok());
+  EXPECT_EQ(InputsFromPredictRequest(tensorflow::serving::PredictRequest(), sig).status().message(),
+            "missing input 'x'");
+  // Unknown names are refused before anything is decoded, even a huge broadcast.
+  auto& extra = (*request.mutable_inputs())["z"];
+  extra.set_dtype(tensorflow::DT_FLOAT);
+  extra.mutable_tensor_shape()->add_dim()->set_size(1 << 22);
+  extra.add_float_val(1);
+  EXPECT_EQ(InputsFromPredictRequest(request, sig).status().message(), "unknown input 'z'; the model's inputs are: x");
+  ModelSignature matrix = testing::Signature({testing::Info("x", DataType::kFloat32, {-1, 2})});
+  request.mutable_inputs()->erase("z");
+  x.clear_float_val();
+  x.add_float_val(1);
+  EXPECT_NE(InputsFromPredictRequest(request, matrix).status().message().find("has shape [2]"), std::string::npos);
 
   tensorflow::serving::PredictResponse response;
-  std::vector<NamedTensorView> outputs = {{"y", &(*inputs)[0].tensor}};
+  std::vector<NamedTensorView> outputs = {{"y", &(*inputs)[0]}};
   AddOutputsToPredictResponse(outputs, &response);
   ASSERT_EQ(response.outputs().count("y"), 1u);
   EXPECT_EQ(response.outputs().at("y").tensor_content().size(), 8u);
