@@ -1,5 +1,7 @@
 #include "tools/local/kubelet/kubelet.h"
 
+#include <algorithm>
+
 #include "common/logging.h"
 #include "tools/local/controllers/controller_loop.h"
 #include "tools/local/controllers/resources.h"
@@ -40,7 +42,8 @@ void Kubelet::Stop() {
     std::lock_guard lock(mu_);
     workers.swap(workers_);
   }
-  workers.clear();  // each destructor stops its pod's processes
+  for (auto& [uid, worker] : workers) worker->RequestShutdown();  // all pods stop in parallel
+  workers.clear();                                                  // and each is waited for
 }
 
 std::vector<pid_t> Kubelet::PidsOf(const std::string& ns, const std::string& name) const {

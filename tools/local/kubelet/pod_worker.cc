@@ -57,12 +57,16 @@ PodWorker::PodWorker(Store* store, const KubeletOptions* options, PodIpAllocator
 }
 
 PodWorker::~PodWorker() {
+  RequestShutdown();
+  thread_.join();
+}
+
+void PodWorker::RequestShutdown() {
   {
     std::lock_guard lock(mu_);
     shutdown_ = true;
   }
   wake_.notify_all();
-  thread_.join();
 }
 
 void PodWorker::Update(Json pod) {
@@ -84,11 +88,6 @@ void PodWorker::PodRemoved() {
 std::vector<pid_t> PodWorker::RunningPids() const {
   std::lock_guard lock(mu_);
   return running_pids_;
-}
-
-std::string PodWorker::Key() const {
-  std::lock_guard lock(mu_);
-  return NamespaceOf(latest_) + "/" + NameOf(latest_);
 }
 
 std::optional<Json> PodWorker::Lookup(std::string_view resource, std::string_view name) const {

@@ -56,6 +56,9 @@ class PodWorker {
   void Update(Json pod);
   // The pod left the store: stop everything; the worker then finishes.
   void PodRemoved();
+  // Starts stopping the containers (kubelet shutdown) without waiting; the destructor waits.
+  // Lets the kubelet stop every pod in parallel instead of one grace period after another.
+  void RequestShutdown();
   bool finished() const { return finished_; }
   // Process group ids of running containers (for tests checking the process table).
   std::vector<pid_t> RunningPids() const;
@@ -85,7 +88,6 @@ class PodWorker {
   void WriteStatus(const Json& pod);
   void Terminate(const Json& pod, bool pod_exists);
   std::optional<Json> Lookup(std::string_view resource, std::string_view name) const;
-  std::string Key() const;
 
   Store* const store_;
   const KubeletOptions* const options_;
