@@ -128,3 +128,33 @@ def test_delete_collection_honours_the_label_selector(local_cluster):
         api.create_namespaced_config_map("default", configmap(name, {"tier": tier}))
     api.delete_collection_namespaced_config_map("default", label_selector="tier=x")
     assert [i.metadata.name for i in api.list_namespaced_config_map("default").items] == ["c"]
+
+
+def test_malformed_bodies_get_clear_errors_and_change_nothing(local_cluster):
+    import json
+    import urllib.error
+    import urllib.request
+
+    def post(path, body, content_type="application/json"):
+        req = urllib.request.Request(local_cluster.url + path, data=body.encode(), method="POST",
+                                     headers={"Content-Type": content_type})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    rv = core_api(local_cluster).list_namespaced_config_map("default").metadata.resource_version
+    cases = [
+        ("/api/v1/namespaces/default/configmaps", '{"metadata": {"name": 5}}', 422),
+        ("/api/v1/namespaces/default/configmaps", '{"metadata": ', 400),
+        ("/apis/apps/v1/namespaces/default/deployments", '{"metadata": {"name": "d"}, "spec": {"template": "x"}}', 422),
+        ("/api/v1/namespaces/default/pods", '{"metadata": {"name": "p"}, "spec": []}', 400),
+        ("/api/v1/namespaces", "k8s\x00garbage", 400),
+    ]
+    for path, body, code in cases:
+        content_type = "application/vnd.kubernetes.protobuf" if body.startswith("k8s") else "application/json"
+        status, answer = post(path, body, content_type)
+        assert (status, answer["kind"], answer["code"]) == (code, "Status", code), (path, body, answer)
+        assert answer["message"]
+    assert core_api(local_cluster).list_namespaced_config_map("default").metadata.resource_version == rv

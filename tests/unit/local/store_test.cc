@@ -98,6 +98,17 @@ TEST_F(StoreTest, CreateFillsMetadataAndRejectsDuplicatesAndBadNames) {
   EXPECT_EQ(generated["metadata"]["name"].get<std::string>().size(), 9u);
 }
 
+TEST_F(StoreTest, MetadataOfTheWrongTypeIsRejected) {
+  for (const char* bad : {R"({"metadata":{"name":5}})", R"({"metadata":{"name":"x","labels":{"a":1}}})",
+                          R"({"metadata":{"name":"x","finalizers":"f"}})",
+                          R"({"metadata":{"name":"x","ownerReferences":[{"uid":7}]}})"}) {
+    EXPECT_EQ(store_->Create(kConfigMaps, "default", json::parse(bad)).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  json c = MustCreate(kConfigMaps, Named("c"));
+  c["metadata"]["ownerReferences"] = {{{"uid", "u"}}};
+  EXPECT_EQ(store_->Update({kConfigMaps, "default", "c"}, c).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(StoreTest, StaleUpdateConflictsAndChangesNothing) {
   json cm = MustCreate(kConfigMaps, Named("c1", {{"data", {{"k", "v1"}}}}));
   json first = cm;

@@ -244,7 +244,7 @@ http::Handler ApiServer::Handler() {
   return [this](http::Request request, http::Responder responder) { Handle(std::move(request), std::move(responder)); };
 }
 
-void ApiServer::Handle(http::Request request, http::Responder responder) {
+void ApiServer::HandleUnchecked(http::Request request, http::Responder responder) {
   Call call;
   call.query = ParseQuery(request.query());
   std::string_view path = request.path();
@@ -278,6 +278,17 @@ void ApiServer::Handle(http::Request request, http::Responder responder) {
   http::Response response = Serve(call);
   if (response.status == 0) response = ErrorResponse(BadRequest("watch is only supported on GET"), call.Details());
   responder.Respond(std::move(response));
+}
+
+void ApiServer::Handle(http::Request request, http::Responder responder) {
+  // Request bodies are untrusted JSON: a field of an unexpected type (a numeric name, a string
+  // where an object belongs) makes nlohmann::json throw while it is read. Nothing is stored before
+  // a body is fully checked, so answering 400 here leaves the store as it was.
+  try {
+    HandleUnchecked(std::move(request), responder);
+  } catch (const nlohmann::json::exception& e) {
+    responder.Respond(ErrorResponse(BadRequest(std::string("the request body has a field of the wrong type: ") + e.what())));
+  }
 }
 
 // Answers everything but watches; for a watch request returns status 0 once the resource is
@@ -427,7 +438,11 @@ http::Response ApiServer::Collection(Call& call) {
                                       r.gvr().ToString() + " (kind " + r.type.kind + ")"), call.Details());
     }
     RecordUpdate(object, json::object(), call.FieldManager(), r.gvr().ApiVersion(), Now());
-    call.name = object.contains("metadata") ? object["metadata"].value("name", "") : "";
+    if (const json* name = object.contains("metadata") && object["metadata"].is_object() && object["metadata"].contains("name")
+                               ? &object["metadata"]["name"] : nullptr;
+        name && name->is_string()) {
+      call.name = name->get<std::string>();
+    }
     auto created = store_->Create(r.gvr(), call.ns, std::move(object), call.Write());
     if (!created.ok()) return call.Error(created.status());
     if (r.gvr() == kCrds && !call.DryRun()) SyncCrd((*created)["metadata"]["name"]);

@@ -76,6 +76,40 @@ uint64_t ParseVersion(const std::string& text) {
   return value;
 }
 
+Status ValidateMetadataTypes(const json& meta) {
+  if (!meta.is_object()) return InvalidArgument("metadata must be an object");
+  for (const char* field : {"name", "generateName", "namespace"}) {
+    if (meta.contains(field) && !meta[field].is_string()) {
+      return InvalidArgument(std::string("metadata.") + field + " must be a string");
+    }
+  }
+  for (const char* field : {"labels", "annotations"}) {
+    if (!meta.contains(field) || meta[field].is_null()) continue;
+    if (!meta[field].is_object()) return InvalidArgument(std::string("metadata.") + field + " must be a map of strings");
+    for (const auto& [key, value] : meta[field].items()) {
+      if (!value.is_string()) return InvalidArgument(std::string("metadata.") + field + "." + key + " must be a string");
+    }
+  }
+  if (meta.contains("finalizers") && !meta["finalizers"].is_null()) {
+    if (!meta["finalizers"].is_array()) return InvalidArgument("metadata.finalizers must be a list of strings");
+    for (const auto& f : meta["finalizers"]) {
+      if (!f.is_string()) return InvalidArgument("metadata.finalizers must be a list of strings");
+    }
+  }
+  if (meta.contains("ownerReferences") && !meta["ownerReferences"].is_null()) {
+    const json& refs = meta["ownerReferences"];
+    if (!refs.is_array()) return InvalidArgument("metadata.ownerReferences must be a list");
+    for (size_t i = 0; i < refs.size(); ++i) {
+      for (const char* field : {"apiVersion", "kind", "name", "uid"}) {
+        if (!refs[i].is_object() || !refs[i].contains(field) || !refs[i][field].is_string()) {
+          return InvalidArgument("metadata.ownerReferences[" + std::to_string(i) + "]." + field + ": Required value");
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 Status ValidateObjectName(const std::string& name) {
   auto invalid = [&](const std::string& why) {
     return InvalidArgument("metadata.name: Invalid value: \"" + name + "\": " + why);

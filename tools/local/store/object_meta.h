@@ -25,6 +25,10 @@ bool IsBeingDeleted(const nlohmann::json& object);
 std::string FormatTime(std::chrono::system_clock::time_point t);
 // A resourceVersion string as the store writes it; 0 for "" or anything not a decimal number.
 uint64_t ParseVersion(const std::string& text);
+// The metadata fields the store and garbage collector read have the types Kubernetes gives them:
+// name/generateName/namespace strings, labels/annotations maps of strings, finalizers a list of
+// strings, ownerReferences a list of objects with string apiVersion, kind, name and uid.
+Status ValidateMetadataTypes(const nlohmann::json& metadata);
 // A DNS-1123 subdomain: lowercase alphanumerics, '-' and '.', at most 253 characters.
 Status ValidateObjectName(const std::string& name);
 

@@ -212,6 +212,7 @@ class Store::Impl {
     json& meta = object["metadata"];
     if (meta.is_null()) meta = json::object();
     if (!meta.is_object()) return InvalidArgument("metadata must be an object");
+    MF_RETURN_IF_ERROR(ValidateMetadataTypes(meta));
     MF_RETURN_IF_ERROR(CheckNamespace(*type, meta, &ns));
     if (type->namespaced) {
       const json* namespace_object = Find(kNamespaces, "", ns);
@@ -562,6 +563,7 @@ class Store::Impl {
       }
     }
     json& meta = result["metadata"];
+    MF_RETURN_IF_ERROR(ValidateMetadataTypes(meta));
     meta["name"] = ref.name;
     if (type.namespaced) meta["namespace"] = ref.ns;
     else meta.erase("namespace");
