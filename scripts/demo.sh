@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The main job on the embedded default, narrated: builds everything, runs the example digits model
+# through the runtime CLI, serves it with modelfleet-server (TF Serving REST and gRPC, KServe v2),
+# swaps in version 2 without dropping a request, then starts the local cluster (modelfleet-local)
+# and runs the server as a Deployment behind a Service, driven by kubectl.
+# Everything listens on loopback; everything it starts is stopped when it ends.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+say "Installing dependencies (Debian packages; idempotent)"
+bash "$ROOT/scripts/install-deps.sh"
+build_tree modelfleet-run modelfleet-server modelfleet-local
+
+work=$(mktemp -d /tmp/modelfleet-demo.XXXXXX)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+free_port() { "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_http() {  # url, seconds
+  for _ in $(seq 1 $(( $2 * 10 ))); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done
+  echo "demo: $1 did not answer within $2 s"; return 1
+}
+run() { printf '\n$ %s\n' "$*"; "$@"; }
+
+say "1. The runtime: modelfleet-run on the digits model (an MLP trained on sklearn's digits, exported by examples/models/make_digits.py)"
+"$PYTHON" - "$work/digits.npy" "$work/labels.txt" <<'PY'
+import sys, numpy as np
+from sklearn.datasets import load_digits
+d = load_digits()
+np.save(sys.argv[1], d.data[:4].astype(np.float32))
+open(sys.argv[2], "w").write(" ".join(map(str, d.target[:4])))
+PY
+run "$BUILD_DIR/tools/run/modelfleet-run" "$ROOT/examples/models/digits/1/model.onnx" --input "$work/digits.npy" --iterations 20
+echo "(true labels of these 4 images: $(cat "$work/labels.txt"))"
+
+say "2. The model server: modelfleet-server, a drop-in for tensorflow_model_server"
+mkdir -p "$work/models/digits"
+cp -r "$ROOT/examples/models/digits/1" "$work/models/digits/1"
+rest=$(free_port); grpc=$(free_port)
+run_server=("$BUILD_DIR/server/main/modelfleet-server" --model_name=digits --model_base_path="$work/models/digits"
+  --rest_api_port="$rest" --port="$grpc" --file_system_poll_wait_seconds=0.5)
+echo "$ ${run_server[*]}"
+"${run_server[@]}" >"$work/server.log" 2>&1 &
+pids+=($!)
+wait_http "http://127.0.0.1:$rest/v2/health/ready" 60
+run curl -s "http://127.0.0.1:$rest/v1/models/digits"; echo
+body=$("$PYTHON" -c 'import json; from sklearn.datasets import load_digits
+print(json.dumps({"signature_name": "serving_default", "instances": load_digits().data[:2].tolist()}))')
+printf '\n$ curl -s -X POST localhost:%s/v1/models/digits:predict -d {"signature_name": "serving_default", "instances": <2 digit images>}\n' "$rest"
+curl -s -X POST "http://127.0.0.1:$rest/v1/models/digits:predict" -d "$body" | "$PYTHON" -c '
+import json, sys; r = json.load(sys.stdin)
+for i, row in enumerate(r["predictions"]):
+    print(f"  image {i}: predicted digit {max(range(len(row)), key=row.__getitem__)}  scores {[round(v, 2) for v in row]}")'
+say "   The same model over gRPC (tensorflow.serving.PredictionService/Predict, stubs generated from src/proto)"
+"$PYTHON" "$ROOT/scripts/demo_grpc.py" "127.0.0.1:$grpc" digits
+say "   KServe v2 / Open Inference Protocol"
+run curl -s "http://127.0.0.1:$rest/v2/models/digits"; echo
+say "   Prometheus metrics (excerpt)"
+curl -s "http://127.0.0.1:$rest/metrics" | grep -E '^(modelfleet_requests_total|:tensorflow:serving:request_count)' | head -6
+
+say "3. Hot swap: version 2 appears in the repository while a client keeps sending requests"
+"$PYTHON" "$ROOT/scripts/demo_load.py" "http://127.0.0.1:$rest/v1/models/digits:predict" 6 >"$work/load.txt" &
+load_pid=$!
+sleep 1.5
+cp -r "$ROOT/examples/models/digits/2" "$work/models/digits/.2.tmp" && mv "$work/models/digits/.2.tmp" "$work/models/digits/2"
+echo "copied version 2 into the repository"
+wait "$load_pid"
+cat "$work/load.txt"
+run curl -s "http://127.0.0.1:$rest/v1/models/digits"; echo
+
+say "4. The local cluster: modelfleet-local (a Kubernetes API server stand-in + a kubelet running pods as processes)"
+api=$(free_port)
+cat >"$work/images.yaml" <<YAML
+images:
+  modelfleet/server: $BUILD_DIR/server/main/modelfleet-server
+YAML
+"$BUILD_DIR/tools/local/modelfleet-local" up --data-dir "$work/cluster" --port "$api" \
+  --kubeconfig "$work/kubeconfig" --image-map "$work/images.yaml" >"$work/local.log" 2>&1 &
+pids+=($!)
+wait_http "http://127.0.0.1:$api/version" 30
+for _ in $(seq 1 100); do [ -s "$work/kubeconfig" ] && break; sleep 0.1; done
+export KUBECONFIG="$work/kubeconfig"
+run kubectl version
+run kubectl apply -f "$ROOT/crds/"
+run kubectl get crd
+cat >"$work/digits-server.yaml" <<YAML
+# The digits model served by modelfleet-server pods; the model repository is a hostPath volume.
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: digits-server}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: digits-server}}
+  template:
+    metadata: {labels: {app: digits-server}}
+    spec:
+      containers:
+      - name: server
+        image: modelfleet/server:dev
+        env:
+        - name: POD_IP
+          valueFrom: {fieldRef: {fieldPath: status.podIP}}
+        args: ["--model_name=digits", "--model_base_path=$work/models/digits",
+               "--rest_api_address=\$(POD_IP)", "--grpc_address=\$(POD_IP)",
+               "--rest_api_port=8501", "--port=8500"]
+        ports: [{containerPort: 8501, name: rest}, {containerPort: 8500, name: grpc}]
+        readinessProbe:
+          httpGet: {path: /v2/health/ready, port: 8501}
+          periodSeconds: 1
+---
+apiVersion: v1
+kind: Service
+metadata: {name: digits-server}
+spec:
+  selector: {app: digits-server}
+  ports:
+  - {name: rest, port: 8501, targetPort: 8501}
+  - {name: grpc, port: 8500, targetPort: 8500}
+YAML
+run kubectl apply -f "$work/digits-server.yaml"
+run kubectl rollout status deployment/digits-server --timeout=90s
+run kubectl get pods -o wide
+run kubectl get endpoints digits-server -o jsonpath='{.subsets[*].addresses[*].ip}{"\n"}'
+vip=$(kubectl get service digits-server -o jsonpath='{.spec.clusterIP}')
+echo "(the Service's virtual IP $vip is served by the local kubelet's proxy)"
+run curl -s "http://$vip:8501/v1/models/digits"; echo
+run kubectl scale deployment/digits-server --replicas=2
+run kubectl rollout status deployment/digits-server --timeout=90s
+run kubectl get pods
+run kubectl delete deployment digits-server
+say "Done. Everything started here has been stopped."
