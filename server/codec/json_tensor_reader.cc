@@ -102,46 +102,13 @@ od::parser& ParserFor(size_t size, od::parser* fallback) {
   return size <= kReuseLimit ? reused : *fallback;
 }
 
-namespace {
-
-Status WalkValue(od::value value, int depth) {
-  constexpr int kMaxDepth = 64;
-  if (depth > kMaxDepth) return InvalidArgument("JSON nested deeper than 64 levels");
-  od::json_type type;
-  if (value.type().get(type)) return Status::Ok();  // a scalar the reader will judge when it reads it
-  if (type == od::json_type::array) {
-    od::array array;
-    if (auto error = value.get_array().get(array)) return ParseError(error);
-    for (auto element : array) {
-      od::value child;
-      if (auto error = element.get(child)) return ParseError(error);
-      MF_RETURN_IF_ERROR(WalkValue(child, depth + 1));
-    }
-  } else if (type == od::json_type::object) {
-    od::object object;
-    if (auto error = value.get_object().get(object)) return ParseError(error);
-    for (auto field : object) {
-      std::string_view key;
-      if (auto error = field.unescaped_key().get(key)) return ParseError(error);
-      od::value child;
-      if (auto error = field.value().get(child)) return ParseError(error);
-      MF_RETURN_IF_ERROR(WalkValue(child, depth + 1));
-    }
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
-Status ValidateStructure(od::document& doc) {
-  od::value root;
-  if (auto error = doc.get_value().get(root)) return ParseError(error);
-  MF_RETURN_IF_ERROR(WalkValue(root, 1));
-  if (!doc.is_alive()) return InvalidArgument("JSON Parse error: The JSON document has an improper structure");
-  if (!doc.current_location().error()) {
-    return InvalidArgument("JSON Parse error: The document root must not be followed by other values.");
-  }
-  doc.rewind();
+Status ValidateJson(const simdjson::padded_string& json) {
+  constexpr size_t kReuseLimit = size_t{16} << 20;
+  thread_local simdjson::dom::parser reused;
+  simdjson::dom::parser local;
+  simdjson::dom::parser& parser = json.size() <= kReuseLimit ? reused : local;
+  simdjson::dom::element root;
+  if (auto error = parser.parse(json).get(root)) return ParseError(error);
   return Status::Ok();
 }
 

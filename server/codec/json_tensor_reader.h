@@ -25,11 +25,10 @@ inline constexpr int kMaxNesting = 32;
 // (a caller's local parser), so one huge request does not pin its buffers to a thread forever.
 od::parser& ParserFor(size_t size, od::parser* fallback);
 
-// Walks the whole document forward, checking its structure (brackets, commas, colons, keys), then
-// rewinds it. On Demand checks structure only as it reads, and find_field_unordered assumes an
-// object it wraps around in was already checked: callers that look fields up out of order must
-// validate first. Nesting deeper than 64 levels is refused.
-Status ValidateStructure(od::document& doc);
+// Fully validates `json` (structure and every literal) with simdjson's DOM parser. On Demand
+// checks structure only as it reads, and find_field_unordered assumes that an object it wraps
+// around in is well formed: callers that look fields up out of order validate first.
+Status ValidateJson(const simdjson::padded_string& json);
 
 // "JSON Parse error: <what simdjson says>".
 Status ParseError(simdjson::error_code error);

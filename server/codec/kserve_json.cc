@@ -205,10 +205,10 @@ StatusOr<V2InferRequest> ParseV2InferRequest(std::string_view body, std::optiona
   if (json_part.empty()) return InvalidArgument("JSON Parse error: The document is empty");
   od::parser local_parser;  // only used for very large bodies
   simdjson::padded_string padded(json_part);
+  // ParseInput looks an input's fields up in any order, which needs a well-formed document.
+  MF_RETURN_IF_ERROR(json::ValidateJson(padded));
   od::document doc;
   if (auto error = json::ParserFor(padded.size(), &local_parser).iterate(padded).get(doc)) return ParseError(error);
-  // ParseInput looks an input's fields up in any order, which needs a checked structure.
-  MF_RETURN_IF_ERROR(json::ValidateStructure(doc));
   od::object top;
   if (auto error = doc.get_object().get(top)) {
     if (error != simdjson::INCORRECT_TYPE) return ParseError(error);
