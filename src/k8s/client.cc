@@ -12,15 +12,6 @@ namespace mf::k8s {
 
 namespace {
 
-// Sleeps for `d` unless `stop` is requested first; false when stopped.
-bool SleepFor(Clock::duration d, std::stop_token stop) {
-  std::mutex m;
-  std::condition_variable_any cv;
-  std::unique_lock lock(m);
-  cv.wait_for(lock, stop, d, [] { return false; });
-  return !stop.stop_requested();
-}
-
 // Retry-After in seconds (the only form the API server sends); nullopt when absent or malformed.
 std::optional<std::chrono::seconds> RetryAfter(const HttpResponse& r) {
   const std::string v = r.Header("retry-after");

@@ -20,14 +20,6 @@ void FillTypeMeta(const Json& list, Json* item) {
     (*item)["apiVersion"] = list["apiVersion"];
 }
 
-bool SleepFor(Clock::duration d, std::stop_token stop) {
-  std::mutex m;
-  std::condition_variable_any cv;
-  std::unique_lock lock(m);
-  cv.wait_for(lock, stop, d, [] { return false; });
-  return !stop.stop_requested();
-}
-
 // Transient failures of a watch are retried from the same resourceVersion; anything else
 // (Gone, or an error that may mean our view is wrong) relists.
 bool RewatchAfter(const Status& s) {

@@ -12,14 +12,6 @@ namespace mf::k8s {
 
 namespace {
 
-bool SleepFor(Clock::duration d, std::stop_token stop) {
-  std::mutex m;
-  std::condition_variable_any cv;
-  std::unique_lock lock(m);
-  cv.wait_for(lock, stop, d, [] { return false; });
-  return !stop.stop_requested();
-}
-
 std::string HolderOf(const Json& spec) {
   return spec.is_object() && spec.contains("holderIdentity") && spec["holderIdentity"].is_string()
              ? spec["holderIdentity"].get<std::string>()

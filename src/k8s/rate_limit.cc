@@ -6,6 +6,14 @@
 
 namespace mf::k8s {
 
+bool SleepFor(Clock::duration d, std::stop_token stop) {
+  std::mutex m;
+  std::condition_variable_any cv;
+  std::unique_lock lock(m);
+  cv.wait_for(lock, stop, d, [] { return false; });
+  return !stop.stop_requested();
+}
+
 TokenBucket::TokenBucket(double qps, int burst)
     : qps_(qps), burst_(std::max(1, burst)), tokens_(std::max(1, burst)), last_(Clock::now()) {}
 

@@ -13,6 +13,9 @@ namespace mf::k8s {
 
 using Clock = std::chrono::steady_clock;
 
+// Sleeps for `d` unless `stop` is requested first; false when stopped.
+bool SleepFor(Clock::duration d, std::stop_token stop);
+
 // A token bucket: `burst` tokens, refilled at `qps` per second. Reservations may drive the
 // bucket negative, so callers that reserve are served in order and each learns its own delay.
 class TokenBucket {
