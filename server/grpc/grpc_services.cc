@@ -87,6 +87,13 @@ grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext* context, const 
     const runtime::Signature& signature = handle->servable->signature();
     std::vector<codec::NamedTensor> named;
     for (const auto& [name, proto] : request->inputs()) {
+      // Names first: a request must not make us decode (and broadcast) inputs the model lacks.
+      if (signature.InputIndex(name) < 0) {
+        std::string expected;
+        for (const auto& input : signature.inputs) expected += (expected.empty() ? "" : ", ") + input.name;
+        return InvalidArgument("input tensor alias not found in signature: " + name +
+                               ". Inputs expected to be in the set {" + expected + "}.");
+      }
       auto tensor = codec::TensorFromProto(proto);
       if (!tensor.ok()) return tensor.status().WithContext("input '" + name + "'");
       named.push_back({name, std::move(tensor).value()});

@@ -68,6 +68,23 @@ def test_predict_names_version_and_matches_rest(server):
             stub.Predict(bad, timeout=10)
         assert invalid.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
+        # An input the model does not have is refused before it is decoded: this one would
+        # broadcast one float_val over 16 Mi elements per copy.
+        tensor_pb2 = proto_stubs.module("tensorflow.core.framework.tensor_pb2")
+        unknown = predict_pb2.PredictRequest()
+        unknown.model_spec.name = "digits"
+        unknown.inputs["images"].CopyFrom(tensor_proto(x))
+        for i in range(64):
+            huge = tensor_pb2.TensorProto(dtype=1, float_val=[1.0])
+            huge.tensor_shape.dim.add(size=4096)
+            huge.tensor_shape.dim.add(size=4096)
+            unknown.inputs[f"extra{i}"].CopyFrom(huge)
+        with pytest.raises(grpc.RpcError) as alias:
+            stub.Predict(unknown, timeout=10)
+        assert alias.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "input tensor alias not found in signature: extra" in alias.value.details()
+        assert "{images}" in alias.value.details()
+
         classify_pb2 = proto_stubs.module("tensorflow_serving.apis.classification_pb2")
         with pytest.raises(grpc.RpcError) as unimplemented:
             stub.Classify(classify_pb2.ClassificationRequest(), timeout=10)
