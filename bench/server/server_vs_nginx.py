@@ -1,0 +1,261 @@
+#!/usr/bin/python3
+"""Requests/s and p50/p99 latency of one-row predict requests on the digits model, over REST and
+gRPC, against nginx (1 worker) answering the same POST with the same canned JSON body: the
+transport ceiling. One run, one table, ratios against nginx measured in the same run.
+
+    /usr/bin/python3 bench/server/server_vs_nginx.py [--seconds 5] [--clients 1,16,64]
+
+REST and nginx are loaded by `wrk` (one thread, a Lua script posting the body). gRPC is loaded
+by a Python grpc.aio client (N concurrent calls in one process): that client costs more CPU per
+call than the server does, so it is also run against the trivial grpc.health.v1 Check on the
+same server to show its own ceiling; gRPC Predict figures close to that ceiling measure the
+client, not the server. Needs a built modelfleet-server (MODELFLEET_BUILD_DIR or build/).
+"""
+import argparse
+import asyncio
+import json
+import os
+import pathlib
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import grpc
+import numpy as np
+import requests
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+import proto_stubs  # noqa: E402  (the stubs generated from our .proto files)
+
+ROW = [float((3 * i) % 17) for i in range(64)]
+BODY = json.dumps({"instances": [ROW]})
+PREDICT_PATH = "/v1/models/digits:predict"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}")
+        try:
+            requests.get(url, timeout=1)
+            return
+        except requests.RequestException:
+            time.sleep(0.1)
+    raise TimeoutError(f"{url} did not answer within {timeout}s")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def wrk_url(url: str, clients: int, seconds: int, script: pathlib.Path) -> dict:
+    """Closed loop: `clients` connections, each sends the next request when the last answered."""
+    out = subprocess.run(["wrk", "-t1", f"-c{clients}", f"-d{seconds}s", "--latency",
+                          "-s", str(script), url],
+                         capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if errors or "Socket errors" in out:
+        raise RuntimeError(f"wrk saw failed requests:\n{out}")
+
+    def ms(label):
+        m = re.search(rf"^\s+{label}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+        scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+        return float(m.group(1)) * scale
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    return {"rps": rps, "p50": ms("50"), "p99": ms("99")}
+
+
+async def grpc_load(target: str, clients: int, seconds: float, make_call) -> dict:
+    """`clients` concurrent closed-loop callers on one channel for `seconds`."""
+    latencies = []
+    async with grpc.aio.insecure_channel(target) as channel:
+        call = make_call(channel)
+        await call()  # connect and warm before the clock starts
+        deadline = time.perf_counter() + seconds
+
+        async def caller():
+            while True:
+                start = time.perf_counter()
+                if start >= deadline:
+                    return
+                await call()
+                latencies.append(time.perf_counter() - start)
+        began = time.perf_counter()
+        await asyncio.gather(*(caller() for _ in range(clients)))
+        elapsed = time.perf_counter() - began
+    lat = np.array(latencies) * 1e3
+    return {"rps": len(latencies) / elapsed, "p50": float(np.percentile(lat, 50)),
+            "p99": float(np.percentile(lat, 99))}
+
+
+def predict_call(channel):
+    predict_pb2 = proto_stubs.module("tensorflow_serving.apis.predict_pb2")
+    services = proto_stubs.module("tensorflow_serving.apis.prediction_service_pb2_grpc")
+    tensor_pb2 = proto_stubs.module("tensorflow.core.framework.tensor_pb2")
+    types_pb2 = proto_stubs.module("tensorflow.core.framework.types_pb2")
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "digits"
+    tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT)
+    tensor.tensor_shape.dim.add(size=1)
+    tensor.tensor_shape.dim.add(size=64)
+    tensor.tensor_content = np.array([ROW], dtype="<f4").tobytes()
+    request.inputs["images"].CopyFrom(tensor)
+    stub = services.PredictionServiceStub(channel)
+
+    async def call():
+        response = await stub.Predict(request, timeout=30)
+        if "scores" not in response.outputs:
+            raise RuntimeError("Predict answered without scores")
+    return call
+
+
+def health_call(channel):
+    health = proto_stubs.health_messages()
+    check = channel.unary_unary("/grpc.health.v1.Health/Check",
+                                request_serializer=health.HealthCheckRequest.SerializeToString,
+                                response_deserializer=health.HealthCheckResponse.FromString)
+    request = health.HealthCheckRequest(service="")
+
+    async def call():
+        await check(request, timeout=30)
+    return call
+
+
+def nginx_conf(tmp: pathlib.Path, port: int, canned: str) -> pathlib.Path:
+    if "'" in canned or "\\" in canned:
+        raise ValueError("the canned body cannot be quoted for nginx")
+    conf = tmp / "nginx.conf"
+    (tmp / "logs").mkdir()
+    conf.write_text(f"""worker_processes 1;
+pid {tmp}/nginx.pid;
+error_log {tmp}/logs/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path {tmp}/body;
+  proxy_temp_path {tmp}/proxy;
+  fastcgi_temp_path {tmp}/fastcgi;
+  uwsgi_temp_path {tmp}/uwsgi;
+  scgi_temp_path {tmp}/scgi;
+  server {{
+    listen 127.0.0.1:{port};
+    location = {PREDICT_PATH} {{ default_type application/json; return 200 '{canned}'; }}
+    location = /ready {{ return 200 'ok'; }}
+  }}
+}}
+""")
+    return conf
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=5, help="seconds per measurement")
+    parser.add_argument("--clients", default="1,16,64", help="comma-separated concurrencies")
+    args = parser.parse_args()
+    clients = [int(c) for c in args.clients.split(",")]
+    if args.seconds < 1 or not clients or min(clients) < 1:
+        parser.error("--seconds must be >= 1 and every client count >= 1")
+
+    build = pathlib.Path(os.environ.get("MODELFLEET_BUILD_DIR", ROOT / "build"))
+    binary = build / "server" / "main" / "modelfleet-server"
+    if not binary.exists():
+        sys.exit(f"{binary} is not built (build_tree modelfleet-server)")
+    proto_stubs.stubs_path()
+
+    procs = []
+    with tempfile.TemporaryDirectory(prefix="mf_server_bench_") as tmp_name:
+        tmp = pathlib.Path(tmp_name)
+        try:
+            rest_port, grpc_port = free_port(), free_port()
+            server = subprocess.Popen(
+                [str(binary), "--model_name=digits",
+                 f"--model_base_path={ROOT / 'examples' / 'models' / 'digits'}",
+                 f"--rest_api_port={rest_port}", f"--port={grpc_port}",
+                 "--rest_api_address=127.0.0.1", "--grpc_address=127.0.0.1", "--log_level=warning"],
+                stdout=open(tmp / "server.log", "wb"), stderr=subprocess.STDOUT)
+            procs.append(server)
+            rest = f"http://127.0.0.1:{rest_port}"
+            wait_http(rest + "/v2/health/ready", server)
+            deadline = time.monotonic() + 60
+            while requests.get(rest + "/v2/health/ready", timeout=5).status_code != 200:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("model not ready")
+                time.sleep(0.1)
+            answer = requests.post(rest + PREDICT_PATH, data=BODY, timeout=10)
+            answer.raise_for_status()
+            canned = answer.text
+
+            nginx_port = free_port()
+            nginx_dir = tmp / "nginx"
+            nginx_dir.mkdir()
+            conf = nginx_conf(nginx_dir, nginx_port, canned)
+            nginx = subprocess.Popen(["nginx", "-p", str(nginx_dir), "-c", str(conf),
+                                      "-g", "daemon off;"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+            procs.append(nginx)
+            nginx_url = f"http://127.0.0.1:{nginx_port}"
+            wait_http(nginx_url + "/ready", nginx)
+            if requests.post(nginx_url + PREDICT_PATH, data=BODY, timeout=5).text != canned:
+                raise RuntimeError("nginx does not return the canned body")
+
+            script = tmp / "post.lua"
+            script.write_text('wrk.method = "POST"\n'
+                              'wrk.headers["Content-Type"] = "application/json"\n'
+                              f"wrk.body = {json.dumps(BODY)}\n")
+            print(f"# {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, "
+                  f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start; "
+                  f"response body {len(canned)} bytes", flush=True)
+            rows = []
+            for n in clients:
+                measured = {
+                    "nginx": wrk_url(nginx_url + PREDICT_PATH, n, args.seconds, script),
+                    "REST": wrk_url(rest + PREDICT_PATH, n, args.seconds, script),
+                    "gRPC": asyncio.run(grpc_load(f"127.0.0.1:{grpc_port}", n, args.seconds,
+                                                  predict_call)),
+                    "gRPC health (client ceiling)": asyncio.run(grpc_load(
+                        f"127.0.0.1:{grpc_port}", n, args.seconds, health_call)),
+                }
+                rows.append((n, measured))
+                print(f"# {n} clients done, load average {os.getloadavg()[0]:.2f}", flush=True)
+            if server.poll() is not None:
+                raise RuntimeError("modelfleet-server died during the run")
+        finally:
+            for proc in reversed(procs):
+                stop(proc)
+
+    print("| clients | peer | requests/s | p50 ms | p99 ms | × nginx req/s |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for n, measured in rows:
+        base = measured["nginx"]["rps"]
+        for name, m in measured.items():
+            print(f"| {n} | {name} | {m['rps']:.0f} | {m['p50']:.3f} | {m['p99']:.3f} "
+                  f"| {m['rps'] / base:.2f}x |")
+    print()
+    for n, measured in rows:
+        r, g = measured["REST"]["rps"], measured["gRPC"]["rps"]
+        print(f"{n} clients: REST/nginx {r / measured['nginx']['rps']:.2f}x (target >= 0.4), "
+              f"gRPC/REST {g / r:.2f}x (target >= 1), gRPC Predict / client ceiling "
+              f"{g / measured['gRPC health (client ceiling)']['rps']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
