@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+"""modelfleet-server's resident memory across 20 version swaps of a CNN, in the default
+availability-preserving mode and with --resource_preserving_swap, measured in the same run.
+
+    /usr/bin/python3 bench/server/swap_memory.py [--swaps 20] [--channels 512]
+
+For each mode: a server starts on an empty model directory (RSS with no model), version 1
+arrives (RSS at start), then versions 2..swaps+1 arrive one at a time; each swap is complete when
+the new version is AVAILABLE and no other version is loaded. The peak is VmHWM, reset (through
+/proc/<pid>/clear_refs) after the start figure so it covers the swaps only, cross-checked by a
+thread sampling VmRSS every 5 ms. The model's footprint is taken two ways: RSS after loading
+version 1 minus RSS with no model, and the server's modelfleet_model_memory_bytes metric. The
+versions alternate between two differently seeded exports, so each swap loads new weights.
+Needs a built modelfleet-server (MODELFLEET_BUILD_DIR or build/) and torch for make_cnn.py.
+"""
+import argparse
+import os
+import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import requests
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MIB = 1024 * 1024
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def proc_kib(pid: int, field: str) -> int:
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def wait_for(predicate, what: str, timeout: float = 120.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+
+
+def settle_rss(pid: int, seconds: float = 1.0) -> int:
+    """VmRSS (bytes) once it stopped moving: freed pages and late allocations settle first."""
+    time.sleep(seconds)
+    return proc_kib(pid, "VmRSS") * 1024
+
+
+def memory_metric(url: str) -> float:
+    total = 0.0
+    for line in requests.get(url + "/metrics", timeout=5).text.splitlines():
+        if line.startswith("modelfleet_model_memory_bytes{"):
+            total += float(line.rpartition(" ")[2])
+    return total
+
+
+class Sampler(threading.Thread):
+    """Largest VmRSS seen while running (bytes), sampled every 5 ms."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.done = pid, 0, threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            try:
+                self.peak = max(self.peak, proc_kib(self.pid, "VmRSS") * 1024)
+            except (OSError, KeyError):
+                return
+            time.sleep(0.005)
+
+
+def install(src: pathlib.Path, base: pathlib.Path, version: int) -> None:
+    """Copies a model.onnx into <base>/<version>/ under a temporary name, then renames it."""
+    target = base / str(version)
+    target.mkdir(parents=True)
+    shutil.copyfile(src, target / "model.onnx.partial")
+    os.replace(target / "model.onnx.partial", target / "model.onnx")
+
+
+def loaded_versions(url: str) -> dict:
+    r = requests.get(url + "/v1/models/cnn", timeout=5)
+    if r.status_code != 200:
+        return {}
+    return {int(v["version"]): v["state"] for v in r.json().get("model_version_status", [])}
+
+
+def only_version(url: str, version: int) -> bool:
+    states = loaded_versions(url)
+    return states.get(version) == "AVAILABLE" and all(
+        s == "END" for v, s in states.items() if v != version)
+
+
+def measure(binary: pathlib.Path, models: list, swaps: int, extra: list, tmp: pathlib.Path):
+    base = tmp / "cnn"
+    base.mkdir()
+    rest_port = free_port()
+    log = open(tmp / "server.log", "wb")
+    server = subprocess.Popen(
+        [str(binary), "--model_name=cnn", f"--model_base_path={base}",
+         f"--rest_api_port={rest_port}", f"--port={free_port()}", "--rest_api_address=127.0.0.1",
+         "--grpc_address=127.0.0.1", "--file_system_poll_wait_seconds=0.2"] + extra,
+        stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{rest_port}"
+    try:
+        def answering():
+            if server.poll() is not None:
+                raise RuntimeError(f"server exited: {(tmp / 'server.log').read_text()[-2000:]}")
+            try:
+                return requests.get(url + "/v1/models/cnn", timeout=1) is not None
+            except requests.RequestException:
+                return False
+        wait_for(answering, "the REST port")
+        empty = settle_rss(server.pid)
+
+        install(models[0], base, 1)
+        wait_for(lambda: only_version(url, 1), "version 1")
+        start = settle_rss(server.pid)
+        metric = memory_metric(url)
+
+        pathlib.Path(f"/proc/{server.pid}/clear_refs").write_text("5")  # resets VmHWM
+        sampler = Sampler(server.pid)
+        sampler.start()
+        began = time.monotonic()
+        for version in range(2, swaps + 2):
+            install(models[(version - 1) % len(models)], base, version)
+            wait_for(lambda: only_version(url, version), f"version {version} alone")
+            shutil.rmtree(base / str(version - 1))  # the sidecar cleans up; the policy keeps 1
+        elapsed = time.monotonic() - began
+        sampler.done.set()
+        sampler.join(timeout=5)
+        peak = max(proc_kib(server.pid, "VmHWM") * 1024, sampler.peak)
+        final = settle_rss(server.pid)
+        return {"empty": empty, "start": start, "metric": metric, "peak": peak,
+                "sampled_peak": sampler.peak, "final": final, "seconds": elapsed}
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=10)
+        log.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--swaps", type=int, default=20, help="version swaps per mode")
+    parser.add_argument("--channels", type=int, default=512,
+                        help="make_cnn.py --channels (512: a ~19 MB model)")
+    args = parser.parse_args()
+    if args.swaps < 1 or args.channels < 1:
+        parser.error("--swaps and --channels must be >= 1")
+    build = pathlib.Path(os.environ.get("MODELFLEET_BUILD_DIR", ROOT / "build"))
+    binary = build / "server" / "main" / "modelfleet-server"
+    if not binary.exists():
+        sys.exit(f"{binary} is not built (build_tree modelfleet-server)")
+
+    with tempfile.TemporaryDirectory(prefix="mf_swap_memory_") as tmp_name:
+        tmp = pathlib.Path(tmp_name)
+        models = []
+        for seed in (1, 2):  # untrained weights: memory does not depend on accuracy
+            subprocess.run([sys.executable, str(ROOT / "examples" / "models" / "make_cnn.py"),
+                            "--out", str(tmp / "src"), "--version", str(seed),
+                            "--channels", str(args.channels), "--epochs", "0"],
+                           check=True, timeout=600, capture_output=True)
+            models.append(tmp / "src" / str(seed) / "model.onnx")
+        size = models[0].stat().st_size
+        print(f"# {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, {os.cpu_count()} "
+              f"cores, load average {os.getloadavg()[0]:.2f}; model.onnx {size / MIB:.1f} MiB, "
+              f"{args.swaps} swaps per mode", flush=True)
+        results = {}
+        for name, extra in (("availability-preserving", []),
+                            ("resource-preserving", ["--resource_preserving_swap"])):
+            run_dir = tmp / name
+            run_dir.mkdir()
+            results[name] = measure(binary, models, args.swaps, extra, run_dir)
+            print(f"# {name} done, load average {os.getloadavg()[0]:.2f}", flush=True)
+
+    print("| mode | RSS no model | RSS start | footprint (RSS) | footprint (metric) | peak in swaps "
+          "| final | peak/footprint (RSS) | peak/footprint (metric) | final/start | s/swap |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, r in results.items():
+        footprint = r["start"] - r["empty"]
+        # Peak relative to the no-model baseline: how many models' worth of memory were resident.
+        peak_models = (r["peak"] - r["empty"]) / footprint
+        peak_metric = (r["peak"] - r["empty"]) / r["metric"] if r["metric"] else float("nan")
+        print(f"| {name} | {r['empty'] / MIB:.1f} MiB | {r['start'] / MIB:.1f} MiB "
+              f"| {footprint / MIB:.1f} MiB | {r['metric'] / MIB:.1f} MiB "
+              f"| {r['peak'] / MIB:.1f} MiB | {r['final'] / MIB:.1f} MiB | {peak_models:.2f}x "
+              f"| {peak_metric:.2f}x | {r['final'] / r['start']:.3f}x "
+              f"| {r['seconds'] / args.swaps:.2f} |")
+    print("\npeak/footprint = (peak RSS - RSS with no model) / one model's footprint; targets: "
+          "availability-preserving <= ~2.1x, resource-preserving <= ~1.2x, final/start <= 1.05x")
+
+
+if __name__ == "__main__":
+    main()
