@@ -6,10 +6,11 @@ transport ceiling. One run, one table, ratios against nginx measured in the same
     /usr/bin/python3 bench/server/server_vs_nginx.py [--seconds 5] [--clients 1,16,64]
 
 REST and nginx are loaded by `wrk` (one thread, a Lua script posting the body). gRPC is loaded
-by a Python grpc.aio client (N concurrent calls in one process): that client costs more CPU per
-call than the server does, so it is also run against the trivial grpc.health.v1 Check on the
-same server to show its own ceiling; gRPC Predict figures close to that ceiling measure the
-client, not the server. Needs a built modelfleet-server (MODELFLEET_BUILD_DIR or build/).
+by bench/server/grpc_predict_load (C++, N threads with a channel each; also against the health
+Check, its own ceiling) and, for comparison, by a
+Python grpc.aio client (N concurrent calls in one process): that client costs more CPU per call
+than the server does, so it is also run against the trivial grpc.health.v1 Check on the same
+server to show its own ceiling. Needs a built modelfleet-server (MODELFLEET_BUILD_DIR or build/).
 """
 import argparse
 import asyncio
@@ -106,6 +107,18 @@ async def grpc_load(target: str, clients: int, seconds: float, make_call) -> dic
             "p99": float(np.percentile(lat, 99))}
 
 
+def grpc_native(binary: pathlib.Path, target: str, clients: int, seconds: int,
+                model: str = "digits") -> dict:
+    """bench/server/grpc_predict_load: `clients` threads, one channel each, closed loop
+    (model "@health": grpc.health.v1 Check, the client's and transport's own ceiling)."""
+    out = subprocess.run([str(binary), target, str(clients), str(seconds), model],
+                         capture_output=True,
+                         text=True, timeout=seconds + 60, check=True).stdout
+    fields = dict(item.split("=") for item in out.split())
+    return {"rps": float(fields["rps"]), "p50": float(fields["p50_ms"]),
+            "p99": float(fields["p99_ms"])}
+
+
 def predict_call(channel):
     predict_pb2 = proto_stubs.module("tensorflow_serving.apis.predict_pb2")
     services = proto_stubs.module("tensorflow_serving.apis.prediction_service_pb2_grpc")
@@ -179,6 +192,9 @@ def main() -> None:
     binary = build / "server" / "main" / "modelfleet-server"
     if not binary.exists():
         sys.exit(f"{binary} is not built (build_tree modelfleet-server)")
+    native = build / "bench" / "server" / "grpc_predict_load"
+    if not native.exists():
+        sys.exit(f"{native} is not built (build_tree grpc_predict_load)")
     proto_stubs.stubs_path()
 
     procs = []
@@ -229,9 +245,13 @@ def main() -> None:
                 measured = {
                     "nginx": wrk_url(nginx_url + PREDICT_PATH, n, args.seconds, script),
                     "REST": wrk_url(rest + PREDICT_PATH, n, args.seconds, script),
-                    "gRPC": asyncio.run(grpc_load(f"127.0.0.1:{grpc_port}", n, args.seconds,
-                                                  predict_call)),
-                    "gRPC health (client ceiling)": asyncio.run(grpc_load(
+                    "gRPC (C++ client)": grpc_native(native, f"127.0.0.1:{grpc_port}", n,
+                                                     args.seconds),
+                    "gRPC health (C++ client ceiling)": grpc_native(
+                        native, f"127.0.0.1:{grpc_port}", n, args.seconds, "@health"),
+                    "gRPC (Python client)": asyncio.run(grpc_load(
+                        f"127.0.0.1:{grpc_port}", n, args.seconds, predict_call)),
+                    "gRPC health (Python client ceiling)": asyncio.run(grpc_load(
                         f"127.0.0.1:{grpc_port}", n, args.seconds, health_call)),
                 }
                 rows.append((n, measured))
@@ -251,10 +271,11 @@ def main() -> None:
                   f"| {m['rps'] / base:.2f}x |")
     print()
     for n, measured in rows:
-        r, g = measured["REST"]["rps"], measured["gRPC"]["rps"]
+        r, g = measured["REST"]["rps"], measured["gRPC (C++ client)"]["rps"]
+        py = measured["gRPC (Python client)"]["rps"]
         print(f"{n} clients: REST/nginx {r / measured['nginx']['rps']:.2f}x (target >= 0.4), "
-              f"gRPC/REST {g / r:.2f}x (target >= 1), gRPC Predict / client ceiling "
-              f"{g / measured['gRPC health (client ceiling)']['rps']:.2f}x")
+              f"gRPC (C++ client)/REST {g / r:.2f}x (target >= 1), Python gRPC Predict / its "
+              f"ceiling {py / measured['gRPC health (Python client ceiling)']['rps']:.2f}x")
 
 
 if __name__ == "__main__":
