@@ -71,5 +71,24 @@ TEST(ProtobufBodyTest, RejectsMalformedAndUnknownInput) {
   EXPECT_EQ(DecodeKubernetesProtobuf(huge_length).status().code(), StatusCode::kInvalidArgument);
 }
 
+// Found by local_protobuf_body_fuzzer: a string field with bytes that are not UTF-8 used to be
+// decoded into a JSON string that the server could not serialize (nlohmann throws on dump).
+TEST(ProtobufBodyTest, RejectsStringsThatAreNotUtf8) {
+  auto bad_name = DecodeKubernetesProtobuf(Envelope("apps/v1", "Deployment", Bytes(1, Bytes(1, "\xde"))));
+  ASSERT_FALSE(bad_name.ok());
+  EXPECT_EQ(bad_name.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_name.status().message().find("not valid UTF-8"), std::string::npos);
+  EXPECT_FALSE(DecodeKubernetesProtobuf(Envelope("v1", "ConfigMap", MapEntry(2, "k", "\xc0\xaf"))).ok());  // overlong '/'
+  EXPECT_FALSE(DecodeKubernetesProtobuf(Envelope("v1", "ConfigMap", MapEntry(2, "\xed\xa0\x80", "v"))).ok());  // surrogate
+  EXPECT_FALSE(DecodeKubernetesProtobuf(Envelope("v1\xff", "Namespace", "")).ok());
+  // Well-formed multi-byte text and arbitrary bytes in bytes fields still decode.
+  auto cm = DecodeKubernetesProtobuf(Envelope("v1", "ConfigMap", MapEntry(2, "k", "caf\xc3\xa9 \xf0\x9f\x9a\x80") +
+                                                                       MapEntry(3, "bin", std::string("\xff\x00", 2))));
+  ASSERT_TRUE(cm.ok()) << cm.status().ToString();
+  EXPECT_EQ((*cm)["data"]["k"], "caf\xc3\xa9 \xf0\x9f\x9a\x80");
+  EXPECT_EQ((*cm)["binaryData"]["bin"], "/wA=");
+  EXPECT_NO_THROW((void)cm->dump());
+}
+
 }  // namespace
 }  // namespace mf::local

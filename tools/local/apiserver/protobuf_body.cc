@@ -74,6 +74,32 @@ class Reader {
 
 using FieldFn = std::function<Status(const Field&)>;
 
+// Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF).
+bool IsUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<uint8_t>(s[i]);
+    size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || s.size() - i < len) return false;
+    uint32_t cp = len == 1 ? b : b & (0x7F >> len);
+    for (size_t k = 1; k < len; ++k) {
+      const auto c = static_cast<uint8_t>(s[i + k]);
+      if ((c & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+// A proto string field as a JSON string. Go's protobuf rejects strings that are not UTF-8, and
+// our JSON writer cannot serialize them, so they are a clear error here rather than later.
+StatusOr<std::string> Text(std::string_view bytes) {
+  if (!IsUtf8(bytes)) return InvalidArgument("protobuf body: a string field is not valid UTF-8");
+  return std::string(bytes);
+}
+
 Status ForEachField(std::string_view message, const FieldFn& fn) {
   Reader r(message);
   while (!r.done()) {
@@ -131,8 +157,11 @@ Status MapEntry(const Field& f, json& target, Kind kind) {
   std::string value;
   MF_RETURN_IF_ERROR(ForEachField(f.bytes, [&](const Field& e) {
     MF_RETURN_IF_ERROR(NeedBytes(e));
-    if (e.number == 1) key = std::string(e.bytes);
-    else if (e.number == 2) value = std::string(e.bytes);
+    if (e.number == 1) {
+      MF_ASSIGN_OR_RETURN(key, Text(e.bytes));
+    } else if (e.number == 2) {
+      value = std::string(e.bytes);
+    }
     return Status::Ok();
   }));
   if (kind == Kind::kBytesMap) {
@@ -141,12 +170,12 @@ Status MapEntry(const Field& f, json& target, Kind kind) {
     // resource.Quantity is a message with its string form in field 1.
     std::string quantity;
     MF_RETURN_IF_ERROR(ForEachField(value, [&](const Field& q) {
-      if (q.number == 1 && q.wire_type == 2) quantity = std::string(q.bytes);
+      if (q.number == 1 && q.wire_type == 2) { MF_ASSIGN_OR_RETURN(quantity, Text(q.bytes)); }
       return Status::Ok();
     }));
     target[key] = quantity;
   } else {
-    target[key] = value;
+    MF_ASSIGN_OR_RETURN(target[key], Text(value));
   }
   return Status::Ok();
 }
@@ -155,10 +184,10 @@ StatusOr<json> IntOrString(std::string_view bytes) {
   int64_t type = 0;
   int64_t int_val = 0;
   std::string str_val;
-  MF_RETURN_IF_ERROR(ForEachField(bytes, [&](const Field& f) {
+  MF_RETURN_IF_ERROR(ForEachField(bytes, [&](const Field& f) -> Status {
     if (f.number == 1) type = static_cast<int64_t>(f.varint);
     if (f.number == 2) int_val = static_cast<int32_t>(f.varint);
-    if (f.number == 3 && f.wire_type == 2) str_val = std::string(f.bytes);
+    if (f.number == 3 && f.wire_type == 2) { MF_ASSIGN_OR_RETURN(str_val, Text(f.bytes)); }
     return Status::Ok();
   }));
   return type == 1 ? json(str_val) : json(int_val);
@@ -166,9 +195,11 @@ StatusOr<json> IntOrString(std::string_view bytes) {
 
 StatusOr<json> DecodeField(const Field& f, const FieldDesc& d, int depth) {
   switch (d.kind) {
-    case Kind::kString:
+    case Kind::kString: {
       MF_RETURN_IF_ERROR(NeedBytes(f));
-      return json(std::string(f.bytes));
+      MF_ASSIGN_OR_RETURN(std::string text, Text(f.bytes));
+      return json(std::move(text));
+    }
     case Kind::kBytes:
       MF_RETURN_IF_ERROR(NeedBytes(f));
       return json(Base64(f.bytes));
@@ -311,8 +342,8 @@ StatusOr<json> DecodeKubernetesProtobuf(std::string_view body) {
       MF_RETURN_IF_ERROR(NeedBytes(f));
       return ForEachField(f.bytes, [&](const Field& t) -> Status {
         MF_RETURN_IF_ERROR(NeedBytes(t));
-        if (t.number == 1) api_version = std::string(t.bytes);
-        if (t.number == 2) kind = std::string(t.bytes);
+        if (t.number == 1) { MF_ASSIGN_OR_RETURN(api_version, Text(t.bytes)); }
+        if (t.number == 2) { MF_ASSIGN_OR_RETURN(kind, Text(t.bytes)); }
         return Status::Ok();
       });
     }
@@ -323,7 +354,10 @@ StatusOr<json> DecodeKubernetesProtobuf(std::string_view body) {
     }
     if (f.number == 3) {
       MF_RETURN_IF_ERROR(NeedBytes(f));
-      if (!f.bytes.empty()) return Unimplemented("protobuf bodies with contentEncoding " + std::string(f.bytes) + " are not supported");
+      if (!f.bytes.empty()) {
+        MF_ASSIGN_OR_RETURN(std::string encoding, Text(f.bytes));
+        return Unimplemented("protobuf bodies with contentEncoding " + encoding + " are not supported");
+      }
     }
     return Status::Ok();
   }));
