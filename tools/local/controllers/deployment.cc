@@ -260,15 +260,8 @@ StatusOr<DeploymentPlan> PlanDeploymentUnchecked(const Json& deployment,
 StatusOr<DeploymentPlan> PlanDeployment(const Json& deployment,
                                         const std::vector<Json>& replica_sets,
                                         Clock::time_point now) {
-  std::optional<DeploymentPlan> result;
-  Status s = CatchMalformed("Deployment " + NamespaceOf(deployment) + "/" + NameOf(deployment), [&] {
-    auto planned = PlanDeploymentUnchecked(deployment, replica_sets, now);
-    if (!planned.ok()) return planned.status();
-    result = std::move(planned).value();
-    return Status::Ok();
-  });
-  if (!s.ok()) return s;
-  return std::move(*result);
+  return CatchMalformed<DeploymentPlan>("Deployment " + NamespaceOf(deployment) + "/" + NameOf(deployment),
+                                [&] { return PlanDeploymentUnchecked(deployment, replica_sets, now); });
 }
 
 }  // namespace mf::local

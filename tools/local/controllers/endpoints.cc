@@ -142,15 +142,8 @@ StatusOr<ServiceEndpoints> BuildServiceEndpointsUnchecked(const Json& service, c
 }  // namespace
 
 StatusOr<ServiceEndpoints> BuildServiceEndpoints(const Json& service, const std::vector<Json>& pods) {
-  std::optional<ServiceEndpoints> result;
-  Status s = CatchMalformed("Service " + NamespaceOf(service) + "/" + NameOf(service), [&] {
-    auto planned = BuildServiceEndpointsUnchecked(service, pods);
-    if (!planned.ok()) return planned.status();
-    result = std::move(planned).value();
-    return Status::Ok();
-  });
-  if (!s.ok()) return s;
-  return std::move(*result);
+  return CatchMalformed<ServiceEndpoints>("Service " + NamespaceOf(service) + "/" + NameOf(service),
+                                [&] { return BuildServiceEndpointsUnchecked(service, pods); });
 }
 
 }  // namespace mf::local

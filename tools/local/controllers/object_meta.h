@@ -57,6 +57,20 @@ std::optional<Clock::time_point> ParseTime(std::string_view text);
 // and never escapes a controller or kubelet thread.
 Status CatchMalformed(std::string_view what, const std::function<Status()>& fn);
 
+// The same for a function returning StatusOr<T>: the planners' checked entry points.
+template <typename T>
+StatusOr<T> CatchMalformed(std::string_view what, const std::function<StatusOr<T>()>& fn) {
+  std::optional<T> result;
+  Status s = CatchMalformed(what, std::function<Status()>([&]() -> Status {
+    auto value = fn();
+    if (!value.ok()) return value.status();
+    result = std::move(value).value();
+    return Status::Ok();
+  }));
+  if (!s.ok()) return s;
+  return std::move(*result);
+}
+
 // Resolves an IntOrString such as 3 or "25%" against `total`: percentages round up for surge
 // and down for unavailability, as the Deployment controller does.
 StatusOr<int64_t> ResolveIntOrPercent(const Json& value, int64_t total, bool round_up,

@@ -109,15 +109,8 @@ StatusOr<ReplicaSetPlan> PlanReplicaSetUnchecked(const Json& replica_set, const 
 
 StatusOr<ReplicaSetPlan> PlanReplicaSet(const Json& replica_set, const std::vector<Json>& pods,
                                         Clock::time_point now) {
-  std::optional<ReplicaSetPlan> result;
-  Status s = CatchMalformed("ReplicaSet " + NamespaceOf(replica_set) + "/" + NameOf(replica_set), [&] {
-    auto planned = PlanReplicaSetUnchecked(replica_set, pods, now);
-    if (!planned.ok()) return planned.status();
-    result = std::move(planned).value();
-    return Status::Ok();
-  });
-  if (!s.ok()) return s;
-  return std::move(*result);
+  return CatchMalformed<ReplicaSetPlan>("ReplicaSet " + NamespaceOf(replica_set) + "/" + NameOf(replica_set),
+                                [&] { return PlanReplicaSetUnchecked(replica_set, pods, now); });
 }
 
 }  // namespace mf::local
