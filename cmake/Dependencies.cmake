@@ -32,9 +32,13 @@ if(MODELFLEET_CUDA)
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
     set(MODELFLEET_HAVE_CUDA ON)
-    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 90)  # Hopper (H100/H200): the GPUs we serve on
-    endif()
+    # Hopper (H100/H200), the GPUs we serve on: sm_90 machine code plus PTX for later GPUs.
+    set(MODELFLEET_CUDA_ARCHITECTURES "90" CACHE STRING "CUDA architectures of the GPU backend")
+    # CMake 3.25 does not know nvcc 13's C++20 flag; it is the same as the host compiler's.
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_FLAGS_RELEASE "-O3")  # assertions stay on, as in the C++ build
   endif()
 endif()
 message(STATUS "ModelFleet: CUDA backend ${MODELFLEET_HAVE_CUDA}")

@@ -14,6 +14,7 @@
 
 #include "common/status.h"
 #include "runtime/graph/graph.h"
+#include "runtime/session.h"
 #include "runtime/tensor.h"
 
 namespace mf::runtime {
@@ -38,6 +39,8 @@ struct KernelInit {
   // support channels-last are ever given true.
   std::vector<bool> input_nhwc;
   bool output_nhwc = false;
+  // The session's precision: device kernels may compute in TF32 or FP16 when it allows.
+  Precision precision = Precision::kFp32;
 
   size_t num_inputs() const { return input_dtypes.size(); }
   bool has_input(size_t i) const { return i < input_dtypes.size() && input_dtypes[i].has_value(); }
@@ -63,6 +66,9 @@ struct KernelDef {
   int64_t since_opset = 1;
   KernelFactory factory;
   std::string types;  // element types it accepts, for docs/ops.md ("float", "numeric", ...)
+  // Device backends: inputs the kernel reads on the host (shapes, axes, pads, scales). The
+  // executor hands those as host tensors and every other input in device memory.
+  std::vector<int> host_inputs;
 };
 
 class KernelRegistry {

@@ -27,6 +27,7 @@ std::string_view BackendName(Backend backend);
 
 enum class Precision : uint8_t {
   kFp32,  // exact: every kernel computes in float32
+  kTf32,  // float32 tensors, but CUDA matrix units may round multiply inputs to TF32 (CPU: kFp32)
   kFp16,  // allows float16 compute where the backend has it (CUDA); CPU treats it as kFp32
   kBf16,  // allows bfloat16 compute where the backend has it; CPU treats it as kFp32 for now
 };

@@ -1,5 +1,6 @@
 #include "runtime/tensor.h"
 
+#include <cassert>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -59,7 +60,20 @@ std::string ShapeToString(const Shape& shape) {
   return out + "]";
 }
 
-void Tensor::AlignedFree::operator()(void* p) const { std::free(p); }
+void Tensor::Releaser::operator()(void* p) const {
+  if (release) release(p);
+  else std::free(p);
+}
+
+Tensor Tensor::Adopt(DataType dtype, Shape shape, void* data, Location location, void (*release)(void*)) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.num_elements_ = NumElements(shape);
+  t.shape_ = std::move(shape);
+  t.location_ = location;
+  t.data_ = std::unique_ptr<void, Releaser>(data, Releaser{release});
+  return t;
+}
 
 StatusOr<Tensor> Tensor::Allocate(DataType dtype, Shape shape) { return AllocateImpl(dtype, std::move(shape), true); }
 
@@ -108,6 +122,7 @@ StatusOr<Tensor> Tensor::FromBytes(DataType dtype, Shape shape, std::string_view
 }
 
 Tensor Tensor::Clone() const {
+  assert(location_ == Location::kHost && "device tensors are copied by their backend");
   StatusOr<Tensor> copy = Allocate(dtype_, shape_);
   assert(copy.ok() && "cloning a tensor that was allocated before cannot exceed the limits");
   Tensor out = std::move(copy).value();

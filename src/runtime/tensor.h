@@ -2,6 +2,8 @@
 // value type that crosses every boundary: wire codecs (REST JSON, TensorProto, KServe v2)
 // produce and consume it, the runtime runs on it, the batcher concatenates and splits it.
 // Buffers are 64-byte aligned (oneDNN and AVX-512 loads want that). Move-only; Clone() copies.
+// Inside the CUDA backend a Tensor may instead own device memory (location() == kCuda); such
+// tensors never leave the runtime: Session::Run takes and returns host tensors only.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +41,9 @@ std::string_view DataTypeName(DataType dtype);
 // Inverse of DataTypeName; false when unknown.
 bool DataTypeFromName(std::string_view name, DataType* dtype);
 
+// Where a tensor's buffer lives.
+enum class Location : uint8_t { kHost, kCuda };
+
 using Shape = std::vector<int64_t>;
 // Product of dims, or -1 when any dim is negative or the product overflows int64.
 int64_t NumElements(const Shape& shape);
@@ -62,9 +67,15 @@ class Tensor {
   // Copies `bytes`, which must be exactly NumElements(shape) * ElementSize(dtype) long.
   static StatusOr<Tensor> FromBytes(DataType dtype, Shape shape, std::string_view bytes);
 
+  // Takes ownership of a buffer allocated elsewhere (device memory of a backend), released by
+  // `release(data)`. `data` holds NumElements(shape) * ElementSize(dtype) bytes.
+  static Tensor Adopt(DataType dtype, Shape shape, void* data, Location location, void (*release)(void*));
+
+  // Host tensors only (a device tensor is copied by its backend).
   Tensor Clone() const;
 
   DataType dtype() const { return dtype_; }
+  Location location() const { return location_; }
   const Shape& shape() const { return shape_; }
   int rank() const { return static_cast<int>(shape_.size()); }
   int64_t dim(int i) const { return shape_[static_cast<size_t>(i)]; }
@@ -90,14 +101,17 @@ class Tensor {
  private:
   static StatusOr<Tensor> AllocateImpl(DataType dtype, Shape shape, bool zero);
 
-  struct AlignedFree {
+  // Frees with std::free (host buffers) unless a backend supplied its own release function.
+  struct Releaser {
+    void (*release)(void*);  // nullptr: std::free (value-initialized by unique_ptr)
     void operator()(void* p) const;
   };
 
   DataType dtype_ = DataType::kFloat32;
+  Location location_ = Location::kHost;
   Shape shape_;
   int64_t num_elements_ = 0;
-  std::unique_ptr<void, AlignedFree> data_;
+  std::unique_ptr<void, Releaser> data_;
   std::vector<std::string> strings_;
 };
 

@@ -2,13 +2,13 @@
 
 namespace mf::runtime {
 
-StatusOr<BoundKernel> BindNode(Graph& graph, const Node& node, const KernelRegistry& registry) {
+StatusOr<BoundKernel> BindNode(Graph& graph, const Node& node, const KernelRegistry& registry, Precision precision) {
   const KernelDef* def = registry.Find(node.op_type, graph.opset);
   if (!def) {
     return Unimplemented(Graph::Describe(node) + ": operator " + node.op_type + " (opset " +
                          std::to_string(graph.opset) + ") is not supported by this backend");
   }
-  KernelInit init{node, graph.opset, {}, {}, {}, false};
+  KernelInit init{node, graph.opset, {}, {}, {}, false, precision};
   if (!node.outputs.empty() && node.outputs[0] != kNoValue) {
     init.output_nhwc = graph.values[static_cast<size_t>(node.outputs[0])].nhwc;
   }

@@ -8,7 +8,8 @@
 namespace mf::runtime {
 
 // Binds `node` of `graph` and sets the element type of its output values.
-StatusOr<BoundKernel> BindNode(Graph& graph, const Node& node, const KernelRegistry& registry);
+StatusOr<BoundKernel> BindNode(Graph& graph, const Node& node, const KernelRegistry& registry,
+                               Precision precision = Precision::kFp32);
 
 // For each value, how many node inputs read it (graph outputs count once more).
 std::vector<int> CountUses(const Graph& graph);
