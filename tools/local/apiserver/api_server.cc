@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <map>
+#include <optional>
 
 #include "common/logging.h"
 #include "tools/local/apiserver/api_errors.h"
@@ -11,6 +12,7 @@
 #include "tools/local/apiserver/discovery.h"
 #include "tools/local/apiserver/field_validation.h"
 #include "tools/local/apiserver/patch.h"
+#include "tools/local/apiserver/pod_log.h"
 #include "tools/local/apiserver/protobuf_body.h"
 #include "tools/local/apiserver/schema.h"
 #include "tools/local/apiserver/table.h"
@@ -130,6 +132,14 @@ std::string Now() { return FormatTime(std::chrono::system_clock::now()); }
 
 }  // namespace
 
+// What PodLog() hands StartLogFollow(): the open file, the part already read, and the instance.
+struct LogFollowStart {
+  std::shared_ptr<LogFile> file;
+  std::string initial;
+  std::string running_id;
+  PodLogOptions options;
+};
+
 struct ApiServer::Call {
   http::Request request;
   std::map<std::string, std::string> query;
@@ -140,6 +150,8 @@ struct ApiServer::Call {
   std::string name;
   std::string subresource;
   bool legacy_watch = false;  // /api/v1/watch/... paths
+  // Set by PodLog() when it answers with status 0: follow this log in a stream.
+  std::optional<LogFollowStart> log_follow;
 
   std::string Param(const std::string& key) const {
     auto it = query.find(key);
@@ -194,13 +206,35 @@ ApiServer::ApiServer(Store* store, ApiServerOptions options) : store_(store), op
 
 ApiServer::~ApiServer() {
   stopping_ = true;
-  std::list<WatchThread> watches;
+  std::list<StreamThread> streams;
   {
-    std::lock_guard lock(watches_mu_);
-    watches.swap(watches_);
+    std::lock_guard lock(streams_mu_);
+    streams.swap(streams_);
   }
-  for (auto& w : watches) w.watcher->Stop();
-  for (auto& w : watches) w.thread.join();
+  for (auto& s : streams) s.stop();
+  for (auto& s : streams) s.thread.join();
+}
+
+void ApiServer::RunStreamThread(std::function<void()> body, std::function<void()> stop) {
+  std::lock_guard lock(streams_mu_);
+  // ~ApiServer sets stopping_ before it takes the list: a stream started after that never runs
+  // (its http::Stream is dropped, which ends the response).
+  if (stopping_) return;
+  // Reap streams that ended so a long-running server does not accumulate threads.
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    if (*it->finished) {
+      it->thread.join();
+      it = streams_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  auto finished = std::make_shared<std::atomic<bool>>(false);
+  std::thread thread([body = std::move(body), finished] {
+    body();
+    *finished = true;
+  });
+  streams_.push_back({std::move(thread), finished, std::move(stop)});
 }
 
 Status ApiServer::Start() {
@@ -276,6 +310,10 @@ void ApiServer::HandleUnchecked(http::Request request, http::Responder responder
     return;
   }
   http::Response response = Serve(call);
+  if (response.status == 0 && call.log_follow) {
+    StartLogFollow(call, std::move(responder));
+    return;
+  }
   if (response.status == 0) response = ErrorResponse(BadRequest("watch is only supported on GET"), call.Details());
   responder.Respond(std::move(response));
 }
@@ -669,10 +707,29 @@ http::Response ApiServer::Scale(Call& call) {
   return JsonResponse(200, to_scale(*updated));
 }
 
+namespace {
+
+// The containerID of `container` while it runs (state.running in the pod's status), else "".
+std::string RunningContainerId(const json& pod, const std::string& container) {
+  const json* status = pod.contains("status") && pod["status"].is_object() ? &pod["status"] : nullptr;
+  if (!status || !status->contains("containerStatuses") || !(*status)["containerStatuses"].is_array()) return "";
+  for (const auto& c : (*status)["containerStatuses"]) {
+    if (!c.is_object() || c.value("name", "") != container) continue;
+    if (c.contains("state") && c["state"].is_object() && c["state"].contains("running")) {
+      return c.value("containerID", "running");
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 http::Response ApiServer::PodLog(Call& call) {
+  auto options = ParsePodLogOptions(call.query);
+  if (!options.ok()) return call.Error(options.status());
   auto pod = store_->Get(call.Ref());
   if (!pod.ok()) return call.Error(pod.status());
-  std::string container = call.Param("container");
+  std::string container = options->container;
   if (container.empty()) {
     const json containers = (*pod)["spec"].value("containers", json::array());
     if (containers.size() != 1) {
@@ -685,17 +742,52 @@ http::Response ApiServer::PodLog(Call& call) {
     }
     container = containers[0].value("name", "");
   }
-  if (!options_.pod_logs) {
+  if (!options_.pod_log_path) {
     return ErrorResponse(BadRequest("container \"" + container + "\" in pod \"" + call.name + "\" has no logs: no local kubelet is running"), call.Details());
   }
-  int64_t tail = -1;
-  if (std::string t = call.Param("tailLines"); !t.empty()) {
-    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), tail);
-    if (ec != std::errc() || p != t.data() + t.size()) return ErrorResponse(BadRequest("tailLines must be an integer"), call.Details());
+  options->container = container;
+  // The running instance's id is read before the file is opened: if the container restarts in
+  // between, the follower sees a different id and ends after what it read, as kubectl expects.
+  std::string running_id = options->previous ? "" : RunningContainerId(*pod, container);
+  auto file = LogFile::Open(options_.pod_log_path({call.ns, call.name, container, options->previous}).string());
+  if (!file.ok()) {
+    if (file.status().code() != StatusCode::kNotFound) return call.Error(file.status());
+    if (options->previous) {
+      return ErrorResponse(BadRequest("previous terminated container \"" + container + "\" in pod \"" + call.name + "\" not found"), call.Details());
+    }
+    return ErrorResponse(BadRequest("container \"" + container + "\" in pod \"" + call.name + "\" is waiting to start: ContainerCreating"), call.Details());
   }
-  auto logs = options_.pod_logs({call.ns, call.name, container, tail, Truthy(call.Param("previous"))});
-  if (!logs.ok()) return ErrorResponse(BadRequest(logs.status().message()), call.Details());
-  return http::Response::Text(200, std::move(logs).value());
+  auto initial = file->ReadInitial(options->tail_lines, options->limit_bytes);
+  if (!initial.ok()) return call.Error(initial.status());
+  if (!options->follow || running_id.empty() ||
+      (options->limit_bytes >= 0 && initial->size() >= static_cast<uint64_t>(options->limit_bytes))) {
+    return http::Response::Text(200, std::move(initial).value());
+  }
+  call.log_follow = LogFollowStart{std::make_shared<LogFile>(std::move(file).value()), std::move(initial).value(),
+                                   std::move(running_id), *options};
+  return http::Response{0, {}, {}};
+}
+
+void ApiServer::StartLogFollow(Call& call, http::Responder responder) {
+  LogFollowStart start = std::move(*call.log_follow);
+  http::Headers headers;
+  headers.Set("Content-Type", "text/plain");
+  auto stream = responder.StartStream(200, headers);
+  const uint64_t sent = start.initial.size();
+  stream->Write(std::move(start.initial));
+  Store* store = store_;
+  ObjectRef ref = call.Ref();
+  std::string container = start.options.container;
+  std::string running_id = start.running_id;
+  auto still_running = [store, ref, container, running_id] {
+    auto pod = store->Get(ref);
+    return pod.ok() && RunningContainerId(*pod, container) == running_id;
+  };
+  auto stop = std::make_shared<std::atomic<bool>>(false);
+  LogFollowOptions follow{.limit_bytes = start.options.limit_bytes};
+  RunStreamThread([file = start.file, stream, still_running, stop, follow, sent] {
+    FollowLog(std::move(*file), stream, still_running, *stop, follow, sent);
+  }, [stop] { *stop = true; });
 }
 
 void ApiServer::StartWatch(Call& call, http::Responder responder) {
@@ -750,11 +842,10 @@ void ApiServer::StartWatch(Call& call, http::Responder responder) {
   auto stream = responder.StartStream(200, headers);
   std::shared_ptr<Watcher> w = std::move(watcher).value();
   stream->OnClose([w] { w->Stop(); });
-  auto finished = std::make_shared<std::atomic<bool>>(false);
   const bool table = call.WantsTable();
   const std::string include_object = call.Param("includeObject");
   ResourceInfo info = r;
-  std::thread thread([w, stream, finished, table, include_object, info, duration] {
+  RunStreamThread([w, stream, table, include_object, info, duration] {
     const auto deadline = std::chrono::steady_clock::now() + duration;
     bool first = true;
     while (!stream->closed() && std::chrono::steady_clock::now() < deadline) {
@@ -774,19 +865,7 @@ void ApiServer::StartWatch(Call& call, http::Responder responder) {
     }
     w->Stop();
     stream->Close();
-    *finished = true;
-  });
-  std::lock_guard lock(watches_mu_);
-  // Reap watches that ended so a long-running server does not accumulate threads.
-  for (auto it = watches_.begin(); it != watches_.end();) {
-    if (*it->finished) {
-      it->thread.join();
-      it = watches_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  watches_.push_back({std::move(thread), finished, w});
+  }, [w] { w->Stop(); });
 }
 
 }  // namespace mf::local

@@ -1,10 +1,11 @@
 // The Kubernetes REST API over the local store: discovery, OpenAPI, CRUD with resourceVersion
 // conflicts, list with selectors and Table output, watch streams with bookmarks and 410, the
-// status / scale / log subresources, merge / JSON / strategic-merge patch, server-side apply,
+// status / scale / log subresources (log with follow streams), merge / JSON / strategic-merge patch, server-side apply,
 // and CRDs whose resources appear as soon as the CRD is stored.
 #pragma once
 
 #include <atomic>
+#include <filesystem>
 #include <functional>
 #include <list>
 #include <memory>
@@ -22,15 +23,15 @@ struct PodLogRequest {
   std::string ns;
   std::string pod;
   std::string container;
-  int64_t tail_lines = -1;  // -1: everything
-  bool previous = false;    // the instance before the last restart
+  bool previous = false;  // the instance before the last restart
 };
 
 struct ApiServerOptions {
   // What /api reports as the server address ("127.0.0.1:PORT").
   std::string server_address = "127.0.0.1";
-  // pods/log: the local kubelet's log reader. Unset: pods/log answers 400 "no kubelet".
-  std::function<StatusOr<std::string>(const PodLogRequest&)> pod_logs;
+  // pods/log: where the local kubelet writes a container's output. Unset: pods/log answers 400
+  // "no kubelet".
+  std::function<std::filesystem::path(const PodLogRequest&)> pod_log_path;
   // The longest a watch stays open without timeoutSeconds (kube-apiserver: 30-60 minutes).
   std::chrono::seconds max_watch_duration{1800};
 };
@@ -58,6 +59,10 @@ class ApiServer {
   http::Response Object(Call& call);
   http::Response Scale(Call& call);
   http::Response PodLog(Call& call);
+  // pods/log with follow=true for a running container: streams until it exits.
+  void StartLogFollow(Call& call, http::Responder responder);
+  // Runs `body` on a thread of its own that ~ApiServer stops with `stop` and joins.
+  void RunStreamThread(std::function<void()> body, std::function<void()> stop);
   http::Response Patch(Call& call, Subresource sub);
   http::Response Apply(Call& call);
   void StartWatch(Call& call, http::Responder responder);
@@ -69,13 +74,14 @@ class ApiServer {
   ResourceCatalog catalog_;
   std::mutex crd_mu_;  // serializes SyncCrd
 
-  struct WatchThread {
+  // Watches and log follows: one thread each, reaped when they end.
+  struct StreamThread {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> finished;
-    std::shared_ptr<Watcher> watcher;
+    std::function<void()> stop;
   };
-  std::mutex watches_mu_;
-  std::list<WatchThread> watches_;
+  std::mutex streams_mu_;
+  std::list<StreamThread> streams_;
   std::atomic<bool> stopping_{false};
 };
 

@@ -6,9 +6,7 @@
 // kubeconfig, runs the built-in controllers and the local kubelet, and stops cleanly on
 // SIGINT/SIGTERM. State survives restarts, including watch history.
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "common/flags.h"
 #include "common/logging.h"
@@ -25,27 +23,6 @@ namespace {
 std::filesystem::path DefaultDataDir() {
   const char* home = std::getenv("HOME");
   return std::filesystem::path(home && *home ? home : ".") / ".modelfleet-local";
-}
-
-StatusOr<std::string> ReadPodLog(const std::filesystem::path& data_dir, const PodLogRequest& r) {
-  auto path = ContainerLogPath(data_dir, r.ns, r.pod, r.container, r.previous);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return NotFound("previous terminated container \"" + r.container + "\" in pod \"" + r.pod + "\" not found");
-  }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  std::string text = buf.str();
-  if (r.tail_lines >= 0) {
-    size_t pos = text.size();
-    if (pos > 0 && text[pos - 1] == '\n') --pos;
-    for (int64_t n = 0; n < r.tail_lines && pos != std::string::npos && pos > 0; ++n) {
-      pos = text.rfind('\n', pos - 1);
-    }
-    if (r.tail_lines == 0) return std::string();
-    text = pos == std::string::npos ? text : text.substr(pos == 0 && text[0] != '\n' ? 0 : pos + 1);
-  }
-  return text;
 }
 
 Status EnsureNamespaces(Store& store) {
@@ -105,7 +82,9 @@ int Up(int argc, const char* const* argv) {
     return 1;
   }
   ApiServerOptions api_options;
-  api_options.pod_logs = [data_dir](const PodLogRequest& r) { return ReadPodLog(data_dir, r); };
+  api_options.pod_log_path = [data_dir](const PodLogRequest& r) {
+    return ContainerLogPath(data_dir, r.ns, r.pod, r.container, r.previous);
+  };
   auto api = std::make_unique<ApiServer>(store->get(), api_options);
   if (Status s = api->Start(); !s.ok()) {
     std::cerr << "cannot start the API server: " << s.ToString() << "\n";
