@@ -38,6 +38,8 @@ if(MODELFLEET_CUDA)
     set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
     set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
     set(CMAKE_CUDA_STANDARD 20)
+    # One CUDA runtime per process: the shared one, as CUDA::cudart and the libraries use.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     set(CMAKE_CUDA_FLAGS_RELEASE "-O3")  # assertions stay on, as in the C++ build
   endif()
 endif()

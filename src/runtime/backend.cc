@@ -1,6 +1,9 @@
 #include "runtime/backend.h"
 
 #include "runtime/cpu/cpu_common.h"
+#ifdef MODELFLEET_HAVE_CUDA
+#include "runtime/cuda/cuda_common.h"
+#endif
 
 namespace mf::runtime {
 
@@ -26,7 +29,12 @@ const KernelRegistry& CpuKernels() {
 StatusOr<const KernelRegistry*> KernelsFor(Backend backend) {
   switch (backend) {
     case Backend::kCpu: return &cpu::CpuKernels();
-    case Backend::kCuda: return Unavailable("the CUDA backend is not built into this runtime yet; use backend cpu");
+    case Backend::kCuda:
+#ifdef MODELFLEET_HAVE_CUDA
+      return &cuda::CudaKernels();
+#else
+      return Unavailable("this build of the runtime has no CUDA backend (built without a CUDA toolkit)");
+#endif
   }
   return InvalidArgument("unknown backend");
 }

@@ -7,6 +7,9 @@
 #include "runtime/execution_plan.h"
 #include "runtime/graph/model_loader.h"
 #include "runtime/passes/passes.h"
+#ifdef MODELFLEET_HAVE_CUDA
+#include "runtime/cuda/cuda_plan.h"
+#endif
 
 namespace mf::runtime {
 
@@ -28,8 +31,18 @@ class Session::Impl {
  public:
   SessionOptions options;
   Signature signature;
-  std::unique_ptr<ExecutionPlan> plan;
+  std::unique_ptr<ExecutionPlan> plan;  // Backend::kCpu
+#ifdef MODELFLEET_HAVE_CUDA
+  std::unique_ptr<cuda::CudaPlan> cuda_plan;  // Backend::kCuda
+#endif
   size_t arena_bytes = 0;
+
+  Status RunPlan(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs, size_t* peak) const {
+#ifdef MODELFLEET_HAVE_CUDA
+    if (cuda_plan) return cuda_plan->Run(inputs, outputs);
+#endif
+    return plan->Run(inputs, outputs, peak);
+  }
 
   Status CheckInputs(const std::vector<const Tensor*>& inputs) const {
     if (inputs.size() != signature.inputs.size()) {
@@ -94,8 +107,13 @@ Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
 StatusOr<std::unique_ptr<Session::Impl>> Session::Build(Graph graph, const SessionOptions& options) {
-  MF_ASSIGN_OR_RETURN(const KernelRegistry* registry, KernelsFor(options.backend));
+  // Constants are folded on the host whatever the backend.
+  MF_ASSIGN_OR_RETURN(const KernelRegistry* registry, KernelsFor(Backend::kCpu));
   if (options.threads < 0) return InvalidArgument("threads must be >= 0");
+  const bool cuda = options.backend == Backend::kCuda;
+#ifndef MODELFLEET_HAVE_CUDA
+  if (cuda) return Unavailable("this build of the runtime has no CUDA backend (built without a CUDA toolkit)");
+#endif
 
   auto impl = std::make_unique<Impl>();
   impl->options = options;
@@ -110,22 +128,30 @@ StatusOr<std::unique_ptr<Session::Impl>> Session::Build(Graph graph, const Sessi
     FuseConvAdd(&graph);
     FuseActivations(&graph);
     RemoveDeadNodes(&graph);
-    AssignChannelsLast(&graph);
+    AssignChannelsLast(&graph, /*pools=*/cuda);
   }
   for (int v : graph.outputs) {
     const Value& val = graph.values[static_cast<size_t>(v)];
     impl->signature.outputs.push_back({val.name, val.dtype, val.shape.value_or(Shape{})});
   }
-  MF_ASSIGN_OR_RETURN(impl->plan, ExecutionPlan::Create(std::move(graph), *registry));
+#ifdef MODELFLEET_HAVE_CUDA
+  if (cuda) {
+    MF_ASSIGN_OR_RETURN(impl->cuda_plan, cuda::CudaPlan::Create(std::move(graph), options));
+  }
+#endif
+  if (!cuda) {
+    MF_ASSIGN_OR_RETURN(impl->plan, ExecutionPlan::Create(std::move(graph), *registry));
+  }
 
-  // One batch-1 run measures the activation arena (and warms the per-shape primitive caches).
+  // One batch-1 run measures the activation arena (CPU) and warms the per-shape caches (cuDNN
+  // and cuBLASLt plans on the GPU), so the first request does not pay for them.
   // A model that cannot run on zeros (e.g. data-dependent shapes) is still served; its arena is
   // then unknown and not counted.
   if (auto example = ExampleInputs(impl->signature, impl->declared_rank_)) {
     std::vector<const Tensor*> ptrs;
     for (const Tensor& t : *example) ptrs.push_back(&t);
     std::vector<Tensor> outs;
-    Status s = impl->plan->Run(ptrs, &outs, &impl->arena_bytes);
+    Status s = impl->RunPlan(ptrs, &outs, &impl->arena_bytes);
     if (!s.ok()) {
       impl->arena_bytes = 0;
       // Expected for models whose inputs are shapes or indices; not a load failure.
@@ -157,11 +183,16 @@ Status Session::Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor
   MF_RETURN_IF_ERROR(impl_->CheckInputs(inputs));
   if (impl_->options.threads > 0) omp_set_num_threads(impl_->options.threads);
   std::vector<Tensor> result;
-  MF_RETURN_IF_ERROR(impl_->plan->Run(inputs, &result, nullptr));
+  MF_RETURN_IF_ERROR(impl_->RunPlan(inputs, &result, nullptr));
   *outputs = std::move(result);
   return Status::Ok();
 }
 
-size_t Session::memory_bytes() const { return impl_->plan->constant_bytes() + impl_->arena_bytes; }
+size_t Session::memory_bytes() const {
+#ifdef MODELFLEET_HAVE_CUDA
+  if (impl_->cuda_plan) return impl_->cuda_plan->constant_bytes();  // device memory of the weights
+#endif
+  return impl_->plan->constant_bytes() + impl_->arena_bytes;
+}
 
 }  // namespace mf::runtime

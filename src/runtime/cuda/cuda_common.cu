@@ -108,7 +108,19 @@ Status CudnnError(cudnnStatus_t status, const char* what) {
 
 Status CublasError(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return Status::Ok();
-  std::string message = std::string(what) + ": " + cublasGetStatusName(status) + " (" + cublasGetStatusString(status) + ")";
+  // cublasGetStatusName lives in libcublas, which we do not link: name the usual ones here.
+  const char* name = "CUBLAS_STATUS_UNKNOWN";
+  switch (status) {
+    case CUBLAS_STATUS_NOT_INITIALIZED: name = "CUBLAS_STATUS_NOT_INITIALIZED"; break;
+    case CUBLAS_STATUS_ALLOC_FAILED: name = "CUBLAS_STATUS_ALLOC_FAILED"; break;
+    case CUBLAS_STATUS_INVALID_VALUE: name = "CUBLAS_STATUS_INVALID_VALUE"; break;
+    case CUBLAS_STATUS_ARCH_MISMATCH: name = "CUBLAS_STATUS_ARCH_MISMATCH"; break;
+    case CUBLAS_STATUS_EXECUTION_FAILED: name = "CUBLAS_STATUS_EXECUTION_FAILED"; break;
+    case CUBLAS_STATUS_INTERNAL_ERROR: name = "CUBLAS_STATUS_INTERNAL_ERROR"; break;
+    case CUBLAS_STATUS_NOT_SUPPORTED: name = "CUBLAS_STATUS_NOT_SUPPORTED"; break;
+    default: break;
+  }
+  std::string message = std::string(what) + ": " + name + " (" + std::to_string(static_cast<int>(status)) + ")";
   if (status == CUBLAS_STATUS_ALLOC_FAILED) return ResourceExhausted("GPU out of memory: " + message);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED) return Unimplemented(message);
   return Internal(message);

@@ -193,21 +193,29 @@ bool IsConv2d(const Graph& g, const Node& n) {
 
 }  // namespace
 
-void AssignChannelsLast(Graph* g) {
+void AssignChannelsLast(Graph* g, bool pools) {
   std::vector<bool> is_output(g->values.size(), false);
   for (int o : g->outputs) is_output[static_cast<size_t>(o)] = true;
+  auto is_pool = [&](const Node& n) {
+    return pools && (n.op_type == "MaxPool" || n.op_type == "AveragePool" || n.op_type == "GlobalMaxPool") &&
+           n.outputs.size() == 1 && !n.inputs.empty() && n.inputs[0] != kNoValue &&
+           g->values[static_cast<size_t>(n.inputs[0])].shape.has_value() &&
+           g->values[static_cast<size_t>(n.inputs[0])].shape->size() == 4;
+  };
   // For each value: can every reader take it channels-last?
   std::vector<bool> readers_ok(g->values.size(), true);
   for (const Node& n : g->nodes) {
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       int v = n.inputs[k];
       if (v == kNoValue) continue;
-      bool ok = (IsConv2d(*g, n) && (k == 0 || (k == 3 && n.fused_sum))) || (n.op_type == "GlobalAveragePool" && k == 0);
+      bool ok = (IsConv2d(*g, n) && (k == 0 || (k == 3 && n.fused_sum))) ||
+                (n.op_type == "GlobalAveragePool" && k == 0) || (is_pool(n) && k == 0);
       if (!ok) readers_ok[static_cast<size_t>(v)] = false;
     }
   }
   for (const Node& n : g->nodes) {
-    if (!IsConv2d(*g, n) || n.outputs.size() != 1) continue;
+    bool conv = IsConv2d(*g, n) && n.outputs.size() == 1;
+    if (!conv && !(is_pool(n) && n.op_type != "GlobalMaxPool")) continue;
     size_t v = static_cast<size_t>(n.outputs[0]);
     if (!is_output[v] && readers_ok[v]) g->values[v].nhwc = true;
   }

@@ -22,8 +22,10 @@ void FuseConvAdd(Graph* graph);
 
 // Marks 2-D Conv outputs read only by 2-D Convs (as data or fused residual) and
 // GlobalAveragePool as channels-last (Value::nhwc), so chains of convolutions run in oneDNN's
-// preferred layout without converting to NCHW and back between every pair.
-void AssignChannelsLast(Graph* graph);
+// preferred layout without converting to NCHW and back between every pair. With `pools` (the
+// CUDA backend, whose cuDNN pooling reads and writes NHWC) MaxPool/AveragePool/GlobalMaxPool
+// join the chain as readers and, except GlobalMaxPool, as producers.
+void AssignChannelsLast(Graph* graph, bool pools = false);
 
 // Drops nodes none of whose outputs is used.
 void RemoveDeadNodes(Graph* graph);
