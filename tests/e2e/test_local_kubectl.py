@@ -232,3 +232,16 @@ spec: {size: medium}
     alpha = get_json(widgets, "widget", "alpha")
     assert alpha["metadata"]["resourceVersion"] == rv and alpha["spec"]["size"] == "small"
     assert widgets.kubectl("get", "widget", "ghost", check=False).returncode != 0
+
+
+def test_get_in_chunks_pages_through_everything(local_cluster):
+    names = [f"cm{i:02d}" for i in range(11)]
+    for name in names:
+        local_cluster.kubectl("create", "configmap", name)
+    # -v=6 logs each request: kubectl follows the continue tokens until the list is complete.
+    listed = local_cluster.kubectl("get", "configmaps", "--chunk-size=3", "-o", "name", "-v=6")
+    assert listed.stdout.split() == [f"configmap/{n}" for n in names]
+    assert listed.stderr.count("limit=3") >= 4 and "continue=" in listed.stderr
+    table = local_cluster.kubectl("get", "configmaps", "--chunk-size=4")
+    rows = [line.split()[0] for line in table.stdout.splitlines()[1:]]
+    assert rows == names  # one header, however many pages

@@ -1,6 +1,8 @@
 """The official Python client against modelfleet-local: list, watch (the client sends
 watch=True), a watch resumed from a resourceVersion across a restart, 409 on a stale update,
-410 for a resourceVersion that is too old."""
+410 for a resourceVersion that is too old, list pages (limit / _continue) that show one state, and
+410 with an inconsistent continue token once a page's version leaves the history."""
+import json
 import threading
 
 import pytest
@@ -158,3 +160,64 @@ def test_malformed_bodies_get_clear_errors_and_change_nothing(local_cluster):
         assert (status, answer["kind"], answer["code"]) == (code, "Status", code), (path, body, answer)
         assert answer["message"]
     assert core_api(local_cluster).list_namespaced_config_map("default").metadata.resource_version == rv
+
+
+def test_list_pages_with_limit_and_continue_show_one_consistent_state(local_cluster):
+    api = core_api(local_cluster)
+    for i in range(7):
+        api.create_namespaced_config_map("default", configmap(f"p{i}", data={"v": "first"}))
+    first = api.list_namespaced_config_map("default", limit=3)
+    assert [i.metadata.name for i in first.items] == ["p0", "p1", "p2"]
+    assert first.metadata._continue and first.metadata.remaining_item_count == 4
+    # Changes after the first page do not show in the later pages of the same list...
+    api.patch_namespaced_config_map("p4", "default", {"data": {"v": "second"}})
+    api.delete_namespaced_config_map("p5", "default")
+    api.create_namespaced_config_map("default", configmap("p9"))
+    second = api.list_namespaced_config_map("default", limit=3, _continue=first.metadata._continue)
+    assert [(i.metadata.name, i.data["v"]) for i in second.items] == [("p3", "first"), ("p4", "first"), ("p5", "first")]
+    assert second.metadata.resource_version == first.metadata.resource_version
+    third = api.list_namespaced_config_map("default", limit=3, _continue=second.metadata._continue)
+    assert [i.metadata.name for i in third.items] == ["p6"]
+    assert third.metadata._continue is None and third.metadata.remaining_item_count is None
+    # ...while a new list sees them.
+    fresh = api.list_namespaced_config_map("default", limit=100)
+    assert [i.metadata.name for i in fresh.items] == ["p0", "p1", "p2", "p3", "p4", "p6", "p9"]
+    assert fresh.metadata._continue is None
+    # Selectors filter before the limit counts; remainingItemCount is left out with a selector.
+    api.patch_namespaced_config_map("p6", "default", {"metadata": {"labels": {"pick": "yes"}}})
+    api.patch_namespaced_config_map("p9", "default", {"metadata": {"labels": {"pick": "yes"}}})
+    picked = api.list_namespaced_config_map("default", limit=1, label_selector="pick=yes")
+    assert [i.metadata.name for i in picked.items] == ["p6"] and picked.metadata.remaining_item_count is None
+    rest = api.list_namespaced_config_map("default", limit=1, label_selector="pick=yes", _continue=picked.metadata._continue)
+    assert [i.metadata.name for i in rest.items] == ["p9"] and rest.metadata._continue is None
+
+
+def test_continue_tokens_that_are_not_ours_are_a_400(local_cluster):
+    api = core_api(local_cluster)
+    with pytest.raises(ApiException) as bad:
+        api.list_namespaced_config_map("default", limit=1, _continue="not-a-token")
+    assert bad.value.status == 400 and "continue key is not valid" in bad.value.body
+    first = api.list_namespaced_config_map("default", limit=1)
+    assert first.metadata._continue is None  # nothing in default yet: one page
+
+
+def test_an_expired_continue_token_is_410_with_a_token_to_go_on(tmp_path):
+    cluster = LocalCluster(tmp_path, extra_args=["--watch-history", "5"])
+    cluster.start()
+    try:
+        api = core_api(cluster)
+        for i in range(4):
+            api.create_namespaced_config_map("default", configmap(f"e{i}"))
+        first = api.list_namespaced_config_map("default", limit=2)
+        for i in range(6):  # more changes than the history keeps: the first page's version is gone
+            api.create_namespaced_config_map("default", configmap(f"later{i}"))
+        with pytest.raises(ApiException) as gone:
+            api.list_namespaced_config_map("default", limit=2, _continue=first.metadata._continue)
+        assert gone.value.status == 410
+        status = json.loads(gone.value.body)
+        assert status["reason"] == "Expired" and "too old to display a consistent list" in status["message"]
+        # The token in the 410 continues the list from the latest state (an inconsistent list).
+        rest = api.list_namespaced_config_map("default", limit=100, _continue=status["metadata"]["continue"])
+        assert [i.metadata.name for i in rest.items] == ["e2", "e3"] + [f"later{i}" for i in range(6)]
+    finally:
+        cluster.stop()

@@ -11,6 +11,7 @@
 #include "tools/local/apiserver/apply.h"
 #include "tools/local/apiserver/discovery.h"
 #include "tools/local/apiserver/field_validation.h"
+#include "tools/local/apiserver/list_pagination.h"
 #include "tools/local/apiserver/patch.h"
 #include "tools/local/apiserver/pod_log.h"
 #include "tools/local/apiserver/protobuf_body.h"
@@ -457,14 +458,41 @@ http::Response ApiServer::Collection(Call& call) {
   const std::string& method = call.request.method;
   const ResourceInfo& r = *call.resource;
   if (method == "GET") {
-    auto list = store_->List(r.gvr(), call.ns, {call.Param("labelSelector"), call.Param("fieldSelector")});
-    if (!list.ok()) return ErrorResponse(BadRequest(list.status().message()), call.Details());
+    auto paging = ParseListPaging(call.query);
+    if (!paging.ok()) return ErrorResponse(BadRequest(paging.status().message()), call.Details());
+    ListOptions options{call.Param("labelSelector"), call.Param("fieldSelector")};
+    options.limit = paging->limit;
+    options.at_resource_version = paging->exact_resource_version;
+    if (const auto& from = paging->continue_from) {
+      options.start_after = std::make_pair(from->ns, from->name);
+      if (from->resource_version > 0) options.at_resource_version = static_cast<uint64_t>(from->resource_version);
+    }
+    auto list = store_->List(r.gvr(), call.ns, options);
+    if (!list.ok()) {
+      if (IsResourceVersionTooOld(list.status()) && paging->continue_from) {
+        return JsonResponse(410, ExpiredContinueStatus(*paging->continue_from));
+      }
+      return IsResourceVersionTooOld(list.status()) ? call.Error(list.status())
+                                                    : ErrorResponse(BadRequest(list.status().message()), call.Details());
+    }
     std::string rv = std::to_string(list->resource_version);
+    json metadata = {{"resourceVersion", rv}};
+    if (list->more && !list->items.empty()) {
+      const json& last = list->items.back()["metadata"];
+      metadata["continue"] = EncodeContinueToken({static_cast<int64_t>(list->resource_version),
+                                                  last.value("namespace", ""), last.value("name", "")});
+      // As kube-apiserver: the count is given only when no selector makes it expensive there.
+      if (options.label_selector.empty() && options.field_selector.empty()) {
+        metadata["remainingItemCount"] = list->remaining;
+      }
+    }
     if (call.WantsTable()) {
-      return JsonResponse(200, ToTable(r, list->items, rv, call.Param("includeObject"), std::chrono::system_clock::now()));
+      json table = ToTable(r, list->items, rv, call.Param("includeObject"), std::chrono::system_clock::now());
+      table["metadata"] = std::move(metadata);
+      return JsonResponse(200, table);
     }
     return JsonResponse(200, {{"kind", r.type.kind + "List"}, {"apiVersion", r.gvr().ApiVersion()},
-                              {"metadata", {{"resourceVersion", rv}}}, {"items", std::move(list->items)}});
+                              {"metadata", std::move(metadata)}, {"items", std::move(list->items)}});
   }
   if (method == "POST") {
     auto body = DecodeObjectBody(call.request);

@@ -147,6 +147,14 @@ class Store::Impl {
     for (const auto& record : loaded.records) {
       MF_ASSIGN_OR_RETURN(auto change, ChangeFromJson(record));
       if (change.rv <= rv_) continue;  // already in the snapshot
+      // The log does not repeat the previous state; it is the object as replayed so far. Watches
+      // with selectors and lists at a past version need it.
+      if (change.type != WatchEventType::kAdded && change.object.contains("metadata") &&
+          change.object["metadata"].is_object()) {
+        if (const json* before = Find(change.gvr, change.ns, change.object["metadata"].value("name", ""))) {
+          change.old = *before;
+        }
+      }
       Apply(change);
       rv_ = change.rv;
       history_.push_back(std::move(change));
@@ -266,13 +274,64 @@ class Store::Impl {
     MF_RETURN_IF_ERROR(TypeOf(gvr).status());
     ObjectList list;
     list.resource_version = rv_;
+    static const std::map<NamespacedName, json> kNone;
     auto it = objects_.find(gvr);
-    if (it == objects_.end()) return list;
-    for (const auto& [key, object] : it->second) {
-      if (!ns.empty() && key.first != ns) continue;
-      if (labels.Matches(Labels(object)) && fields.Matches(object)) list.items.push_back(object);
+    const std::map<NamespacedName, json>& latest = it == objects_.end() ? kNone : it->second;
+    std::map<NamespacedName, const json*> past;  // the objects as of at_resource_version
+    const bool at_past = options.at_resource_version != 0 && options.at_resource_version != rv_;
+    if (at_past) {
+      MF_ASSIGN_OR_RETURN(past, StateAt(gvr, ns, latest, options.at_resource_version));
+      list.resource_version = options.at_resource_version;
+    }
+    auto visit = [&](const NamespacedName& key, const json& object) {
+      if (!ns.empty() && key.first != ns) return;
+      if (options.start_after && key <= *options.start_after) return;
+      if (!labels.Matches(Labels(object)) || !fields.Matches(object)) return;
+      if (options.limit != 0 && list.items.size() == options.limit) {
+        list.more = true;
+        ++list.remaining;
+        return;
+      }
+      list.items.push_back(object);
+    };
+    if (at_past) {
+      for (const auto& [key, object] : past) visit(key, *object);
+    } else {
+      auto from = options.start_after ? latest.upper_bound(*options.start_after) : latest.begin();
+      for (auto i = from; i != latest.end(); ++i) visit(i->first, i->second);
     }
     return list;
+  }
+
+  // The objects of `gvr` (in `ns`, or all) as they were at resourceVersion `at`: the current ones
+  // with every later change undone, newest first. Points into objects_ and history_ (lock held).
+  StatusOr<std::map<NamespacedName, const json*>> StateAt(const GroupVersionResource& gvr, std::string_view ns,
+                                                          const std::map<NamespacedName, json>& latest,
+                                                          uint64_t at) const {
+    if (at > rv_) {
+      return FailedPrecondition("resourceVersion " + std::to_string(at) + " is newer than the store's " +
+                                std::to_string(rv_));
+    }
+    auto too_old = [&] {
+      return OutOfRange(std::string(kTooOldPrefix) + std::to_string(at) + " (oldest available: " +
+                        std::to_string(history_floor_) + ")");
+    };
+    if (at < history_floor_) return too_old();
+    std::map<NamespacedName, const json*> state;
+    for (const auto& [key, object] : latest) {
+      if (ns.empty() || key.first == ns) state.emplace(key, &object);
+    }
+    for (auto c = history_.rbegin(); c != history_.rend() && c->rv > at; ++c) {
+      if (c->gvr != gvr || (!ns.empty() && c->ns != ns)) continue;
+      NamespacedName key{c->ns, c->object["metadata"].value("name", "")};
+      if (c->type == WatchEventType::kAdded) {
+        state.erase(key);
+        continue;
+      }
+      if (c->old.is_null()) return too_old();  // cannot be undone (never happens for stored history)
+      state[key] = &c->old;
+    }
+    return state;
   }
 
   StatusOr<json> GuaranteedUpdate(const ObjectRef& ref, Subresource sub, const MutateFn& mutate, const WriteOptions& write) {

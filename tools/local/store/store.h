@@ -29,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -75,11 +76,22 @@ struct ObjectRef {
 struct ListOptions {
   std::string label_selector;
   std::string field_selector;
+  // Pages (kube-apiserver's limit/continue): at most `limit` matching objects (0: all) whose
+  // (namespace, name) key sorts after `start_after` (empty: from the first).
+  size_t limit = 0;
+  std::optional<std::pair<std::string, std::string>> start_after;
+  // The state as of this resourceVersion (0: the latest), rebuilt from the watch history by
+  // undoing later changes, so every page of one list shows one consistent state. Older than the
+  // retained history: OUT_OF_RANGE (IsResourceVersionTooOld); newer than the store: FAILED_PRECONDITION.
+  uint64_t at_resource_version = 0;
 };
 
 struct ObjectList {
   std::vector<json> items;  // sorted by namespace, then name
-  uint64_t resource_version = 0;  // the store's version when the list was taken
+  uint64_t resource_version = 0;  // the version the list shows (at_resource_version, or the latest)
+  // With a limit: whether matching objects follow this page, and how many.
+  bool more = false;
+  size_t remaining = 0;
 };
 
 enum class Subresource { kMain, kStatus };
