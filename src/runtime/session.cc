@@ -36,6 +36,7 @@ class Session::Impl {
   std::unique_ptr<cuda::CudaPlan> cuda_plan;  // Backend::kCuda
 #endif
   size_t arena_bytes = 0;
+  NodePlacement placement;
 
   Status RunPlan(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs, size_t* peak) const {
 #ifdef MODELFLEET_HAVE_CUDA
@@ -137,10 +138,12 @@ StatusOr<std::unique_ptr<Session::Impl>> Session::Build(Graph graph, const Sessi
 #ifdef MODELFLEET_HAVE_CUDA
   if (cuda) {
     MF_ASSIGN_OR_RETURN(impl->cuda_plan, cuda::CudaPlan::Create(std::move(graph), options));
+    impl->placement = impl->cuda_plan->placement();
   }
 #endif
   if (!cuda) {
     MF_ASSIGN_OR_RETURN(impl->plan, ExecutionPlan::Create(std::move(graph), *registry));
+    impl->placement.host = static_cast<int>(impl->plan->graph().nodes.size());
   }
 
   // One batch-1 run measures the activation arena (CPU) and warms the per-shape caches (cuDNN
@@ -178,6 +181,7 @@ StatusOr<std::unique_ptr<Session>> Session::LoadFromBytes(std::string_view model
 
 const Signature& Session::signature() const { return impl_->signature; }
 const SessionOptions& Session::options() const { return impl_->options; }
+const NodePlacement& Session::placement() const { return impl_->placement; }
 
 Status Session::Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs) const {
   MF_RETURN_IF_ERROR(impl_->CheckInputs(inputs));

@@ -60,6 +60,14 @@ struct Signature {
   int OutputIndex(std::string_view name) const;
 };
 
+// Where a session's nodes run, after graph rewrites.
+struct NodePlacement {
+  int device = 0;    // on the GPU (0 on the CPU backend)
+  int host = 0;      // on the CPU: every node of the CPU backend; shape arithmetic on CUDA
+  int fallback = 0;  // CUDA backend: nodes without a CUDA kernel, run by the CPU kernels
+  std::vector<std::string> fallback_ops;
+};
+
 class Session {
  public:
   // Loads `model_path` (a model.onnx file). External initializer data files are resolved
@@ -81,6 +89,7 @@ class Session {
 
   const Signature& signature() const;
   const SessionOptions& options() const;
+  const NodePlacement& placement() const;
 
   // Runs the model. `inputs` are in signature().inputs order, one per input; each must match
   // the declared dtype and rank, and every declared fixed dim (symbolic dims, the batch dim in

@@ -3,6 +3,8 @@ weights, fixed seed), export them to ONNX, and run them through modelfleet-run.
 
 Everything is generated locally from torchvision's architectures; nothing is downloaded.
 """
+import inspect
+import os
 import pathlib
 import subprocess
 
@@ -66,10 +68,24 @@ def export(name, directory: pathlib.Path) -> pathlib.Path:
     model = build_model(name)
     _, make_input, opset = MODELS[name]
     path = directory / f"{name}.onnx"
+    # Newer PyTorch defaults to the dynamo exporter; the TorchScript one is what these tests pin.
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(model, (make_input(1),), str(path), opset_version=opset, input_names=["input"],
                       output_names=["output"], dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
-                      do_constant_folding=True)
+                      do_constant_folding=True, **legacy)
     return path
+
+
+def backend_under_test():
+    """The backend the runtime e2e tests run on: MODELFLEET_TEST_BACKEND (cpu by default)."""
+    return os.environ.get("MODELFLEET_TEST_BACKEND", "cpu")
+
+
+def cli(build_dir: pathlib.Path) -> pathlib.Path:
+    """modelfleet-run: from MODELFLEET_BIN when set (a GPU machine's unpacked bundle), else the build."""
+    if os.environ.get("MODELFLEET_BIN"):
+        return pathlib.Path(os.environ["MODELFLEET_BIN"]) / "modelfleet-run"
+    return build_dir / "tools" / "run" / "modelfleet-run"
 
 
 def reference(name, batch, seed=1):

@@ -1,6 +1,7 @@
 """Real models through the runtime vs PyTorch: ResNet-18, ResNet-50, MobileNetV2 and a 4-layer
 BERT-style encoder, exported with torch.onnx (random weights, fixed seed), run by modelfleet-run at
-batch 1 and 8; the outputs must match PyTorch's within a max relative error of 1e-4 (FP32)."""
+batch 1 and 8; the outputs must match PyTorch's within a max relative error of 1e-4 (FP32).
+MODELFLEET_TEST_BACKEND=cuda runs them on the GPU (scripts/device-run.sh models)."""
 import pytest
 
 from conftest import build_dir
@@ -19,9 +20,11 @@ def exported(tmp_path_factory):
 @pytest.mark.parametrize("name", CASES)
 @pytest.mark.parametrize("batch", [1, 8])
 def test_matches_pytorch(exported, tmp_path, name, batch):
-    binary = build_dir() / "tools" / "run" / "modelfleet-run"
+    binary = rf.cli(build_dir())
     x, want = rf.reference(name, batch)
-    stdout, outputs = rf.run_cli(binary, exported[name], [x], tmp_path, extra=["--warmup", "0"])
+    # Three runs on the GPU: the first, the one captured into a CUDA graph, and a replay.
+    runs = ["--warmup", "2"] if rf.backend_under_test() == "cuda" else ["--warmup", "0"]
+    stdout, outputs = rf.run_cli(binary, exported[name], [x], tmp_path, extra=[*runs, "--backend", rf.backend_under_test()])
     assert len(outputs) == 1, stdout
     assert outputs[0].shape == want.shape
     error = rf.max_relative_error(outputs[0], want)
@@ -30,9 +33,10 @@ def test_matches_pytorch(exported, tmp_path, name, batch):
 
 def test_unoptimized_graph_gives_the_same_answer(exported, tmp_path):
     """Folding BN into Conv and fusing activations must not change the result beyond rounding."""
-    binary = build_dir() / "tools" / "run" / "modelfleet-run"
+    binary = rf.cli(build_dir())
     x, want = rf.reference("resnet18", 2)
-    _, fast = rf.run_cli(binary, exported["resnet18"], [x], tmp_path / "fast", extra=["--warmup", "0"])
-    _, slow = rf.run_cli(binary, exported["resnet18"], [x], tmp_path / "slow", extra=["--warmup", "0", "--no_optimize"])
+    backend = ["--backend", rf.backend_under_test()]
+    _, fast = rf.run_cli(binary, exported["resnet18"], [x], tmp_path / "fast", extra=["--warmup", "0", *backend])
+    _, slow = rf.run_cli(binary, exported["resnet18"], [x], tmp_path / "slow", extra=["--warmup", "0", "--no_optimize", *backend])
     assert rf.max_relative_error(slow[0], want) <= 1e-4
     assert rf.max_relative_error(fast[0], slow[0]) <= 1e-4

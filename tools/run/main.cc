@@ -1,7 +1,7 @@
 // modelfleet-run: load an ONNX model with the ModelFleet runtime, run it on .npy inputs, print
 // the outputs (shape and first values) and latency figures; optionally write outputs as .npy.
 //
-//   modelfleet-run model.onnx --input x.npy [--input y.npy] [--backend cpu] [--iterations 10]
+//   modelfleet-run model.onnx --input x.npy [--input y.npy] [--backend cpu|cuda] [--precision fp16] [--iterations 10]
 //   modelfleet-run --list-ops        # Markdown table of supported operators (docs/ops.md)
 #include <algorithm>
 #include <chrono>
@@ -72,10 +72,11 @@ int main(int argc, char** argv) {
   mf::FlagSet flags("modelfleet-run MODEL.onnx --input X.npy [--input Y.npy ...]",
                     "Runs an ONNX model with the ModelFleet runtime on .npy inputs (in the model's input order, or "
                     "name=path) and prints outputs and timings.");
-  std::string backend_name = "cpu", output_dir;
+  std::string backend_name = "cpu", precision_name = "fp32", output_dir;
   int threads = 0, iterations = 1, warmup = 1, show = 8;
   bool list_ops = false, no_optimize = false;
   flags.Add("backend", &backend_name, "cpu | cuda");
+  flags.Add("precision", &precision_name, "fp32 | tf32 | fp16 (tf32 and fp16 change only the cuda backend)");
   flags.Add("threads", &threads, "intra-op threads (0: one per core)");
   flags.Add("iterations", &iterations, "timed runs");
   flags.Add("warmup", &warmup, "untimed runs before timing");
@@ -108,12 +109,23 @@ int main(int argc, char** argv) {
   if (iterations < 1 || warmup < 0 || threads < 0) return Fail(mf::InvalidArgument("--iterations must be >= 1, --warmup and --threads >= 0"));
   options.threads = threads;
   options.optimize = !no_optimize;
+  if (precision_name == "fp32") options.precision = mf::runtime::Precision::kFp32;
+  else if (precision_name == "tf32") options.precision = mf::runtime::Precision::kTf32;
+  else if (precision_name == "fp16") options.precision = mf::runtime::Precision::kFp16;
+  else return Fail(mf::InvalidArgument("unknown precision '" + precision_name + "' (fp32 | tf32 | fp16)"));
 
   auto t0 = std::chrono::steady_clock::now();
   auto session = mf::runtime::Session::Load(flags.positional()[0], options);
   if (!session.ok()) return Fail(session.status());
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const auto& sig = (*session)->signature();
+  if (options.backend == mf::runtime::Backend::kCuda) {
+    const mf::runtime::NodePlacement& p = (*session)->placement();
+    std::string ops;
+    for (const std::string& op : p.fallback_ops) ops += (ops.empty() ? " (" : ", ") + op;
+    std::printf("placement: %d nodes on the GPU, %d shape nodes on the host, %d CPU fallbacks%s\n", p.device, p.host,
+                p.fallback, ops.empty() ? "" : (ops + ")").c_str());
+  }
 
   std::vector<Tensor> tensors(sig.inputs.size());
   std::vector<bool> given(sig.inputs.size(), false);

@@ -93,7 +93,7 @@ class CudaPlan::Impl {
   std::vector<bool> is_graph_input;   // per value
   bool capturable = true;
   size_t constant_bytes = 0;
-  CudaPlan::Placement placement;
+  NodePlacement placement;
 
   mutable std::mutex pool_mu;
   mutable std::condition_variable pool_cv;
@@ -202,7 +202,7 @@ Status CudaPlan::Impl::Bind(bool allow_channels_last) {
     }
     switch (step.where) {
       case Where::kDevice: ++placement.device; break;
-      case Where::kShapeHost: ++placement.shape_host; break;
+      case Where::kShapeHost: ++placement.host; break;
       case Where::kFallback:
         ++placement.fallback;
         if (std::find(placement.fallback_ops.begin(), placement.fallback_ops.end(), node.op_type) ==
@@ -539,7 +539,7 @@ StatusOr<std::unique_ptr<CudaPlan>> CudaPlan::Create(Graph graph, const SessionO
   Status bound = impl->Bind(/*allow_channels_last=*/true);
   if (bound.code() == StatusCode::kFailedPrecondition) bound = impl->Bind(/*allow_channels_last=*/false);
   MF_RETURN_IF_ERROR(bound);
-  const Placement& p = impl->placement;
+  const NodePlacement& p = impl->placement;
   if (p.fallback > 0) {
     std::string ops;
     for (const std::string& op : p.fallback_ops) ops += (ops.empty() ? "" : ",") + op;
@@ -599,7 +599,7 @@ Status CudaPlan::Run(const std::vector<const Tensor*>& inputs, std::vector<Tenso
 }
 
 size_t CudaPlan::constant_bytes() const { return impl_->constant_bytes; }
-const CudaPlan::Placement& CudaPlan::placement() const { return impl_->placement; }
+const NodePlacement& CudaPlan::placement() const { return impl_->placement; }
 bool CudaPlan::capturable() const { return impl_->capturable; }
 
 }  // namespace mf::runtime::cuda

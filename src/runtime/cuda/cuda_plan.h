@@ -41,12 +41,7 @@ class CudaPlan {
 
   // Device bytes of the uploaded constants (weights).
   size_t constant_bytes() const;
-  // Nodes placed on the GPU, on the host as shape arithmetic, and on the host as CPU fallbacks.
-  struct Placement {
-    int device = 0, shape_host = 0, fallback = 0;
-    std::vector<std::string> fallback_ops;
-  };
-  const Placement& placement() const;
+  const NodePlacement& placement() const;
   // Whether runs of a repeated input signature are replayed from a CUDA graph.
   bool capturable() const;
 

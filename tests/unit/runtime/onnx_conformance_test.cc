@@ -1,12 +1,15 @@
 // The ONNX backend conformance suite shipped in libonnx-testdata: every test case whose model
-// uses only operators (and opset versions) our CPU backend supports must reproduce the stored
+// uses only operators (and opset versions) our backend supports must reproduce the stored
 // outputs within rtol 1e-3, atol 1e-7. Cases the backend refuses with UNIMPLEMENTED are skipped
 // and counted; any other failure to load, run or match fails the test.
+// MODELFLEET_TEST_BACKEND=cuda runs the suite on the CUDA backend (FP32; skipped without a GPU)
+// and also counts the cases that ran wholly on the GPU and those with CPU-fallback nodes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -22,7 +25,14 @@ namespace fs = std::filesystem;
 const char* const kRoot = "/usr/share/libonnx-testdata/data";
 const char* const kSuites[] = {"node", "pytorch-converted", "pytorch-operator", "simple"};
 
-std::atomic<int> g_passed{0}, g_unsupported{0};
+std::atomic<int> g_passed{0}, g_unsupported{0}, g_all_on_device{0}, g_with_fallback{0};
+
+SessionOptions TestOptions() {
+  SessionOptions options;
+  const char* backend = std::getenv("MODELFLEET_TEST_BACKEND");
+  if (backend && std::string(backend) == "cuda") options.backend = Backend::kCuda;
+  return options;
+}
 
 std::vector<std::string> CaseDirs() {
   std::vector<std::string> out;
@@ -86,7 +96,11 @@ class OnnxConformance : public testing::TestWithParam<std::string> {};
 
 TEST_P(OnnxConformance, MatchesReferenceOutputs) {
   fs::path dir = GetParam();
-  auto session = Session::Load((dir / "model.onnx").string(), SessionOptions{});
+  const SessionOptions options = TestOptions();
+  auto session = Session::Load((dir / "model.onnx").string(), options);
+  if (options.backend == Backend::kCuda && !session.ok() && session.status().code() == StatusCode::kUnavailable) {
+    GTEST_SKIP() << "no GPU: " << session.status().message();
+  }
   if (!session.ok() && session.status().code() == StatusCode::kUnimplemented) {
     ++g_unsupported;
     GTEST_SKIP() << "unsupported: " << session.status().message();
@@ -130,7 +144,10 @@ TEST_P(OnnxConformance, MatchesReferenceOutputs) {
     }
   }
   EXPECT_GT(datasets, 0);
-  if (!HasFailure()) ++g_passed;
+  if (!HasFailure()) {
+    ++g_passed;
+    ++((*session)->placement().fallback > 0 ? g_with_fallback : g_all_on_device);
+  }
 }
 
 std::string CaseName(const testing::TestParamInfo<std::string>& info) {
@@ -147,7 +164,13 @@ INSTANTIATE_TEST_SUITE_P(LibOnnxTestData, OnnxConformance, testing::ValuesIn(Cas
 class CountsReporter : public testing::Environment {
  public:
   void TearDown() override {
-    std::printf("ONNX conformance: %d passed, %d skipped as unsupported\n", g_passed.load(), g_unsupported.load());
+    const SessionOptions options = TestOptions();
+    std::printf("ONNX conformance (%s): %d passed, %d skipped as unsupported\n",
+                std::string(BackendName(options.backend)).c_str(), g_passed.load(), g_unsupported.load());
+    if (options.backend == Backend::kCuda) {
+      std::printf("ONNX conformance (cuda): %d of the passed ran wholly on the GPU, %d with CPU-fallback nodes\n",
+                  g_all_on_device.load(), g_with_fallback.load());
+    }
   }
 };
 [[maybe_unused]] testing::Environment* const kReporter = testing::AddGlobalTestEnvironment(new CountsReporter);

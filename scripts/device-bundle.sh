@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Packs what a GPU machine without apt needs to run the CUDA tests and benchmarks into
+# .device/bundle.tar.xz: the built test, tool and server binaries, the Debian shared libraries they
+# link (not the CUDA/cuDNN/cuBLAS ones: the GPU machine has those), and the ONNX conformance data.
+# scripts/device-run.sh unpacks it there. See docs/development.md ("Testing on a GPU machine").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+BINARIES=(tests/unit/runtime_cuda/runtime_cuda_test tests/unit/runtime/runtime_onnx_conformance_test
+          tools/run/modelfleet-run server/main/modelfleet-server)
+say "Building the binaries a GPU machine runs"
+build_tree runtime_cuda_test runtime_onnx_conformance_test modelfleet-run modelfleet-server
+stage=.device/stage
+rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib" "$stage/testdata"
+for b in "${BINARIES[@]}"; do cp "$BUILD_DIR/$b" "$stage/bin/"; done
+say "Collecting the Debian libraries they link"
+for b in "$stage"/bin/*; do
+  ldd "$b" | awk '/=> \//{print $3}'
+done | sort -u | grep -v -E 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl\.so|librt\.so|/usr/local/cuda|libcud|libcublas' |
+  while read -r lib; do cp -L "$lib" "$stage/lib/"; done
+cp -r /usr/share/libonnx-testdata/data/{node,pytorch-converted,pytorch-operator,simple} "$stage/testdata/"
+say "Compressing"
+tar -C .device -cJf .device/bundle.tar.xz stage
+ls -la .device/bundle.tar.xz

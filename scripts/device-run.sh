@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# On a GPU machine (no apt, no network): unpacks .device/bundle.tar.xz (scripts/device-bundle.sh)
+# and runs the CUDA checks, writing logs under $OUT (or /tmp/mf-out).
+#   scripts/device-run.sh tests        # CUDA unit tests + the ONNX conformance suite on the GPU
+#   scripts/device-run.sh models       # ResNet/MobileNet/BERT on the GPU vs PyTorch
+#   scripts/device-run.sh bench        # bench/runtime/bench_gpu.py
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/mf-out}
+mkdir -p "$OUT"
+if [ ! -d /tmp/mf/stage ]; then
+  mkdir -p /tmp/mf && tar -C /tmp/mf -xJf .device/bundle.tar.xz
+  mkdir -p /usr/share/libonnx-testdata && ln -sfn /tmp/mf/stage/testdata /usr/share/libonnx-testdata/data
+fi
+# The GPU machine's CUDA libraries come with its PyTorch wheels.
+nvlibs=$(python3 -c 'import nvidia, os; print(":".join(os.path.join(p, d, "lib") for p in nvidia.__path__ for d in os.listdir(p) if os.path.isdir(os.path.join(p, d, "lib"))))' 2>/dev/null)
+export LD_LIBRARY_PATH=/tmp/mf/stage/lib:${nvlibs}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export MODELFLEET_BIN=/tmp/mf/stage/bin
+status=0
+for what in "${@:-tests}"; do
+  case "$what" in
+    tests)
+      echo "== CUDA unit tests"
+      timeout 600 "$MODELFLEET_BIN/runtime_cuda_test" --gtest_brief=1 2>&1 | tee "$OUT/cuda_unit.log" | tail -60 || status=1
+      echo "== ONNX conformance on the GPU"
+      MODELFLEET_TEST_BACKEND=cuda timeout 600 "$MODELFLEET_BIN/runtime_onnx_conformance_test" --gtest_brief=1 \
+        > "$OUT/conformance_cuda.log" 2>&1 || status=1
+      grep -E "FAILED|ONNX conformance" "$OUT/conformance_cuda.log" | head -80
+      ;;
+    models)
+      echo "== models on the GPU vs PyTorch"
+      MODELFLEET_TEST_BACKEND=cuda python3 -m pytest -q -x -p no:cacheprovider tests/e2e/test_runtime_models.py \
+        2>&1 | tee "$OUT/models.log" | tail -30 || status=1
+      ;;
+    bench)
+      python3 bench/runtime/bench_gpu.py --bin "$MODELFLEET_BIN" 2>&1 | tee "$OUT/bench_gpu.log" || status=1
+      ;;
+    *) echo "unknown: $what"; status=2 ;;
+  esac
+done
+exit $status
