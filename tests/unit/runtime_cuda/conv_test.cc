@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cuda_test_util.h"
+#include "runtime/cuda/cuda_common.h"
 #include "tests/unit/runtime/model_builder.h"
 
 namespace mf::runtime::testing {
@@ -315,6 +316,81 @@ TEST(CudaPoolTest, EmptyBatch) {
   MF_SKIP_WITHOUT_GPU();
   ExpectPoolMatches({"MaxPool", {0, 3, 8, 8}, {{"kernel_shape", {2, 2}}}});
   ExpectPoolMatches({"GlobalAveragePool", {0, 3, 8, 8}, {}});
+}
+
+// ---- Bind-time behaviour: no GPU needed (these factories only touch the device for
+// channels-last weights and the zero bias of a bias-less fused ReLU) ----
+
+struct Bound {
+  Status status;
+  std::vector<DataType> output_dtypes;
+};
+
+Bound BindCuda(const std::string& op, std::vector<std::optional<DataType>> dtypes, const Attributes& attrs = {},
+               Precision precision = Precision::kFp32, int outputs = 1, bool fused_sum = false) {
+  Node node;
+  node.name = "n";
+  node.op_type = op;
+  node.attributes = attrs;
+  node.fused_sum = fused_sum;
+  for (size_t i = 0; i < dtypes.size(); ++i) node.inputs.push_back(dtypes[i] ? static_cast<int>(i) : kNoValue);
+  for (int o = 0; o < outputs; ++o) node.outputs.push_back(100 + o);
+  std::vector<const Tensor*> constants(dtypes.size(), nullptr);
+  KernelInit init{node, 17, dtypes, constants, std::vector<bool>(dtypes.size(), false), false, precision};
+  const KernelDef* def = cuda::CudaKernels().Find(op, 17);
+  if (!def) return {NotFound(op + " is not registered"), {}};
+  auto bound = def->factory(init);
+  if (!bound.ok()) return {bound.status(), {}};
+  return {Status::Ok(), bound->output_dtypes};
+}
+
+TEST(CudaConvBind, FamilyIsRegisteredForBothDeviceFloats) {
+  const DataType f32 = DataType::kFloat32, f16 = DataType::kFloat16;
+  for (const char* op : {"Conv", "ConvTranspose"}) {
+    SCOPED_TRACE(op);
+    Bound b = BindCuda(op, {f32, f32, f32});
+    ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+    EXPECT_EQ(b.output_dtypes, std::vector<DataType>{f32});
+    Bound h = BindCuda(op, {f16, f16, std::nullopt}, {}, Precision::kFp16);
+    ASSERT_TRUE(h.status.ok()) << h.status.ToString();
+    EXPECT_EQ(h.output_dtypes, std::vector<DataType>{f16});
+  }
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    Attributes a;
+    a.Set("kernel_shape", {std::vector<int64_t>{2, 2}});
+    Bound h = BindCuda(op, {f16}, a, Precision::kFp16);
+    ASSERT_TRUE(h.status.ok()) << op << ": " << h.status.ToString();
+    EXPECT_EQ(h.output_dtypes, std::vector<DataType>{f16});
+  }
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    Bound b = BindCuda(op, {f32});
+    ASSERT_TRUE(b.status.ok()) << op << ": " << b.status.ToString();
+  }
+}
+
+TEST(CudaConvBind, UnsupportedCombinationsFallBackAndBadAttributesAreRefused) {
+  const DataType f32 = DataType::kFloat32;
+  // Other element types, mixed types: UNIMPLEMENTED (the executor runs the CPU kernel).
+  EXPECT_EQ(BindCuda("Conv", {DataType::kFloat64, DataType::kFloat64}).status.code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(BindCuda("Conv", {f32, DataType::kFloat16}).status.code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(BindCuda("MaxPool", {DataType::kInt8}).status.code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(BindCuda("GlobalMaxPool", {DataType::kFloat64}).status.code(), StatusCode::kUnimplemented);
+  // MaxPool's Indices output.
+  Attributes k;
+  k.Set("kernel_shape", {std::vector<int64_t>{2, 2}});
+  EXPECT_EQ(BindCuda("MaxPool", {f32}, k, Precision::kFp32, 2).status.code(), StatusCode::kUnimplemented);
+  // Malformed attributes: the same errors as the CPU kernels.
+  Attributes pad = k;
+  pad.Set("auto_pad", {std::string("SAME")});
+  EXPECT_EQ(BindCuda("MaxPool", {f32}, pad).status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(BindCuda("Conv", {f32, f32}, pad).status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(BindCuda("AveragePool", {f32}).status.code(), StatusCode::kInvalidArgument);  // no kernel_shape
+  Attributes group;
+  group.Set("group", {int64_t{0}});
+  EXPECT_EQ(BindCuda("Conv", {f32, f32}, group).status.code(), StatusCode::kInvalidArgument);
+  // A fused sum must come with the addend as input 3.
+  EXPECT_EQ(BindCuda("Conv", {f32, f32, f32}, {}, Precision::kFp32, 1, true).status.code(), StatusCode::kInternal);
+  EXPECT_TRUE(BindCuda("Conv", {f32, f32, std::nullopt, f32}, {}, Precision::kFp32, 1, true).status.ok());
 }
 
 }  // namespace

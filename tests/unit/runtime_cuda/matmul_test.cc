@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cuda_test_util.h"
+#include "runtime/cuda/cuda_common.h"
 #include "tests/unit/runtime/model_builder.h"
 
 namespace mf::runtime::testing {
@@ -177,6 +178,43 @@ TEST(CudaMatMulTest, SymbolicAndEmptyBatch) {
     Tensor a = RandomFloats({batch, 5, 16}, 15);
     for (Precision p : kAllPrecisions) ExpectCudaMatchesCpu(model, {&a}, p, ToleranceFor(p));
   }
+}
+
+// ---- Bind-time behaviour: no GPU needed ----
+
+StatusOr<BoundKernel> BindCuda(const std::string& op, std::vector<std::optional<DataType>> dtypes,
+                               Precision precision = Precision::kFp32, const std::string& fused = "") {
+  Node node;  // KernelInit refers to it only while the factory runs
+  node.name = "n";
+  node.op_type = op;
+  node.fused_activation = fused;
+  for (size_t i = 0; i < dtypes.size(); ++i) node.inputs.push_back(dtypes[i] ? static_cast<int>(i) : kNoValue);
+  node.outputs.push_back(100);
+  KernelInit init{node, 17, dtypes, std::vector<const Tensor*>(dtypes.size(), nullptr),
+                  std::vector<bool>(dtypes.size(), false), false, precision};
+  const KernelDef* def = cuda::CudaKernels().Find(op, 17);
+  if (!def) return NotFound(op + " is not registered");
+  return def->factory(init);
+}
+
+TEST(CudaMatMulBind, DeviceFloatsOnly) {
+  const DataType f32 = DataType::kFloat32, f16 = DataType::kFloat16;
+  for (const char* op : {"Gemm", "MatMul"}) {
+    SCOPED_TRACE(op);
+    auto b = BindCuda(op, {f32, f32});
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    EXPECT_EQ(b->output_dtypes, std::vector<DataType>{f32});
+    auto h = BindCuda(op, {f16, f16}, Precision::kFp16, "Relu");
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    EXPECT_EQ(h->output_dtypes, std::vector<DataType>{f16});
+    EXPECT_EQ(BindCuda(op, {DataType::kInt32, DataType::kInt32}).status().code(), StatusCode::kUnimplemented);
+    EXPECT_EQ(BindCuda(op, {DataType::kFloat64, DataType::kFloat64}).status().code(), StatusCode::kUnimplemented);
+    EXPECT_EQ(BindCuda(op, {f32, f16}).status().code(), StatusCode::kUnimplemented);
+    // A fused activation the GPU does not know: the CPU kernel takes the node.
+    EXPECT_EQ(BindCuda(op, {f32, f32}, Precision::kFp32, "Gelu").status().code(), StatusCode::kUnimplemented);
+  }
+  EXPECT_TRUE(BindCuda("Gemm", {f32, f32, f32}).ok());
+  EXPECT_EQ(BindCuda("Gemm", {f32, f32, DataType::kInt64}).status().code(), StatusCode::kUnimplemented);
 }
 
 }  // namespace
