@@ -1,0 +1,338 @@
+// Device kernels that select elements by index or position: Gather, GatherElements, Pad and
+// Trilu. Validation and messages mirror cpu/data_ops.cc.
+//
+// Out-of-range indices: the CPU kernels refuse them with INVALID_ARGUMENT. On the GPU the
+// indices of Gather/GatherElements usually live in device memory, and checking them would need
+// a synchronization inside the run, so: constant indices (initializers, folded values) are
+// checked on the host at run time exactly like the CPU kernel does; indices computed on the
+// device are wrapped once if negative and then clamped into [0, dim) (an error-free, clamped
+// result, never an out-of-bounds read).
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/cuda/data_common.h"
+#include "runtime/cuda/device_util.cuh"
+
+namespace mf::runtime::cuda {
+namespace {
+
+Status RequireIndices(const KernelInit& init, size_t i) {
+  MF_RETURN_IF_ERROR(RequireFixedWidth(init, i));
+  if (init.dtype(i) != DataType::kInt64 && init.dtype(i) != DataType::kInt32) {
+    return init.Error(StatusCode::kInvalidArgument, "indices must be int32 or int64");
+  }
+  return Status::Ok();
+}
+
+// Host copy of constant indices, for the CPU kernel's range check.
+std::shared_ptr<const std::vector<int64_t>> ConstantIndices(const KernelInit& init, size_t i) {
+  const Tensor* t = i < init.constant_inputs.size() ? init.constant_inputs[i] : nullptr;
+  if (t == nullptr || t->location() != Location::kHost) return nullptr;
+  auto v = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(t->num_elements()));
+  for (size_t k = 0; k < v->size(); ++k) {
+    (*v)[k] = t->dtype() == DataType::kInt64 ? t->data<int64_t>()[k] : t->data<int32_t>()[k];
+  }
+  return v;
+}
+
+template <typename I>
+__device__ __forceinline__ int64_t WrapAndClamp(I raw, int64_t dim) {
+  int64_t k = static_cast<int64_t>(raw);
+  if (k < 0) k += dim;
+  return k < 0 ? 0 : (k >= dim ? dim - 1 : k);
+}
+
+template <typename T, typename I>
+__global__ void GatherKernel(const T* __restrict__ data, const I* __restrict__ idx, T* __restrict__ out, int64_t n,
+                             int64_t n_idx, int64_t dim, int64_t inner) {
+  MF_GRID_STRIDE_LOOP(i, n) {
+    int64_t r = i / inner;
+    int64_t c = i - r * inner;
+    int64_t o = r / n_idx;
+    int64_t j = r - o * n_idx;
+    int64_t k = WrapAndClamp(idx[j], dim);
+    out[i] = data[(o * dim + k) * inner + c];
+  }
+}
+
+StatusOr<BoundKernel> GatherFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
+  MF_RETURN_IF_ERROR(RequireIndices(init, 1));
+  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 0));
+  auto constant = ConstantIndices(init, 1);
+  return Bind(
+      [axis_attr, constant](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor& data = *in[0];
+        const Tensor& indices = *in[1];
+        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, data.rank()));
+        if (data.rank() == 0) return InvalidArgument("Gather data must be at least 1-D");
+        int64_t dim = data.dim(axis);
+        if (constant) {
+          for (int64_t v : *constant) {
+            if (v < -dim || v >= dim) return InvalidArgument("Gather index " + std::to_string(v) + " is out of range for a dim of " + std::to_string(dim));
+          }
+        }
+        Shape shape(data.shape().begin(), data.shape().begin() + axis);
+        shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
+        shape.insert(shape.end(), data.shape().begin() + axis + 1, data.shape().end());
+        MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(data.dtype(), shape));
+        int64_t n = out[0].num_elements();
+        if (n == 0) return Status::Ok();
+        if (dim == 0) return InvalidArgument("Gather indices select from an empty dim");
+        int64_t inner = 1;
+        for (int i = axis + 1; i < data.rank(); ++i) inner *= data.dim(i);
+        cudaStream_t s = Current().stream;
+        return DispatchBySize(data.dtype(), [&](auto tag) -> Status {
+          using T = decltype(tag);
+          if (indices.dtype() == DataType::kInt64) {
+            GatherKernel<<<BlocksFor(n), kThreads, 0, s>>>(data.data<T>(), indices.data<int64_t>(), out[0].data<T>(), n,
+                                                           indices.num_elements(), dim, inner);
+          } else {
+            GatherKernel<<<BlocksFor(n), kThreads, 0, s>>>(data.data<T>(), indices.data<int32_t>(), out[0].data<T>(), n,
+                                                           indices.num_elements(), dim, inner);
+          }
+          MF_CUDA_RETURN_IF_LAUNCH_FAILED();
+          return Status::Ok();
+        });
+      },
+      {init.dtype(0)});
+}
+
+struct ElementsPlan {
+  int rank = 0;
+  int axis = 0;
+  int64_t idx_dims[kMaxDims] = {};
+  int64_t data_strides[kMaxDims] = {};
+};
+
+template <typename T, typename I>
+__global__ void GatherElementsKernel(const T* __restrict__ data, const I* __restrict__ idx, T* __restrict__ out,
+                                     int64_t n, int64_t axis_dim, ElementsPlan p) {
+  MF_GRID_STRIDE_LOOP(i, n) {
+    int64_t rem = i, off = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      int64_t q = rem / p.idx_dims[d];
+      int64_t c = rem - q * p.idx_dims[d];
+      off += (d == p.axis ? WrapAndClamp(idx[i], axis_dim) : c) * p.data_strides[d];
+      rem = q;
+    }
+    out[i] = data[off];
+  }
+}
+
+StatusOr<BoundKernel> GatherElementsFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
+  MF_RETURN_IF_ERROR(RequireIndices(init, 1));
+  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 0));
+  auto constant = ConstantIndices(init, 1);
+  return Bind(
+      [axis_attr, constant](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor& data = *in[0];
+        const Tensor& idx = *in[1];
+        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, data.rank()));
+        if (idx.rank() != data.rank()) return InvalidArgument("GatherElements indices must have the data's rank");
+        for (int d = 0; d < data.rank(); ++d) {
+          if (d != axis && idx.dim(d) > data.dim(d)) return InvalidArgument("GatherElements indices exceed the data's shape");
+        }
+        int64_t dim = data.dim(axis);
+        if (constant) {
+          for (int64_t k : *constant) {
+            if (k < -dim || k >= dim) return InvalidArgument("GatherElements index " + std::to_string(k) + " is out of range");
+          }
+        }
+        MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(data.dtype(), idx.shape()));
+        int64_t n = idx.num_elements();
+        if (n == 0) return Status::Ok();
+        if (dim == 0) return InvalidArgument("GatherElements indices select from an empty dim");
+        if (data.rank() > kMaxDims) return Unimplemented("GatherElements of rank " + std::to_string(data.rank()) + " on the GPU");
+        ElementsPlan p;
+        p.rank = data.rank();
+        p.axis = axis;
+        std::vector<int64_t> strides = RowMajorStrides(data.shape());
+        for (int d = 0; d < p.rank; ++d) {
+          p.idx_dims[d] = idx.dim(d);
+          p.data_strides[d] = strides[static_cast<size_t>(d)];
+        }
+        cudaStream_t s = Current().stream;
+        return DispatchBySize(data.dtype(), [&](auto tag) -> Status {
+          using T = decltype(tag);
+          if (idx.dtype() == DataType::kInt64) {
+            GatherElementsKernel<<<BlocksFor(n), kThreads, 0, s>>>(data.data<T>(), idx.data<int64_t>(), out[0].data<T>(), n, dim, p);
+          } else {
+            GatherElementsKernel<<<BlocksFor(n), kThreads, 0, s>>>(data.data<T>(), idx.data<int32_t>(), out[0].data<T>(), n, dim, p);
+          }
+          MF_CUDA_RETURN_IF_LAUNCH_FAILED();
+          return Status::Ok();
+        });
+      },
+      {init.dtype(0)});
+}
+
+enum class PadMode : int { kConstant, kReflect, kEdge };
+
+struct PadPlan {
+  int rank = 0;
+  PadMode mode = PadMode::kConstant;
+  int64_t out_dims[kMaxDims] = {};
+  int64_t in_dims[kMaxDims] = {};
+  int64_t in_strides[kMaxDims] = {};
+  int64_t begin[kMaxDims] = {};
+};
+
+template <typename T>
+__global__ void PadKernel(const T* __restrict__ x, T* __restrict__ out, int64_t n, PadPlan p, T value) {
+  MF_GRID_STRIDE_LOOP(i, n) {
+    int64_t rem = i, off = 0;
+    bool inside = true;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      int64_t q = rem / p.out_dims[d];
+      int64_t o = rem - q * p.out_dims[d];
+      rem = q;
+      int64_t src = o - p.begin[d], dim = p.in_dims[d];
+      if (src < 0 || src >= dim) {
+        if (p.mode == PadMode::kConstant) {
+          inside = false;
+          break;
+        }
+        if (p.mode == PadMode::kEdge) {
+          src = src < 0 ? 0 : dim - 1;
+        } else {
+          src = src < 0 ? -src : 2 * (dim - 1) - src;
+        }
+      }
+      off += src * p.in_strides[d];
+    }
+    out[i] = inside ? x[off] : value;
+  }
+}
+
+// Pad from opset 11: pads and the constant value are (host) inputs; modes constant, reflect, edge.
+StatusOr<BoundKernel> PadFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
+  MF_RETURN_IF_ERROR(RequireFixedWidth(init, 1));
+  if (init.has_input(3)) return init.Error(StatusCode::kUnimplemented, "the axes input of Pad is not supported");
+  MF_ASSIGN_OR_RETURN(std::string mode, init.attrs().GetString("mode", "constant"));
+  if (mode != "constant" && mode != "reflect" && mode != "edge") {
+    return init.Error(StatusCode::kInvalidArgument, "unknown mode '" + mode + "'");
+  }
+  PadMode pad_mode = mode == "constant" ? PadMode::kConstant : (mode == "edge" ? PadMode::kEdge : PadMode::kReflect);
+  return Bind(
+      [mode, pad_mode](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor& x = *in[0];
+        int rank = x.rank();
+        MF_ASSIGN_OR_RETURN(std::vector<int64_t> pads, ReadInts(*in[1], "pads"));
+        if (static_cast<int>(pads.size()) != 2 * rank) return InvalidArgument("pads must have 2 * rank entries");
+        Shape shape(static_cast<size_t>(rank));
+        for (int i = 0; i < rank; ++i) {
+          int64_t d = 0;
+          if (__builtin_add_overflow(x.dim(i), pads[static_cast<size_t>(i)], &d) ||
+              __builtin_add_overflow(d, pads[static_cast<size_t>(i + rank)], &d)) {
+            return InvalidArgument("pads overflow");
+          }
+          if (d < 0) return InvalidArgument("negative pads remove more than the whole dim");
+          if (mode != "constant" && x.dim(i) == 0 && d > 0) return InvalidArgument("cannot " + mode + "-pad an empty dim");
+          if (mode == "reflect" && (pads[static_cast<size_t>(i)] >= x.dim(i) || pads[static_cast<size_t>(i + rank)] >= x.dim(i)) &&
+              (pads[static_cast<size_t>(i)] > 0 || pads[static_cast<size_t>(i + rank)] > 0)) {
+            return InvalidArgument("reflect pads must be smaller than the dim");
+          }
+          shape[static_cast<size_t>(i)] = d;
+        }
+        // The fill value, as the element's bytes. In FP16 mode a float32 constant_value may come
+        // with float16 data: convert it.
+        uint64_t value_bits = 0;
+        const Tensor* cv = in.size() > 2 ? in[2] : nullptr;
+        if (cv && cv->num_elements() > 0) {
+          if (cv->location() != Location::kHost) return Internal("Pad constant_value must be a host input of the CUDA kernel");
+          if (cv->dtype() == x.dtype()) {
+            std::memcpy(&value_bits, cv->raw_data(), ElementSize(x.dtype()));
+          } else if (cv->dtype() == DataType::kFloat32 && x.dtype() == DataType::kFloat16) {
+            __half h = __float2half(cv->data<float>()[0]);
+            std::memcpy(&value_bits, &h, sizeof h);
+          } else {
+            return InvalidArgument("Pad constant_value type differs from the data");
+          }
+        }
+        MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(x.dtype(), shape));
+        int64_t n = out[0].num_elements();
+        if (n == 0) return Status::Ok();
+        if (rank > kMaxDims) return Unimplemented("Pad of rank " + std::to_string(rank) + " on the GPU");
+        PadPlan p;
+        p.rank = rank;
+        p.mode = pad_mode;
+        std::vector<int64_t> strides = RowMajorStrides(x.shape());
+        for (int d = 0; d < rank; ++d) {
+          p.out_dims[d] = shape[static_cast<size_t>(d)];
+          p.in_dims[d] = x.dim(d);
+          p.in_strides[d] = strides[static_cast<size_t>(d)];
+          p.begin[d] = pads[static_cast<size_t>(d)];
+        }
+        cudaStream_t s = Current().stream;
+        return DispatchBySize(x.dtype(), [&](auto tag) -> Status {
+          using T = decltype(tag);
+          T value;
+          std::memcpy(&value, &value_bits, sizeof value);
+          PadKernel<<<BlocksFor(n), kThreads, 0, s>>>(x.data<T>(), out[0].data<T>(), n, p, value);
+          MF_CUDA_RETURN_IF_LAUNCH_FAILED();
+          return Status::Ok();
+        });
+      },
+      {init.dtype(0)});
+}
+
+// Keeps element (i, j) of each matrix when j - i >= k (upper) or j - i <= k (lower).
+template <typename T>
+__global__ void TriluKernel(const T* __restrict__ x, T* __restrict__ out, int64_t n, int64_t rows, int64_t cols,
+                            bool upper, int64_t k) {
+  MF_GRID_STRIDE_LOOP(e, n) {
+    int64_t rc = e % (rows * cols);
+    int64_t i = rc / cols, j = rc - i * cols;
+    bool keep = upper ? j - i >= k : j - i <= k;
+    out[e] = keep ? x[e] : T{};
+  }
+}
+
+// Trilu: keeps the upper (or lower) triangle of the last two dims, offset by k (host input 1).
+StatusOr<BoundKernel> TriluFactory(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
+  MF_ASSIGN_OR_RETURN(int64_t upper, init.attrs().GetInt("upper", 1));
+  return Bind(
+      [upper](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+        const Tensor& x = *in[0];
+        if (x.rank() < 2) return InvalidArgument("Trilu input must be at least 2-D");
+        int64_t k = 0;
+        if (in.size() > 1 && in[1]) {
+          MF_ASSIGN_OR_RETURN(std::vector<int64_t> kv, ReadInts(*in[1], "k"));
+          if (kv.size() != 1) return InvalidArgument("Trilu k must be a scalar");
+          k = kv[0];
+        }
+        int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
+        // Clamp k the way the CPU kernel does, so j - i never meets an extreme k.
+        int64_t kk = upper ? (k <= 0 ? std::max(k, -rows - 1) : std::min(k, cols + 1))
+                           : (k >= 0 ? std::min(k, cols + 1) : std::max(k, -rows - 1));
+        MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(x.dtype(), x.shape()));
+        int64_t n = x.num_elements();
+        if (n == 0) return Status::Ok();
+        cudaStream_t s = Current().stream;
+        return DispatchBySize(x.dtype(), [&](auto tag) -> Status {
+          using T = decltype(tag);
+          TriluKernel<<<BlocksFor(n), kThreads, 0, s>>>(x.data<T>(), out[0].data<T>(), n, rows, cols, upper != 0, kk);
+          MF_CUDA_RETURN_IF_LAUNCH_FAILED();
+          return Status::Ok();
+        });
+      },
+      {init.dtype(0)});
+}
+
+}  // namespace
+
+void RegisterGatherKernels(KernelRegistry* r) {
+  r->Register({"Gather", 1, GatherFactory, "any fixed-width"});
+  r->Register({"GatherElements", 11, GatherElementsFactory, "any fixed-width"});
+  r->Register({"Pad", 11, PadFactory, "any fixed-width", {1, 2, 3}});
+  r->Register({"Trilu", 14, TriluFactory, "any fixed-width", {1}});
+}
+
+}  // namespace mf::runtime::cuda
