@@ -96,10 +96,35 @@ __global__ void BinaryScalarA(const TA* a, const TB* b, TR* out, int64_t n, Bina
   MF_GRID_STRIDE_LOOP(i, n) Store(out, i, Apply<C<TR>>(op, x, Load(b, i)));
 }
 
+// b repeats along the leading dims of a (a bias [H] added to [N, S, H]): a modulo instead of the
+// per-dim index arithmetic of the general path.
+template <typename TA, typename TB, typename TR>
+__global__ void BinaryRepeatB(const TA* a, const TB* b, TR* out, int64_t n, int64_t nb, BinaryOp op) {
+  MF_GRID_STRIDE_LOOP(i, n) Store(out, i, Apply<C<TR>>(op, Load(a, i), Load(b, i % nb)));
+}
+
+template <typename TA, typename TB, typename TR>
+__global__ void BinaryRepeatA(const TA* a, const TB* b, TR* out, int64_t n, int64_t na, BinaryOp op) {
+  MF_GRID_STRIDE_LOOP(i, n) Store(out, i, Apply<C<TR>>(op, Load(a, i % na), Load(b, i)));
+}
+
 template <typename TA, typename TB, typename TR>
 __global__ void BinaryBroadcast(const TA* a, const TB* b, TR* out, int64_t n, BinaryOp op, Broadcast ba,
                                 Broadcast bb) {
   MF_GRID_STRIDE_LOOP(i, n) Store(out, i, Apply<C<TR>>(op, Load(a, ba.Offset(i)), Load(b, bb.Offset(i))));
+}
+
+// Whether `in`, without its leading 1s, is the trailing part of `out` (so element i of `out`
+// reads element i % size(in)).
+bool RepeatsAlongLeadingDims(const Shape& in, const Shape& out) {
+  size_t first = 0;
+  while (first < in.size() && in[first] == 1) ++first;
+  const size_t k = in.size() - first;
+  if (k > out.size()) return false;
+  for (size_t j = 0; j < k; ++j) {
+    if (in[first + j] != out[out.size() - k + j]) return false;
+  }
+  return true;
 }
 
 template <typename TA, typename TB, typename TR>
@@ -116,6 +141,10 @@ Status Launch(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
     BinaryScalarB<<<BlocksFor(n), kThreads, 0, s>>>(pa, pb, po, n, op);
   } else if (b.shape() == out.shape() && a.num_elements() == 1) {
     BinaryScalarA<<<BlocksFor(n), kThreads, 0, s>>>(pa, pb, po, n, op);
+  } else if (a.shape() == out.shape() && RepeatsAlongLeadingDims(b.shape(), out.shape())) {
+    BinaryRepeatB<<<BlocksFor(n), kThreads, 0, s>>>(pa, pb, po, n, b.num_elements(), op);
+  } else if (b.shape() == out.shape() && RepeatsAlongLeadingDims(a.shape(), out.shape())) {
+    BinaryRepeatA<<<BlocksFor(n), kThreads, 0, s>>>(pa, pb, po, n, a.num_elements(), op);
   } else {
     MF_ASSIGN_OR_RETURN(Broadcast ba, MakeBroadcast(a.shape(), out.shape()));
     MF_ASSIGN_OR_RETURN(Broadcast bb, MakeBroadcast(b.shape(), out.shape()));

@@ -206,7 +206,8 @@ const ShapePair kShapePairs[] = {
     {{2, 3, 4}, {}},         // scalar right
     {{1}, {2, 3, 4}},        // one-element left
     {{2, 1, 4}, {3, 1}},     // two-sided broadcast
-    {{4}, {2, 3, 4}},        // lower rank left
+    {{4}, {2, 3, 4}},        // left repeats along the leading dims
+    {{2, 3, 4}, {1, 3, 4}},  // right repeats along the leading dims
 };
 
 std::vector<int64_t> Dims(const Shape& s) { return {s.begin(), s.end()}; }
