@@ -281,6 +281,56 @@ __global__ void ArgKernel(const T* __restrict__ x, int64_t* __restrict__ out, in
   }
 }
 
+// Long contiguous rows (inner == 1: class scores, vocabularies): one block per row. The result
+// must equal the sequential loop's, whose comparisons are false against NaN: a NaN in position 0
+// is never replaced (the answer is 0), and any later NaN is never chosen. So position 0 decides
+// the NaN case, and the block reduces the non-NaN values, ties going to the lower (or, with
+// select_last_index, the higher) position.
+template <typename T>
+__global__ void ArgRowKernel(const T* __restrict__ x, int64_t* __restrict__ out, int64_t rows, int64_t len, bool is_max,
+                             bool last) {
+  using V = decltype(Load(x, 0));
+  __shared__ V best_value[256];
+  __shared__ int64_t best_index[256];
+  // Whether (v, i) beats (b, j), j == -1 meaning "no candidate yet".
+  auto beats = [&](V v, int64_t i, V b, int64_t j) {
+    if (j < 0) return true;
+    if (v == b) return last ? i > j : i < j;
+    return is_max ? v > b : v < b;
+  };
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* row = x + r * len;
+    V b{};
+    int64_t j = -1;
+    for (int64_t i = threadIdx.x; i < len; i += blockDim.x) {
+      V v = Load(row, i);
+      if (v != v) continue;  // NaN
+      if (beats(v, i, b, j)) {
+        b = v;
+        j = i;
+      }
+    }
+    best_value[threadIdx.x] = b;
+    best_index[threadIdx.x] = j;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+      if (threadIdx.x < s) {
+        int64_t k = best_index[threadIdx.x + s];
+        if (k >= 0 && beats(best_value[threadIdx.x + s], k, best_value[threadIdx.x], best_index[threadIdx.x])) {
+          best_value[threadIdx.x] = best_value[threadIdx.x + s];
+          best_index[threadIdx.x] = k;
+        }
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      V first = Load(row, 0);
+      out[r] = first != first || best_index[0] < 0 ? 0 : best_index[0];
+    }
+    __syncthreads();  // the arrays are reused by the next row
+  }
+}
+
 KernelFactory ArgFactory(bool is_max) {
   return [is_max](const KernelInit& init) -> StatusOr<BoundKernel> {
     if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input");
@@ -308,8 +358,13 @@ KernelFactory ArgFactory(bool is_max) {
           cudaStream_t s = Current().stream;
           return DispatchReduceType(x.dtype(), [&](auto tag) -> Status {
             using T = decltype(tag);
-            ArgKernel<T><<<BlocksFor(n_out), kThreads, 0, s>>>(x.data<T>(), out[0].data<int64_t>(), n_out, len, inner, is_max,
-                                                              last != 0);
+            if (inner == 1 && len >= 1024) {
+              unsigned blocks = static_cast<unsigned>(std::min<int64_t>(n_out, 1 << 20));
+              ArgRowKernel<T><<<blocks, 256, 0, s>>>(x.data<T>(), out[0].data<int64_t>(), n_out, len, is_max, last != 0);
+            } else {
+              ArgKernel<T><<<BlocksFor(n_out), kThreads, 0, s>>>(x.data<T>(), out[0].data<int64_t>(), n_out, len, inner, is_max,
+                                                                last != 0);
+            }
             MF_CUDA_RETURN_IF_LAUNCH_FAILED();
             return Status::Ok();
           });

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -190,6 +191,34 @@ TEST(CudaReduce, ArgMaxTiesAndSelectLastIndex) {
       ModelBuilder::IntAttr(n, "axis", 1);
       ModelBuilder::IntAttr(n, "select_last_index", last);
       Tensor x = Floats({3, 4}, {1, 3, 3, 0, 2, 2, 2, 2, -1, 5, -1, 5});
+      ExpectBoth(b, {&x});
+    }
+  }
+}
+
+TEST(CudaReduce, ArgMaxArgMinOfLongRowsWithTiesAndNaNs) {
+  MF_SKIP_WITHOUT_GPU();
+  const int64_t len = 3000;
+  Tensor x = RandomFloats({4, len}, 22);
+  float* p = x.data<float>();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Planted extremes (exact in float16 too, so both precisions agree). Row 0: each extreme three
+  // times. Row 1: NaN first (the answer is 0). Row 2: NaNs elsewhere (never chosen), each
+  // extreme twice. Row 3: all equal.
+  for (int64_t i : {17, 1500, 2999}) p[i] = 5.f;
+  for (int64_t i : {100, 200, 2000}) p[i] = -5.f;
+  p[len] = nan;
+  for (int64_t i : {7, 1024, 2999}) p[2 * len + i] = nan;
+  for (int64_t i : {50, 2500}) p[2 * len + i] = 4.f;
+  for (int64_t i : {60, 2600}) p[2 * len + i] = -4.f;
+  for (int64_t i = 0; i < len; ++i) p[3 * len + i] = 0.25f;
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    for (int64_t last : {0, 1}) {
+      ModelBuilder b;
+      b.Input("x", {4, len}).Output("y", {}, TensorProto::INT64);
+      auto* n = b.Node(op, {"x"}, {"y"});
+      ModelBuilder::IntAttr(n, "axis", -1);
+      ModelBuilder::IntAttr(n, "select_last_index", last);
       ExpectBoth(b, {&x});
     }
   }
