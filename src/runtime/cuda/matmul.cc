@@ -5,7 +5,8 @@
 // column-major, so each call swaps the operands instead of moving data. Gemm's C becomes the
 // BIAS epilogue (with ReLU fused: RELU_BIAS) when it is an [N] / [1, N] vector added with
 // beta == 1; otherwise the beta * C term, broadcast into the output first when C is not
-// [M, N]. Other fused activations run after the product. The heuristic's algorithm is cached
+// [M, N]. Other fused activations run after the product. A constant 2-D right operand is
+// uploaded once, transposed, so that shared-weight products run in cuBLASLt's "TN" form. The heuristic's algorithm is cached
 // per problem (shapes, transposes, batching, epilogue, pointer alignments); descriptors are
 // built per call (cheap host objects) because the bias pointer differs between runs.
 #include <map>
@@ -158,10 +159,26 @@ Status RequireSameDeviceFloat(const KernelInit& init, size_t i, DataType dtype) 
   return Status::Ok();
 }
 
+// A constant right operand B [K, N] uploaded transposed ([N, K], K contiguous), in the device
+// float type: with it the product runs in cuBLASLt's "TN" form, the one its tensor-core kernels
+// are tuned for. Empty when B is not a constant float32 matrix (the run then reads B as is).
+StatusOr<Tensor> PackTransposedWeights(const Tensor* b, DataType dtype) {
+  if (!b || b->rank() != 2 || b->dtype() != DataType::kFloat32 || b->num_elements() == 0) return Tensor();
+  int64_t k = b->dim(0), n = b->dim(1);
+  MF_ASSIGN_OR_RETURN(Tensor t, Tensor::AllocateUninitialized(DataType::kFloat32, {n, k}));
+  const float* src = b->data<float>();
+  float* dst = t.data<float>();
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < n; ++j) dst[j * k + i] = src[i * n + j];
+  return UploadConstant(t, dtype);
+}
+
 class GemmKernel final : public Kernel {
  public:
-  GemmKernel(DataType dtype, Precision precision, float alpha, float beta, bool ta, bool tb, Activation act)
-      : dtype_(dtype), alpha_(alpha), beta_(beta), ta_(ta), tb_(tb), act_(act), runner_(dtype, precision) {}
+  GemmKernel(DataType dtype, Precision precision, float alpha, float beta, bool ta, bool tb, Activation act,
+             Tensor packed_b, Shape packed_from)
+      : dtype_(dtype), alpha_(alpha), beta_(beta), ta_(ta), tb_(tb), act_(act), runner_(dtype, precision),
+        packed_b_(std::move(packed_b)), packed_from_(std::move(packed_from)) {}
 
   Status Run(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
     const Tensor& A = *in[0];
@@ -197,6 +214,10 @@ class GemmKernel final : public Kernel {
     p.tb = tb_;
     p.a = A.raw_data();
     p.b = B.raw_data();
+    if (packed_b_.num_elements() && B.shape() == packed_from_) {
+      p.b = packed_b_.raw_data();  // the constant B, pre-transposed at bind time
+      p.tb = true;
+    }
     p.d = D.raw_data();
     p.alpha = alpha_;
     if (use_c) {
@@ -224,11 +245,15 @@ class GemmKernel final : public Kernel {
   bool ta_, tb_;
   Activation act_;
   MatmulRunner runner_;
+  Tensor packed_b_;    // constant B [K, N] as [N, K] (transB = 0 only), else empty
+  Shape packed_from_;  // the shape B had
 };
 
 class MatMulKernel final : public Kernel {
  public:
-  MatMulKernel(DataType dtype, Precision precision, Activation act) : dtype_(dtype), act_(act), runner_(dtype, precision) {}
+  MatMulKernel(DataType dtype, Precision precision, Activation act, Tensor packed_b, Shape packed_from)
+      : dtype_(dtype), act_(act), runner_(dtype, precision), packed_b_(std::move(packed_b)),
+        packed_from_(std::move(packed_from)) {}
 
   Status Run(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
     const Tensor& A = *in[0];
@@ -268,6 +293,10 @@ class MatMulKernel final : public Kernel {
     if (nb == 1) {
       // Shared right operand (weights): one GEMM over all batch rows of A.
       p.m = batches * m;
+      if (packed_b_.num_elements() && B.shape() == packed_from_) {
+        p.b = packed_b_.raw_data();
+        p.tb = true;
+      }
       s = runner_.Run(p);
     } else if ((na == batches || na == 1) && nb == batches) {
       p.batch = batches;
@@ -325,6 +354,8 @@ class MatMulKernel final : public Kernel {
   DataType dtype_;
   Activation act_;
   MatmulRunner runner_;
+  Tensor packed_b_;    // a constant 2-D B [K, N] as [N, K], else empty
+  Shape packed_from_;
 };
 
 StatusOr<BoundKernel> GemmFactory(const KernelInit& init) {
@@ -339,7 +370,14 @@ StatusOr<BoundKernel> GemmFactory(const KernelInit& init) {
   MF_ASSIGN_OR_RETURN(int64_t trans_a, a.GetInt("transA", 0));
   MF_ASSIGN_OR_RETURN(int64_t trans_b, a.GetInt("transB", 0));
   MF_ASSIGN_OR_RETURN(Activation act, ActivationFromNode(init.node));
-  return BoundKernel{std::make_unique<GemmKernel>(dtype, init.precision, alpha, beta, trans_a != 0, trans_b != 0, act),
+  const Tensor* b = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
+  Tensor packed;
+  if (!trans_b) {
+    MF_ASSIGN_OR_RETURN(packed, PackTransposedWeights(b, dtype));
+  }
+  Shape from = packed.num_elements() ? b->shape() : Shape{};
+  return BoundKernel{std::make_unique<GemmKernel>(dtype, init.precision, alpha, beta, trans_a != 0, trans_b != 0, act,
+                                                  std::move(packed), std::move(from)),
                      {dtype}};
 }
 
@@ -349,7 +387,11 @@ StatusOr<BoundKernel> MatMulFactory(const KernelInit& init) {
   MF_RETURN_IF_ERROR(RequireSameDeviceFloat(init, 0, dtype));
   MF_RETURN_IF_ERROR(RequireSameDeviceFloat(init, 1, dtype));
   MF_ASSIGN_OR_RETURN(Activation act, ActivationFromNode(init.node));
-  return BoundKernel{std::make_unique<MatMulKernel>(dtype, init.precision, act), {dtype}};
+  const Tensor* b = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
+  MF_ASSIGN_OR_RETURN(Tensor packed, PackTransposedWeights(b, dtype));
+  Shape from = packed.num_elements() ? b->shape() : Shape{};
+  return BoundKernel{std::make_unique<MatMulKernel>(dtype, init.precision, act, std::move(packed), std::move(from)),
+                     {dtype}};
 }
 
 }  // namespace
