@@ -140,6 +140,7 @@ TEST(CudaDataOps, TransposePermutations) {
       {{2, 8, 4, 16}, {0, 2, 1, 3}},           // attention heads
       {{4, 33, 65}, {0, 2, 1}},                // batched last-two swap, partial tiles
       {{64, 96}, {1, 0}},                      // plain 2-D, full tiles
+      {{2, 3, 40, 50}, {1, 0, 3, 2}},          // tiles with permuted batch dims
       {{3, 5, 7}, {}},                         // default: reversed dims
       {{2, 3, 1, 4, 5, 2}, {5, 3, 1, 0, 4, 2}},  // rank 6 with a unit dim
       {{6, 1}, {1, 0}},                        // a pure relabel
