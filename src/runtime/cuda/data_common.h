@@ -33,7 +33,7 @@ inline Status RequireDeviceFloat(const KernelInit& init, size_t i) {
   if (!IsDeviceFloat(init.dtype(i))) {
     return init.Error(StatusCode::kUnimplemented, "input " + std::to_string(i) + " of type " +
                                                       std::string(DataTypeName(init.dtype(i))) +
-                                                      " is not supported (float32 only)");
+                                                      " is not supported (float32, or float16 in FP16 mode)");
   }
   return Status::Ok();
 }
