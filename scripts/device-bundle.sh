@@ -6,12 +6,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
+# scripts/device-bundle.sh [--server]: --server adds the model server (for the GPU serving bench).
 BINARIES=(tests/unit/runtime_cuda/runtime_cuda_test tests/unit/runtime/runtime_onnx_conformance_test
-          tools/run/modelfleet-run server/main/modelfleet-server)
+          tools/run/modelfleet-run)
+TARGETS=(runtime_cuda_test runtime_onnx_conformance_test modelfleet-run)
+if [ "${1:-}" = "--server" ]; then
+  BINARIES+=(server/main/modelfleet-server)
+  TARGETS+=(modelfleet-server)
+fi
 say "Building the binaries a GPU machine runs"
-build_tree runtime_cuda_test runtime_onnx_conformance_test modelfleet-run modelfleet-server
-stage=.device/stage
-rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib" "$stage/testdata"
+build_tree "${TARGETS[@]}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+stage=$work/stage
+mkdir -p .device "$stage/bin" "$stage/lib" "$stage/testdata"
 for b in "${BINARIES[@]}"; do cp "$BUILD_DIR/$b" "$stage/bin/"; done
 say "Collecting the Debian libraries they link"
 for b in "$stage"/bin/*; do
@@ -20,5 +28,5 @@ done | sort -u | grep -v -E 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|lib
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
 cp -r /usr/share/libonnx-testdata/data/{node,pytorch-converted,pytorch-operator,simple} "$stage/testdata/"
 say "Compressing"
-tar -C .device -cJf .device/bundle.tar.xz stage
+tar -C "$work" -cJf .device/bundle.tar.xz stage
 ls -la .device/bundle.tar.xz

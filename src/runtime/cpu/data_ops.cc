@@ -199,7 +199,9 @@ StatusOr<BoundKernel> PadFactory(const KernelInit& init) {
 
 template <typename S, typename D>
 D Convert(S v) {
-  if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>) {
+  if constexpr (std::is_floating_point_v<S> && std::is_same_v<D, bool>) {
+    return v != S{0};  // NaN is true, as in C and ONNX
+  } else if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>) {
     // Out-of-range float -> int conversion is undefined in C++; saturate (NaN -> 0).
     if (std::isnan(v)) return D{0};
     if (v <= static_cast<S>(std::numeric_limits<D>::lowest())) return std::numeric_limits<D>::lowest();

@@ -86,7 +86,7 @@ Status BinaryBroadcast(const Tensor& a, const Tensor& b, DataType out_dtype, Ten
   return Status::Ok();
 }
 
-enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow, kEqual, kGreater, kLess, kGreaterOrEqual, kLessOrEqual, kMax, kMin };
+enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow, kEqual, kGreater, kLess, kGreaterOrEqual, kLessOrEqual, kMax, kMin, kMod, kFMod };
 
 template <typename T>
 Status RunArithmetic(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
@@ -114,6 +114,35 @@ Status RunArithmetic(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out)
         }
       }
       return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return static_cast<T>(x / y); });
+    case BinaryOp::kMod:
+    case BinaryOp::kFMod:
+      if constexpr (std::is_integral_v<T>) {
+        const T* pb = b.data<T>();
+        for (int64_t i = 0; i < b.num_elements(); ++i) {
+          if (pb[i] == 0) return InvalidArgument("integer modulo by zero");
+        }
+        // x % -1 is 0, but INT_MIN % -1 is undefined behaviour in C++: answer it without dividing.
+        if (op == BinaryOp::kFMod) {
+          return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) {
+            if constexpr (std::is_signed_v<T>) {
+              if (y == T(-1)) return T(0);
+            }
+            return static_cast<T>(x % y);
+          });
+        }
+        // fmod=0: the result takes the divisor's sign (Python's %).
+        return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) {
+          if constexpr (std::is_signed_v<T>) {
+            if (y == T(-1)) return T(0);
+            T r = static_cast<T>(x % y);
+            return (r != 0 && ((r < 0) != (y < 0))) ? static_cast<T>(r + y) : r;
+          }
+          return static_cast<T>(x % y);
+        });
+      } else {
+        // Floats only with fmod=1 (checked at bind time): C's fmod, the dividend's sign.
+        return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return static_cast<T>(std::fmod(x, y)); });
+      }
     case BinaryOp::kPow:
       return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) {
         return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
@@ -181,6 +210,17 @@ KernelFactory BinaryFactory(BinaryOp op) {
         },
         {out_type});
   };
+}
+
+// Mod: fmod=0 (integers only) follows the divisor's sign, fmod=1 is C's fmod.
+StatusOr<BoundKernel> ModFactory(const KernelInit& init) {
+  MF_ASSIGN_OR_RETURN(int64_t fmod, init.attrs().GetInt("fmod", 0));
+  if (fmod != 0 && fmod != 1) return init.Error(StatusCode::kInvalidArgument, "fmod must be 0 or 1");
+  if (fmod == 0 && init.has_input(0) &&
+      (init.dtype(0) == DataType::kFloat32 || init.dtype(0) == DataType::kFloat64 || init.dtype(0) == DataType::kFloat16)) {
+    return init.Error(StatusCode::kInvalidArgument, "fmod must be 1 for floating-point inputs");
+  }
+  return BinaryFactory(fmod ? BinaryOp::kFMod : BinaryOp::kMod)(init);
 }
 
 // Float-only unary ops; `fn` may read attributes captured by the factory.
@@ -425,6 +465,7 @@ void RegisterElementwiseKernels(KernelRegistry* r) {
       {"LessOrEqual", BinaryOp::kLessOrEqual}};
   // Opset 7 introduced numpy broadcasting (earlier versions used the `broadcast` attribute).
   for (const auto& [name, op] : binary) r->Register({name, 7, BinaryFactory(op), "numeric"});
+  r->Register({"Mod", 10, ModFactory, "numeric"});
   r->Register({"Relu", 6, UnaryFactory(Simple(Relu)), "float"});
   r->Register({"LeakyRelu", 6, UnaryFactory(ActivationMaker(Activation::kLeakyRelu)), "float"});
   r->Register({"Sigmoid", 6, UnaryFactory(Simple(Sigmoid)), "float"});

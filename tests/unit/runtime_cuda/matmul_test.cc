@@ -155,7 +155,7 @@ TEST(CudaMatMulTest, BatchedAndBroadcast) {
   ExpectMatMulMatches({2, 3, 6, 10}, {1, 1, 10, 12}, false);  // weights with unit batch dims
   ExpectMatMulMatches({6, 10}, {2, 3, 10, 12}, false);        // broadcast left operand
   ExpectMatMulMatches({2, 1, 6, 10}, {1, 3, 10, 12}, false);  // partial broadcasting: per-batch loop
-  ExpectMatMulMatches({2, 4, 5, 8}, {2, 4, 8}, false);        // 1-D right operand on a batch
+  ExpectMatMulMatches({2, 4, 5, 8}, {4, 8, 3}, false);      // 3-D right operand broadcast over a 4-D batch
   ExpectMatMulMatches({3, 7, 9}, {9}, false);
 }
 
