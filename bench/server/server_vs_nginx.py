@@ -4,13 +4,16 @@ gRPC, against nginx (1 worker) answering the same POST with the same canned JSON
 transport ceiling. One run, one table, ratios against nginx measured in the same run.
 
     /usr/bin/python3 bench/server/server_vs_nginx.py [--seconds 5] [--clients 1,16,64]
+        [--server PATH] [--python-client]
 
 REST and nginx are loaded by `wrk` (one thread, a Lua script posting the body). gRPC is loaded
-by bench/server/grpc_predict_load (C++, N threads with a channel each; also against the health
-Check, its own ceiling) and, for comparison, by a
-Python grpc.aio client (N concurrent calls in one process): that client costs more CPU per call
-than the server does, so it is also run against the trivial grpc.health.v1 Check on the same
-server to show its own ceiling. Needs a built modelfleet-server (MODELFLEET_BUILD_DIR or build/).
+by bench/server/grpc_predict_load (C++, one event-loop thread keeping N calls in flight on N
+connections, as wrk does; also against the health Check, its own ceiling). --python-client adds
+a Python grpc.aio client (N concurrent calls in one process) and its health-Check ceiling.
+Every server row also shows the server's own CPU time per request (utime + stime from /proc),
+which the shared cores do not blur as much as requests/s. --server runs another
+modelfleet-server binary (e.g. an older build) against the same clients. Needs a built
+modelfleet-server and grpc_predict_load (MODELFLEET_BUILD_DIR or build/).
 """
 import argparse
 import asyncio
@@ -65,6 +68,20 @@ def stop(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, all its threads (live and exited) included."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def with_server_cpu(pid: int, seconds: int, measure) -> dict:
+    """Runs `measure()` and adds the server's CPU microseconds per answered request."""
+    before = cpu_seconds(pid)
+    result = measure()
+    result["cpu_us"] = (cpu_seconds(pid) - before) * 1e6 / max(1.0, result["rps"] * seconds)
+    return result
 
 
 def wrk_url(url: str, clients: int, seconds: int, script: pathlib.Path) -> dict:
@@ -183,13 +200,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=5, help="seconds per measurement")
     parser.add_argument("--clients", default="1,16,64", help="comma-separated concurrencies")
+    parser.add_argument("--server", type=pathlib.Path, help="modelfleet-server binary to measure")
+    parser.add_argument("--python-client", action="store_true",
+                        help="also load gRPC with a Python grpc.aio client")
     args = parser.parse_args()
     clients = [int(c) for c in args.clients.split(",")]
     if args.seconds < 1 or not clients or min(clients) < 1:
         parser.error("--seconds must be >= 1 and every client count >= 1")
 
     build = pathlib.Path(os.environ.get("MODELFLEET_BUILD_DIR", ROOT / "build"))
-    binary = build / "server" / "main" / "modelfleet-server"
+    binary = args.server or build / "server" / "main" / "modelfleet-server"
     if not binary.exists():
         sys.exit(f"{binary} is not built (build_tree modelfleet-server)")
     native = build / "bench" / "server" / "grpc_predict_load"
@@ -242,18 +262,24 @@ def main() -> None:
                   f"response body {len(canned)} bytes", flush=True)
             rows = []
             for n in clients:
+                target = f"127.0.0.1:{grpc_port}"
                 measured = {
                     "nginx": wrk_url(nginx_url + PREDICT_PATH, n, args.seconds, script),
-                    "REST": wrk_url(rest + PREDICT_PATH, n, args.seconds, script),
-                    "gRPC (C++ client)": grpc_native(native, f"127.0.0.1:{grpc_port}", n,
-                                                     args.seconds),
-                    "gRPC health (C++ client ceiling)": grpc_native(
-                        native, f"127.0.0.1:{grpc_port}", n, args.seconds, "@health"),
-                    "gRPC (Python client)": asyncio.run(grpc_load(
-                        f"127.0.0.1:{grpc_port}", n, args.seconds, predict_call)),
-                    "gRPC health (Python client ceiling)": asyncio.run(grpc_load(
-                        f"127.0.0.1:{grpc_port}", n, args.seconds, health_call)),
+                    "REST": with_server_cpu(server.pid, args.seconds, lambda: wrk_url(
+                        rest + PREDICT_PATH, n, args.seconds, script)),
+                    "gRPC (C++ client)": with_server_cpu(server.pid, args.seconds, lambda: grpc_native(
+                        native, target, n, args.seconds)),
+                    "gRPC health (C++ client ceiling)": with_server_cpu(
+                        server.pid, args.seconds, lambda: grpc_native(
+                            native, target, n, args.seconds, "@health")),
                 }
+                if args.python_client:
+                    measured["gRPC (Python client)"] = with_server_cpu(
+                        server.pid, args.seconds, lambda: asyncio.run(grpc_load(
+                            target, n, args.seconds, predict_call)))
+                    measured["gRPC health (Python client ceiling)"] = with_server_cpu(
+                        server.pid, args.seconds, lambda: asyncio.run(grpc_load(
+                            target, n, args.seconds, health_call)))
                 rows.append((n, measured))
                 print(f"# {n} clients done, load average {os.getloadavg()[0]:.2f}", flush=True)
             if server.poll() is not None:
@@ -262,20 +288,21 @@ def main() -> None:
             for proc in reversed(procs):
                 stop(proc)
 
-    print("| clients | peer | requests/s | p50 ms | p99 ms | × nginx req/s |")
-    print("|---:|---|---:|---:|---:|---:|")
+    print(f"# server: {binary}")
+    print("| clients | peer | requests/s | p50 ms | p99 ms | × nginx req/s | server CPU µs/request |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
     for n, measured in rows:
         base = measured["nginx"]["rps"]
         for name, m in measured.items():
+            cpu = f"{m['cpu_us']:.1f}" if "cpu_us" in m else "—"
             print(f"| {n} | {name} | {m['rps']:.0f} | {m['p50']:.3f} | {m['p99']:.3f} "
-                  f"| {m['rps'] / base:.2f}x |")
+                  f"| {m['rps'] / base:.2f}x | {cpu} |")
     print()
     for n, measured in rows:
-        r, g = measured["REST"]["rps"], measured["gRPC (C++ client)"]["rps"]
-        py = measured["gRPC (Python client)"]["rps"]
-        print(f"{n} clients: REST/nginx {r / measured['nginx']['rps']:.2f}x (target >= 0.4), "
-              f"gRPC (C++ client)/REST {g / r:.2f}x (target >= 1), Python gRPC Predict / its "
-              f"ceiling {py / measured['gRPC health (Python client ceiling)']['rps']:.2f}x")
+        r, g = measured["REST"], measured["gRPC (C++ client)"]
+        print(f"{n} clients: REST/nginx {r['rps'] / measured['nginx']['rps']:.2f}x (target >= 0.4), "
+              f"gRPC/REST requests/s {g['rps'] / r['rps']:.2f}x (target >= 1), "
+              f"server CPU per request gRPC/REST {g['cpu_us'] / r['cpu_us']:.2f}x")
 
 
 if __name__ == "__main__":

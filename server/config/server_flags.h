@@ -29,6 +29,7 @@ struct ServerFlags {
   int rest_api_num_threads = 0;
   // ModelFleet's own.
   bool resource_preserving_swap = false;
+  int grpc_threads = 0;
   std::string backend = "cpu";
   int intra_op_threads = 0;
   double drain_seconds = 10;

@@ -76,13 +76,14 @@ StatusOr<ServableHandle> ResolveV2(const ModelManager& manager, const std::strin
 
 }  // namespace
 
-grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext* context, const tfs::PredictRequest* request,
-                                            tfs::PredictResponse* response) {
+void PredictionServiceImpl::Predict(grpc::ServerContext* context, const tfs::PredictRequest* request,
+                                    tfs::PredictResponse* response, GrpcFinish finish) {
   const auto start = Clock::now();
   const std::string& model = request->model_spec().name();
   auto handle = manager_->GetServable(model, FromModelSpec(request->model_spec()));
-  if (!handle.ok()) return Finish(handle.status(), model, -1, "Predict", start);
-  auto run = [&]() -> Status {
+  if (!handle.ok()) return finish(Finish(handle.status(), model, -1, "Predict", start));
+  std::set<std::string> wanted(request->output_filter().begin(), request->output_filter().end());
+  auto prepare = [&]() -> StatusOr<std::vector<runtime::Tensor>> {
     MF_RETURN_IF_ERROR(CheckSignatureName(request->model_spec().signature_name()));
     const runtime::Signature& signature = handle->servable->signature();
     std::vector<codec::NamedTensor> named;
@@ -98,7 +99,6 @@ grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext* context, const 
       if (!tensor.ok()) return tensor.status().WithContext("input '" + name + "'");
       named.push_back({name, std::move(tensor).value()});
     }
-    std::set<std::string> wanted(request->output_filter().begin(), request->output_filter().end());
     for (const std::string& name : wanted) {
       if (signature.OutputIndex(name) < 0) {
         return InvalidArgument("output tensor alias not found in signature: " + name);
@@ -106,20 +106,27 @@ grpc::Status PredictionServiceImpl::Predict(grpc::ServerContext* context, const 
     }
     MF_ASSIGN_OR_RETURN(std::vector<runtime::Tensor> inputs, codec::BindInputs(signature.inputs, std::move(named)));
     MF_RETURN_IF_ERROR(CheckStillWanted(*context));
-    std::vector<const runtime::Tensor*> pointers;
-    for (const auto& t : inputs) pointers.push_back(&t);
-    Servable::Outputs outputs;
-    MF_RETURN_IF_ERROR(handle->servable->Run(pointers, &outputs));
-    for (size_t i = 0; i < outputs.size() && i < signature.outputs.size(); ++i) {
-      const std::string& name = signature.outputs[i].name;
-      if (!wanted.empty() && wanted.count(name) == 0) continue;
-      codec::TensorToProto(outputs[i], codec::TensorProtoEncoding::kTensorContent,
-                           &(*response->mutable_outputs())[name]);
-    }
-    FillModelSpec(*handle, response->mutable_model_spec());
-    return Status::Ok();
+    return inputs;
   };
-  return Finish(run(), model, handle->version, "Predict", start);
+  auto inputs = prepare();
+  if (!inputs.ok()) return finish(Finish(inputs.status(), model, handle->version, "Predict", start));
+  // The handle rides along: it keeps the version loaded until the answer is written.
+  std::shared_ptr<const Servable> servable = handle->servable;
+  servable->RunAsync(std::move(inputs).value(), [handle = std::move(handle).value(), wanted = std::move(wanted),
+                                                 response, finish = std::move(finish),
+                                                 start](Status status, Servable::Outputs outputs) {
+    if (status.ok()) {
+      const runtime::Signature& signature = handle.servable->signature();
+      for (size_t i = 0; i < outputs.size() && i < signature.outputs.size(); ++i) {
+        const std::string& name = signature.outputs[i].name;
+        if (!wanted.empty() && wanted.count(name) == 0) continue;
+        codec::TensorToProto(outputs[i], codec::TensorProtoEncoding::kTensorContent,
+                             &(*response->mutable_outputs())[name]);
+      }
+      FillModelSpec(handle, response->mutable_model_spec());
+    }
+    finish(Finish(status, handle.model, handle.version, "Predict", start));
+  });
 }
 
 grpc::Status PredictionServiceImpl::GetModelMetadata(grpc::ServerContext*, const tfs::GetModelMetadataRequest* request,
@@ -245,15 +252,15 @@ grpc::Status InferenceServiceImpl::ModelMetadata(grpc::ServerContext*, const inf
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
-                                              inference::ModelInferResponse* response) {
+void InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
+                                      inference::ModelInferResponse* response, GrpcFinish finish) {
   const auto start = Clock::now();
   const std::string& model = request->model_name();
   auto handle = ResolveV2(*manager_, model, request->model_version());
-  if (!handle.ok()) return Finish(handle.status(), model, -1, "ModelInfer", start);
-  auto run = [&]() -> Status {
+  if (!handle.ok()) return finish(Finish(handle.status(), model, -1, "ModelInfer", start));
+  std::vector<size_t> selected;
+  auto prepare = [&]() -> StatusOr<std::vector<runtime::Tensor>> {
     const runtime::Signature& signature = handle->servable->signature();
-    std::vector<size_t> selected;
     if (request->outputs_size() == 0) {
       for (size_t i = 0; i < signature.outputs.size(); ++i) selected.push_back(i);
     }
@@ -267,26 +274,34 @@ grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, cons
     MF_ASSIGN_OR_RETURN(std::vector<codec::NamedTensor> named, codec::InputsFromModelInferRequest(*request));
     MF_ASSIGN_OR_RETURN(std::vector<runtime::Tensor> inputs, codec::BindInputs(signature.inputs, std::move(named)));
     MF_RETURN_IF_ERROR(CheckStillWanted(*context));
-    std::vector<const runtime::Tensor*> pointers;
-    for (const auto& t : inputs) pointers.push_back(&t);
-    Servable::Outputs outputs;
-    MF_RETURN_IF_ERROR(handle->servable->Run(pointers, &outputs));
-    std::vector<codec::NamedTensorView> views;
-    for (size_t index : selected) {
-      if (index >= outputs.size()) return Internal("the model returned fewer outputs than declared");
-      views.push_back({signature.outputs[index].name, &outputs[index]});
-    }
-    // Answer in the encoding the client used (Triton clients send and expect raw).
-    codec::AddOutputsToModelInferResponse(
-        views,
-        request->raw_input_contents_size() > 0 ? codec::V2OutputEncoding::kRaw : codec::V2OutputEncoding::kContents,
-        response);
-    response->set_model_name(model);
-    response->set_model_version(std::to_string(handle->version));
-    response->set_id(request->id());
-    return Status::Ok();
+    return inputs;
   };
-  return Finish(run(), model, handle->version, "ModelInfer", start);
+  auto inputs = prepare();
+  if (!inputs.ok()) return finish(Finish(inputs.status(), model, handle->version, "ModelInfer", start));
+  std::shared_ptr<const Servable> servable = handle->servable;
+  servable->RunAsync(std::move(inputs).value(), [handle = std::move(handle).value(), selected = std::move(selected),
+                                                 request, response, finish = std::move(finish),
+                                                 start](Status status, Servable::Outputs outputs) {
+    auto encode = [&]() -> Status {
+      MF_RETURN_IF_ERROR(status);
+      const runtime::Signature& signature = handle.servable->signature();
+      std::vector<codec::NamedTensorView> views;
+      for (size_t index : selected) {
+        if (index >= outputs.size()) return Internal("the model returned fewer outputs than declared");
+        views.push_back({signature.outputs[index].name, &outputs[index]});
+      }
+      // Answer in the encoding the client used (Triton clients send and expect raw).
+      codec::AddOutputsToModelInferResponse(
+          views,
+          request->raw_input_contents_size() > 0 ? codec::V2OutputEncoding::kRaw : codec::V2OutputEncoding::kContents,
+          response);
+      response->set_model_name(handle.model);
+      response->set_model_version(std::to_string(handle.version));
+      response->set_id(request->id());
+      return Status::Ok();
+    };
+    finish(Finish(encode(), handle.model, handle.version, "ModelInfer", start));
+  });
 }
 
 grpc::Status HealthServiceImpl::Check(grpc::ServerContext*, const grpc::health::v1::HealthCheckRequest* request,

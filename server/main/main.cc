@@ -122,7 +122,11 @@ int Main(int argc, char** argv) {
   std::unique_ptr<GrpcServer> grpc_server;
   if (flags.port > 0) {
     grpc_server = std::make_unique<GrpcServer>(manager);
-    if (Status s = grpc_server->Start(flags.grpc_address, flags.port); !s.ok()) {
+    GrpcServerOptions grpc_options;
+    grpc_options.address = flags.grpc_address;
+    grpc_options.port = flags.port;
+    grpc_options.threads = flags.grpc_threads;
+    if (Status s = grpc_server->Start(grpc_options); !s.ok()) {
       return fail(s.WithContext("gRPC server"));
     }
   }

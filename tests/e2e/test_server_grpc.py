@@ -175,3 +175,47 @@ def test_reload_config_over_grpc(tmp_path, server, digits_repo):
     gone = requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": [[0.0] * 64]},
                          timeout=10)
     assert gone.status_code == 404
+
+
+def test_methods_not_served_answer_unimplemented_at_once(server):
+    """The server is built on the async API: methods it does not serve (Health/Watch, or a
+    service it does not have) must get UNIMPLEMENTED at once, not wait out the deadline."""
+    health = proto_stubs.health_messages()
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        watch = channel.unary_stream("/grpc.health.v1.Health/Watch",
+                                     request_serializer=health.HealthCheckRequest.SerializeToString,
+                                     response_deserializer=health.HealthCheckResponse.FromString)
+        with pytest.raises(grpc.RpcError) as streaming:
+            list(watch(health.HealthCheckRequest(service=""), timeout=10))
+        assert streaming.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+        unknown = channel.unary_unary("/no.such.Service/Method")
+        with pytest.raises(grpc.RpcError) as missing:
+            unknown(b"\x0a\x03abc", timeout=10)
+        assert missing.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        assert "/no.such.Service/Method" in missing.value.details()
+
+
+def test_many_concurrent_calls_on_few_threads(tmp_path, digits_repo, start_server):
+    """One completion-queue thread still answers 64 concurrent Predict calls, each with the
+    numbers a lone call gets (calls are queued, none is lost or mixed up)."""
+    import concurrent.futures
+    predict_pb2 = proto_stubs.module("tensorflow_serving.apis.predict_pb2")
+    services = proto_stubs.module("tensorflow_serving.apis.prediction_service_pb2_grpc")
+    one = start_server([f"--model_base_path={digits_repo}", "--model_name=digits", "--grpc_threads=1"])
+    rows = load_digits().data[:64].astype(np.float32)
+    with grpc.insecure_channel(one.grpc_target) as channel:
+        stub = services.PredictionServiceStub(channel)
+
+        def predict(i):
+            request = predict_pb2.PredictRequest()
+            request.model_spec.name = "digits"
+            request.inputs["images"].CopyFrom(tensor_proto(rows[i:i + 1]))
+            return to_numpy(stub.Predict(request, timeout=30).outputs["scores"])
+        with concurrent.futures.ThreadPoolExecutor(max_workers=64) as pool:
+            answers = list(pool.map(predict, range(64)))
+        together = predict_pb2.PredictRequest()
+        together.model_spec.name = "digits"
+        together.inputs["images"].CopyFrom(tensor_proto(rows))
+        expected = to_numpy(stub.Predict(together, timeout=30).outputs["scores"])
+    np.testing.assert_allclose(np.concatenate(answers), expected, rtol=1e-5, atol=1e-5)
