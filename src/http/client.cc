@@ -145,6 +145,7 @@ class Client::Impl {
   }
 
   ClientStats stats() const { return {opened_.load(), requests_.load()}; }
+  Status tls_status() const { return tls_status_; }
 
  private:
   Status ConfigureTls() {
@@ -155,18 +156,35 @@ class Client::Impl {
       tls_.set_verify_mode(ssl::verify_none);
     } else {
       tls_.set_verify_mode(ssl::verify_peer);
-      if (options_.ca_file.empty()) {
+      if (options_.ca_file.empty() && options_.ca_pem.empty()) {
         tls_.set_default_verify_paths(ec);
-      } else {
-        tls_.load_verify_file(options_.ca_file, ec);
+        if (ec) return FailedPrecondition("cannot load the system CA certificates: " + ec.message());
       }
-      if (ec) return FailedPrecondition("cannot load CA certificates '" + options_.ca_file + "': " + ec.message());
+      if (!options_.ca_file.empty()) {
+        tls_.load_verify_file(options_.ca_file, ec);
+        if (ec) return FailedPrecondition("cannot load CA certificates '" + options_.ca_file + "': " + ec.message());
+      }
+      if (!options_.ca_pem.empty()) {
+        tls_.add_certificate_authority(asio::buffer(options_.ca_pem), ec);
+        if (ec) return FailedPrecondition("cannot load the CA certificates given as PEM data: " + ec.message());
+      }
     }
-    if (!options_.client_cert_file.empty() || !options_.client_key_file.empty()) {
+    const bool cert_file = !options_.client_cert_file.empty() || !options_.client_key_file.empty();
+    const bool cert_pem = !options_.client_cert_pem.empty() || !options_.client_key_pem.empty();
+    if (cert_file && cert_pem) {
+      return FailedPrecondition("give the client certificate and key as files or as PEM data, not both");
+    }
+    if (cert_file) {
       tls_.use_certificate_chain_file(options_.client_cert_file, ec);
       if (ec) return FailedPrecondition("cannot load client certificate '" + options_.client_cert_file + "': " + ec.message());
       tls_.use_private_key_file(options_.client_key_file, ssl::context::pem, ec);
       if (ec) return FailedPrecondition("cannot load client key '" + options_.client_key_file + "': " + ec.message());
+    }
+    if (cert_pem) {
+      tls_.use_certificate_chain(asio::buffer(options_.client_cert_pem), ec);
+      if (ec) return FailedPrecondition("cannot load the client certificate given as PEM data: " + ec.message());
+      tls_.use_private_key(asio::buffer(options_.client_key_pem), ssl::context::pem, ec);
+      if (ec) return FailedPrecondition("cannot load the client key given as PEM data: " + ec.message());
     }
     return Status::Ok();
   }
@@ -492,5 +510,6 @@ StatusOr<Response> Client::StreamLines(const ClientRequest& request, const BodyC
 }
 
 ClientStats Client::stats() const { return impl_->stats(); }
+Status Client::tls_status() const { return impl_->tls_status(); }
 
 }  // namespace mf::http

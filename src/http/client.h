@@ -28,10 +28,14 @@ struct ClientOptions {
   size_t max_response_header_bytes = 64 * 1024;
   size_t max_idle_connections_per_host = 16;
   std::chrono::milliseconds idle_connection_ttl{50'000};  // below typical server idle timeouts
-  // TLS (https://): PEM files. Empty ca_file uses the system trust store.
+  // TLS (https://): PEM files, or the PEM text itself (a kubeconfig's *-data fields). With
+  // neither ca_file nor ca_pem the system trust store is used; with both, both are trusted.
   std::string ca_file;
   std::string client_cert_file;
   std::string client_key_file;
+  std::string ca_pem;
+  std::string client_cert_pem;  // the chain, leaf first
+  std::string client_key_pem;
   bool insecure_skip_verify = false;
   std::string user_agent = "modelfleet";
 };
@@ -98,6 +102,9 @@ class Client {
                                  CancelToken* cancel = nullptr);
 
   ClientStats stats() const;
+  // Whether the TLS options loaded (OK without any). https calls fail with this status otherwise,
+  // so owners can refuse a bad configuration up front.
+  Status tls_status() const;
 
  private:
   class Impl;

@@ -1,7 +1,10 @@
 // The Beast server: an acceptor hands each connection to one io thread (round robin); a Session
 // then lives on that thread only. Cross-thread entry points (Responder, Stream) post to the
 // session's io_context, so session state needs no lock; only a stream's chunk queue, which
-// producers fill from their own threads, has a mutex.
+// producers fill from their own threads, has a mutex. With TLS configured a session wraps its
+// socket in an OpenSSL stream and handshakes first; every read and write of the HTTP exchange
+// goes through AsyncReadSome / AsyncWrite, which pick the plain socket or the TLS stream, so the
+// plain path is the same code with one branch.
 #include "http/server.h"
 
 #include <boost/asio/dispatch.hpp>
@@ -9,9 +12,13 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <openssl/err.h>
+#include <openssl/x509.h>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/histogram.h>
@@ -40,6 +47,7 @@ namespace mf::http {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
@@ -52,6 +60,7 @@ struct Core {
   ServerOptions options;
   wire::Limits limits;
   Handler handler;
+  std::unique_ptr<ssl::context> tls;  // null: plain HTTP
   std::atomic<bool> draining{false};
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> open{0};
@@ -129,16 +138,19 @@ std::string_view MethodLabel(uint32_t index) {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(std::shared_ptr<Worker> worker, std::shared_ptr<Core> core, tcp::socket socket)
-      : worker_(std::move(worker)), core_(std::move(core)), socket_(std::move(socket)), reader_(core_->limits) {}
+      : worker_(std::move(worker)), core_(std::move(core)), socket_(std::move(socket)), reader_(core_->limits) {
+    if (core_->tls) tls_.emplace(std::move(socket_), *core_->tls);
+  }
 
   // All of the following run on the session's io thread unless they say otherwise.
   void Start() {
     worker_->sessions.insert(this);
     beast::error_code ec;
-    auto endpoint = socket_.remote_endpoint(ec);
+    auto endpoint = Socket().remote_endpoint(ec);
     if (!ec) remote_ = endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
-    socket_.set_option(tcp::no_delay(true), ec);
+    Socket().set_option(tcp::no_delay(true), ec);
     if (core_->draining) return Close();
+    if (tls_) return Handshake();
     ReadRequest();
   }
 
@@ -170,8 +182,8 @@ class Session : public std::enable_shared_from_this<Session> {
     deadline_ = Clock::time_point::max();
     worker_->sessions.erase(this);
     beast::error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_both, ec);
-    socket_.close(ec);
+    Socket().shutdown(tcp::socket::shutdown_both, ec);
+    Socket().close(ec);
     if (was_streaming) EndStream();
     core_->ConnectionClosed();
   }
@@ -206,7 +218,7 @@ class Session : public std::enable_shared_from_this<Session> {
     state_ = State::kWriting;
     deadline_ = Clock::now() + core_->options.write_timeout;
     std::array<asio::const_buffer, 2> buffers = {asio::buffer(head_), asio::buffer(body_)};
-    asio::async_write(socket_, buffers, [self = shared_from_this()](beast::error_code ec, size_t) {
+    AsyncWrite(buffers, [self = shared_from_this()](beast::error_code ec, size_t) {
       self->OnResponseWritten(ec);
     });
   }
@@ -234,7 +246,7 @@ class Session : public std::enable_shared_from_this<Session> {
     LogAndCount();
     stream_writing_ = true;
     deadline_ = Clock::now() + core_->options.write_timeout;
-    asio::async_write(socket_, asio::buffer(head_), [self = shared_from_this()](beast::error_code ec, size_t) {
+    AsyncWrite(asio::buffer(head_), [self = shared_from_this()](beast::error_code ec, size_t) {
       self->OnStreamWritten(ec, 0, false);
     });
     WatchForPeerGone();
@@ -317,7 +329,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void ReadMore() {
     // Beast's parser is fed by hand (put) rather than through async_read: one read system call
     // and no composed operation per request on the hot path.
-    socket_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t n) {
+    AsyncReadSome(buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t n) {
       self->OnRead(ec, n);
     });
   }
@@ -354,7 +366,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // The header passed every check (size limits included), so invite the body.
   void SendContinue() {
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-    asio::async_write(socket_, asio::buffer(kContinue.data(), kContinue.size()),
+    AsyncWrite(asio::buffer(kContinue.data(), kContinue.size()),
                       [self = shared_from_this()](beast::error_code ec, size_t) {
                         if (self->state_ == State::kClosed) return;
                         if (ec) return self->Close();
@@ -447,16 +459,19 @@ class Session : public std::enable_shared_from_this<Session> {
   // so a client still sending a refused body receives the answer instead of a reset.
   void LingerClose() {
     beast::error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    // With TLS this ends the connection without a close_notify alert: the response was framed
+    // (Content-Length or chunked), so clients treat the end of the stream as complete.
+    Socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return Close();
     state_ = State::kWriting;  // not idle: Drain() must not cut it short
     deadline_ = Clock::now() + std::chrono::seconds(2);
     DiscardUntilEof();
   }
 
+  // Reads the socket itself, TLS or not: the bytes are thrown away, only the end matters.
   void DiscardUntilEof() {
     discard_.resize(16 * 1024);
-    socket_.async_read_some(asio::buffer(discard_), [self = shared_from_this()](beast::error_code ec, size_t) {
+    Socket().async_read_some(asio::buffer(discard_), [self = shared_from_this()](beast::error_code ec, size_t) {
       if (self->state_ == State::kClosed) return;
       if (ec) return self->Close();
       self->DiscardUntilEof();
@@ -464,9 +479,11 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // While streaming, a pending read tells us when the peer hangs up (its input is discarded).
+  // It reads the socket under any TLS layer: the TLS stream's writes go on undisturbed, since a
+  // socket takes one read and one write at a time.
   void WatchForPeerGone() {
     discard_.resize(4096);
-    socket_.async_read_some(asio::buffer(discard_), [self = shared_from_this()](beast::error_code ec, size_t) {
+    Socket().async_read_some(asio::buffer(discard_), [self = shared_from_this()](beast::error_code ec, size_t) {
       if (self->state_ != State::kStreaming) return;
       if (ec) return self->EndStream();
       self->WatchForPeerGone();
@@ -502,7 +519,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     size_t payload = stream_out_.size();
     deadline_ = Clock::now() + core_->options.write_timeout;
-    asio::async_write(socket_, asio::buffer(stream_out_),
+    AsyncWrite(asio::buffer(stream_out_),
                       [self = shared_from_this(), payload, finish](beast::error_code ec, size_t) {
                         self->OnStreamWritten(ec, payload, finish);
                       });
@@ -523,9 +540,40 @@ class Session : public std::enable_shared_from_this<Session> {
 
   static constexpr size_t kReadChunk = 16 * 1024;
 
+  // The TCP socket, under the TLS stream when there is one.
+  tcp::socket& Socket() { return tls_ ? tls_->next_layer() : socket_; }
+
+  template <class Buffers, class Completion>
+  void AsyncReadSome(const Buffers& buffers, Completion&& completion) {
+    if (tls_) return tls_->async_read_some(buffers, std::forward<Completion>(completion));
+    socket_.async_read_some(buffers, std::forward<Completion>(completion));
+  }
+
+  template <class Buffers, class Completion>
+  void AsyncWrite(const Buffers& buffers, Completion&& completion) {
+    if (tls_) return asio::async_write(*tls_, buffers, std::forward<Completion>(completion));
+    asio::async_write(socket_, buffers, std::forward<Completion>(completion));
+  }
+
+  // TLS first: the handshake counts as reading the first request (read_timeout applies).
+  void Handshake() {
+    state_ = State::kReading;
+    deadline_ = Clock::now() + core_->options.read_timeout;
+    tls_->async_handshake(ssl::stream_base::server, [self = shared_from_this()](beast::error_code ec) {
+      if (self->state_ == State::kClosed) return;
+      if (ec) {
+        mf::log::Debug("tls handshake failed", {{"remote", self->remote_}, {"error", ec.message()}});
+        return self->Close();
+      }
+      if (self->core_->draining) return self->Close();
+      self->ReadRequest();
+    });
+  }
+
   std::shared_ptr<Worker> worker_;  // first member: keeps the io_context alive for the socket
   std::shared_ptr<Core> core_;
-  tcp::socket socket_;
+  tcp::socket socket_;                          // moved into tls_ when TLS is on
+  std::optional<ssl::stream<tcp::socket>> tls_;
   beast::flat_buffer buffer_;
   wire::RequestReader reader_;
   State state_ = State::kIdle;
@@ -645,6 +693,7 @@ class Server::Impl {
   Status Start() {
     if (started_) return FailedPrecondition("http server already started");
     if (!core_->handler) return InvalidArgument("http server needs a handler");
+    MF_RETURN_IF_ERROR(ConfigureTls());
     int threads = core_->options.io_threads > 0 ? core_->options.io_threads
                                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     for (int i = 0; i < threads; ++i) workers_.push_back(std::make_shared<internal::Worker>());
@@ -690,6 +739,7 @@ class Server::Impl {
     started_ = true;
     mf::log::Info("http server listening", {{"address", core_->options.address},
                                             {"port", std::to_string(port_)},
+                                            {"tls", core_->tls ? "true" : "false"},
                                             {"io_threads", std::to_string(threads)}});
     return Status::Ok();
   }
@@ -755,6 +805,31 @@ class Server::Impl {
   }
 
  private:
+  Status ConfigureTls() {
+    const auto& o = core_->options;
+    if (o.tls_certificate_chain_pem.empty() && o.tls_private_key_pem.empty()) return Status::Ok();
+    if (o.tls_certificate_chain_pem.empty() || o.tls_private_key_pem.empty()) {
+      return InvalidArgument("https needs both a certificate chain and a private key");
+    }
+    auto tls = std::make_unique<ssl::context>(ssl::context::tls_server);
+    tls->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                     ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+    beast::error_code ec;
+    tls->use_certificate_chain(asio::buffer(o.tls_certificate_chain_pem), ec);
+    if (ec) return InvalidArgument("the TLS certificate chain does not load: " + ec.message());
+    tls->use_private_key(asio::buffer(o.tls_private_key_pem), ssl::context::pem, ec);
+    if (ec && ec.category() == asio::error::get_ssl_category() &&
+        ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == X509_R_KEY_VALUES_MISMATCH) {
+      return InvalidArgument("the TLS private key does not belong to the certificate");
+    }
+    if (ec) return InvalidArgument("the TLS private key does not load: " + ec.message());
+    if (SSL_CTX_check_private_key(tls->native_handle()) != 1) {
+      return InvalidArgument("the TLS private key does not belong to the certificate");
+    }
+    core_->tls = std::move(tls);
+    return Status::Ok();
+  }
+
   void CloseAcceptor() {
     beast::error_code ec;
     if (acceptor_) acceptor_->close(ec);

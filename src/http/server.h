@@ -109,6 +109,10 @@ struct ServerOptions {
   // When non-empty, requests are counted in http_requests_total{server,method,code} and
   // http_request_duration_seconds{server} in the default registry under this label.
   std::string metrics_label;
+  // HTTPS: the PEM certificate chain (leaf first) and its private key. Both empty: plain HTTP.
+  // TLS 1.2 and 1.3 only; the handshake must finish within read_timeout.
+  std::string tls_certificate_chain_pem;
+  std::string tls_private_key_pem;
 };
 
 struct ServerStats {
@@ -124,7 +128,8 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds, listens and starts the io threads. Errors (address in use, bad address) are returned.
+  // Binds, listens and starts the io threads. Errors (address in use, bad address, a TLS
+  // certificate or key that does not load or match) are returned.
   Status Start();
   // The bound port (useful with port 0); 0 before Start().
   uint16_t port() const;

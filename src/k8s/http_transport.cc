@@ -1,31 +1,12 @@
 #include "k8s/http_transport.h"
 
-#include <sys/stat.h>
-
 #include <cctype>
-#include <cstdlib>
-#include <fstream>
 
 #include "http/url.h"
 
 namespace mf::k8s {
 
-namespace fs = std::filesystem;
-
 namespace {
-
-// Writes `pem` to dir/name readable by the owner only.
-StatusOr<std::string> WritePrivateFile(const fs::path& dir, const char* name, const std::string& pem) {
-  const fs::path path = dir / name;
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) return Internal("cannot write " + path.string());
-    out << pem;
-    if (!out.flush()) return Internal("cannot write " + path.string());
-  }
-  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
-  return path.string();
-}
 
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -46,44 +27,34 @@ StatusOr<std::shared_ptr<HttpTransport>> HttpTransport::Create(const ClusterConf
   MF_ASSIGN_OR_RETURN(http::Url url, http::ParseUrl(config.server));
   http::ClientOptions options;
   options.insecure_skip_verify = config.insecure_skip_tls_verify;
-  options.ca_file = config.ca_file;
-  options.client_cert_file = config.client_cert_file;
-  options.client_key_file = config.client_key_file;
+  // As client-go: PEM data overrides the file naming the same thing.
+  if (!config.ca_pem.empty()) {
+    options.ca_pem = config.ca_pem;
+  } else {
+    options.ca_file = config.ca_file;
+  }
+  if (!config.client_cert_pem.empty() || !config.client_key_pem.empty()) {
+    options.client_cert_pem = config.client_cert_pem;
+    options.client_key_pem = config.client_key_pem;
+  } else {
+    options.client_cert_file = config.client_cert_file;
+    options.client_key_file = config.client_key_file;
+  }
   options.user_agent = "modelfleet-k8s";
-  fs::path pem_dir;
-  if (!config.ca_pem.empty() || !config.client_cert_pem.empty() || !config.client_key_pem.empty()) {
-    if (!url.tls) return InvalidArgument("certificates are configured but server " + config.server + " is not https");
-    std::string pattern = (fs::temp_directory_path() / "modelfleet-k8s-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) return Internal("cannot create a private directory for TLS material");
-    pem_dir = pattern;  // mkdtemp creates it 0700
-    const auto write = [&](const std::string& pem, const char* name, std::string* target) -> Status {
-      if (pem.empty()) return Status::Ok();
-      MF_ASSIGN_OR_RETURN(*target, WritePrivateFile(pem_dir, name, pem));
-      return Status::Ok();
-    };
-    Status s = write(config.ca_pem, "ca.pem", &options.ca_file);
-    if (s.ok()) s = write(config.client_cert_pem, "client.pem", &options.client_cert_file);
-    if (s.ok()) s = write(config.client_key_pem, "client-key.pem", &options.client_key_file);
-    if (!s.ok()) {
-      std::error_code ec;
-      fs::remove_all(pem_dir, ec);
-      return s;
-    }
+  if ((!config.ca_pem.empty() || !config.client_cert_pem.empty() || !config.client_key_pem.empty()) && !url.tls) {
+    return InvalidArgument("certificates are configured but server " + config.server + " is not https");
   }
   std::string server = config.server;
   while (!server.empty() && server.back() == '/') server.pop_back();
-  return std::shared_ptr<HttpTransport>(new HttpTransport(std::move(server), std::move(options), std::move(pem_dir)));
+  auto transport = std::shared_ptr<HttpTransport>(new HttpTransport(std::move(server), std::move(options)));
+  if (url.tls) MF_RETURN_IF_ERROR(transport->client_.tls_status());
+  return transport;
 }
 
-HttpTransport::HttpTransport(std::string server, http::ClientOptions options, fs::path pem_dir)
-    : server_(std::move(server)), pem_dir_(std::move(pem_dir)), client_(std::move(options)) {}
+HttpTransport::HttpTransport(std::string server, http::ClientOptions options)
+    : server_(std::move(server)), client_(std::move(options)) {}
 
-HttpTransport::~HttpTransport() {
-  if (!pem_dir_.empty()) {
-    std::error_code ec;
-    fs::remove_all(pem_dir_, ec);
-  }
-}
+HttpTransport::~HttpTransport() = default;
 
 http::ClientRequest HttpTransport::ToClientRequest(const HttpRequest& request) const {
   http::ClientRequest out;

@@ -1,10 +1,9 @@
 // The production Transport: the shared pooled HTTP/1.1 client (src/http/client.h) pointed at
 // the API server of a ClusterConfig, with its TLS settings. PEM bytes from a kubeconfig's
-// *-data fields are written to owner-only files in a private temporary directory for the
-// client's OpenSSL setup and removed again when the transport is destroyed.
+// *-data fields go to OpenSSL directly (nothing is written to disk); a CA or client certificate
+// that does not load fails Create().
 #pragma once
 
-#include <filesystem>
 #include <memory>
 
 #include "http/client.h"
@@ -23,11 +22,10 @@ class HttpTransport : public Transport {
                                 std::stop_token stop) override;
 
  private:
-  HttpTransport(std::string server, http::ClientOptions options, std::filesystem::path pem_dir);
+  HttpTransport(std::string server, http::ClientOptions options);
   http::ClientRequest ToClientRequest(const HttpRequest& request) const;
 
   const std::string server_;  // scheme://host[:port][/prefix], without a trailing '/'
-  const std::filesystem::path pem_dir_;
   http::Client client_;
 };
 

@@ -1,7 +1,9 @@
 """Fixtures for the modelfleet-local end-to-end tests: a local cluster on a free port with a
-temporary data directory and kubeconfig, kubectl and the Python client pointed at it."""
+temporary data directory and kubeconfig, kubectl and the Python client pointed at it. The cluster
+serves HTTPS with its own CA (DATA_DIR/pki/ca.crt, also in the kubeconfig) unless tls=False."""
 import os
 import pathlib
+import ssl
 import subprocess
 import time
 import urllib.request
@@ -15,7 +17,7 @@ DATA = pathlib.Path(__file__).resolve().parent / "local_data"
 
 
 class LocalCluster:
-    def __init__(self, tmp: pathlib.Path, workloads: bool = False, extra_args=()):
+    def __init__(self, tmp: pathlib.Path, workloads: bool = False, extra_args=(), tls: bool = True):
         self.binary = build_dir() / "tools" / "local" / "modelfleet-local"
         if not self.binary.exists():
             pytest.skip(f"{self.binary} is not built")
@@ -23,20 +25,33 @@ class LocalCluster:
         self.kubeconfig = tmp / "kubeconfig"
         self.port = free_port()
         self.workloads = workloads
+        self.tls = tls
         self.extra_args = list(extra_args)
         self.proc = None
         self.log_path = tmp / "modelfleet-local.log"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+
+    @property
+    def ca_file(self) -> pathlib.Path:
+        return self.data_dir / "pki" / "ca.crt"
+
+    def urlopen(self, request, timeout: float = 5):
+        """Opens a path (GET self.url + path) or a urllib Request, trusting the cluster's CA."""
+        if isinstance(request, str):
+            request = self.url + request
+        context = ssl.create_default_context(cafile=str(self.ca_file)) if self.tls else None
+        return urllib.request.urlopen(request, timeout=timeout, context=context)
 
     def start(self):
+        self.kubeconfig.unlink(missing_ok=True)  # a restart must not find the last one
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [str(self.binary), "up", "--data-dir", str(self.data_dir), "--port", str(self.port),
              "--kubeconfig", str(self.kubeconfig), f"--workloads={'true' if self.workloads else 'false'}",
-             "--log-level", "warning", *self.extra_args],
+             "--log-level", "warning", f"--tls={'true' if self.tls else 'false'}", *self.extra_args],
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
         deadline = time.monotonic() + 20
@@ -44,9 +59,10 @@ class LocalCluster:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"modelfleet-local exited: {self.log_path.read_text()}")
             try:
-                with urllib.request.urlopen(self.url + "/readyz", timeout=1) as r:
-                    if r.status == 200 and self.kubeconfig.exists():
-                        return
+                if self.kubeconfig.exists():  # written once it listens (and, with TLS, has its CA)
+                    with self.urlopen("/readyz", timeout=1) as r:
+                        if r.status == 200:
+                            return
             except OSError:
                 pass
             time.sleep(0.1)

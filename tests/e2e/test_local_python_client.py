@@ -133,7 +133,6 @@ def test_delete_collection_honours_the_label_selector(local_cluster):
 
 
 def test_malformed_bodies_get_clear_errors_and_change_nothing(local_cluster):
-    import json
     import urllib.error
     import urllib.request
 
@@ -141,7 +140,7 @@ def test_malformed_bodies_get_clear_errors_and_change_nothing(local_cluster):
         req = urllib.request.Request(local_cluster.url + path, data=body.encode(), method="POST",
                                      headers={"Content-Type": content_type})
         try:
-            with urllib.request.urlopen(req, timeout=10) as r:
+            with local_cluster.urlopen(req, timeout=10) as r:
                 return r.status, json.loads(r.read())
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read())

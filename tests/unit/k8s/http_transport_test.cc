@@ -4,6 +4,8 @@
 
 #include <thread>
 
+#include "http/certificates.h"
+#include "http/server.h"
 #include "k8s/api_error.h"
 #include "k8s/informer.h"
 #include "tests/unit/k8s/http_fake_api_server.h"
@@ -135,6 +137,42 @@ TEST(HttpTransportConfigTest, RefusesCertificatesOverPlainHttpAndBadUrls) {
   config.ca_pem.clear();
   config.server = "not a url";
   EXPECT_FALSE(HttpTransport::Create(config).ok());
+}
+
+TEST(HttpTransportConfigTest, HttpsWithTheKubeconfigsCaDataAndNothingElse) {
+  auto ca = http::CreateCertificateAuthority("k8s-test-ca", std::chrono::hours(24));
+  ASSERT_TRUE(ca.ok()) << ca.status().ToString();
+  auto serving = http::IssueServingCertificate(*ca, {.common_name = "apiserver", .ip_addresses = {"127.0.0.1"}});
+  ASSERT_TRUE(serving.ok()) << serving.status().ToString();
+  http::Router router;
+  router.Add("GET", "/api/v1/namespaces/ml/configmaps/x",
+             http::Sync([](const http::Request&) { return http::Response::Json(200, ConfigMap("x", "1").dump()); }));
+  http::Server server({.address = "127.0.0.1", .io_threads = 1, .tls_certificate_chain_pem = serving->certificate_pem,
+                       .tls_private_key_pem = serving->private_key_pem},
+                      router.AsHandler());
+  ASSERT_TRUE(server.Start().ok());
+  ClusterConfig config;
+  config.server = "https://127.0.0.1:" + std::to_string(server.port());
+  config.ca_pem = ca->certificate_pem;
+  auto client = NewClient(config, ClientOptions{.max_retries = 0});
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto got = (*client)->Get({resources::ConfigMaps(), "ml", "x", ""});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)["data"]["v"], "1");
+  // A CA file that is also named loses to the data, as in client-go.
+  config.ca_file = "/nonexistent/ca.crt";
+  auto data_wins = NewClient(config, ClientOptions{.max_retries = 0});
+  ASSERT_TRUE(data_wins.ok()) << data_wins.status().ToString();
+  EXPECT_TRUE((*data_wins)->Get({resources::ConfigMaps(), "ml", "x", ""}).ok());
+  config.ca_file.clear();
+  // Another CA does not vouch for the server; unusable CA data is refused when the client is made.
+  config.ca_pem = http::CreateCertificateAuthority("other", std::chrono::hours(24))->certificate_pem;
+  auto untrusting = NewClient(config, ClientOptions{.max_retries = 0});
+  ASSERT_TRUE(untrusting.ok());
+  EXPECT_EQ((*untrusting)->Get({resources::ConfigMaps(), "ml", "x", ""}).status().code(), StatusCode::kUnavailable);
+  config.ca_pem = "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n";
+  EXPECT_EQ(NewClient(config).status().code(), StatusCode::kFailedPrecondition);
+  server.Stop();
 }
 
 TEST(HttpTransportConfigTest, ConnectionRefusedIsUnavailable) {

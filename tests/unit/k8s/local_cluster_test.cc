@@ -2,7 +2,7 @@
 // the binary is started from the test with its own data directory and free ports, killed to
 // force watch drops, and started on another port meanwhile to write enough history for the
 // informer's resourceVersion to be compacted away (410). Skipped, with a message, when the
-// binary is not built.
+// binary is not built. Every connection is HTTPS, trusting the CA the server put in its kubeconfig.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -80,6 +80,8 @@ class LocalCluster {
     std::vector<const char*> argv = {
         binary.c_str(),        "up",   data_flag.c_str(), port_flag.c_str(), "--workloads=false",
         "--log-level=warning", history_flag.c_str(), nullptr};
+    std::error_code ec;
+    fs::remove(kubeconfig(), ec);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
@@ -89,13 +91,23 @@ class LocalCluster {
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) return Internal("cannot start " + binary + ": " + std::strerror(rc));
     port_ = port;
-    ClusterConfig probe_config;
-    probe_config.server = url();
-    auto probe = NewClient(probe_config, ClientOptions{.qps = 0, .max_retries = 0, .request_timeout = 1000ms});
-    if (!probe.ok()) return probe.status();
+    // The server writes its kubeconfig (https, with its CA's data) once it listens; Start()
+    // removed the previous one, so the probe connects the way every client does.
+    std::unique_ptr<Client> probe;
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     while (std::chrono::steady_clock::now() < deadline) {
-      if ((*probe)->Call("GET", "/api", "", "").ok()) return Status::Ok();
+      if (!probe && fs::exists(kubeconfig())) {
+        std::ifstream in(kubeconfig());
+        std::stringstream text;
+        text << in.rdbuf();
+        auto config = ParseKubeconfig(text.str(), dir_);
+        if (!config.ok()) return config.status();
+        if (config->server != url()) return Internal("the kubeconfig names " + config->server + ", not " + url());
+        auto client = NewClient(*config, ClientOptions{.qps = 0, .max_retries = 0, .request_timeout = 1000ms});
+        if (!client.ok()) return client.status();
+        probe = std::move(*client);
+      }
+      if (probe && probe->Call("GET", "/api", "", "").ok()) return Status::Ok();
       int status;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
@@ -118,7 +130,8 @@ class LocalCluster {
     pid_ = -1;
   }
 
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+  fs::path kubeconfig() const { return dir_ / "kubeconfig"; }
   const fs::path& dir() const { return dir_; }
 
  private:
@@ -137,7 +150,7 @@ class LocalClusterTest : public ::testing::Test {
     port_ = FreePort();
     ASSERT_TRUE(cluster_.Start(port_).ok());
     // Connect the way a user outside the cluster would: through the kubeconfig it wrote.
-    std::ifstream in(cluster_.dir() / "kubeconfig");
+    std::ifstream in(cluster_.kubeconfig());
     std::stringstream text;
     text << in.rdbuf();
     auto config = ParseKubeconfig(text.str(), cluster_.dir());

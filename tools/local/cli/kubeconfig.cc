@@ -1,5 +1,6 @@
 #include "tools/local/cli/kubeconfig.h"
 
+#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -7,16 +8,35 @@
 
 namespace mf::local {
 
-std::string KubeconfigYaml(const std::string& server_url) {
+namespace {
+
+std::string Base64(const std::string& in) {
+  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+}  // namespace
+
+std::string KubeconfigYaml(const std::string& server_url, const std::string& ca_pem) {
+  std::string ca_line = ca_pem.empty() ? "" : "    certificate-authority-data: " + Base64(ca_pem) + "\n";
+  // Over https kubectl prompts for a user name and password when the user has no credentials at
+  // all, so the user gets a token. modelfleet-local does not authenticate: any token passes.
+  std::string user = ca_pem.empty() ? "  user: {}\n"
+                                    : "  user:\n"
+                                      "    # not checked: modelfleet-local has no authentication\n"
+                                      "    token: modelfleet-local\n";
   return "apiVersion: v1\n"
          "kind: Config\n"
          "clusters:\n"
          "- name: modelfleet-local\n"
          "  cluster:\n"
-         "    server: " + server_url + "\n"
+         "    server: " + server_url + "\n" + ca_line +
          "users:\n"
-         "- name: modelfleet-local\n"
-         "  user: {}\n"
+         "- name: modelfleet-local\n" +
+         user +
          "contexts:\n"
          "- name: modelfleet-local\n"
          "  context:\n"
@@ -27,14 +47,14 @@ std::string KubeconfigYaml(const std::string& server_url) {
          "preferences: {}\n";
 }
 
-Status WriteKubeconfig(const std::filesystem::path& path, const std::string& server_url) {
+Status WriteKubeconfig(const std::filesystem::path& path, const std::string& server_url, const std::string& ca_pem) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
   if (ec) return Internal("cannot create " + path.parent_path().string() + ": " + ec.message());
   const std::filesystem::path tmp = path.string() + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << KubeconfigYaml(server_url);
+    out << KubeconfigYaml(server_url, ca_pem);
     if (!out.good()) return Internal("cannot write " + tmp.string());
   }
   ::chmod(tmp.c_str(), 0600);

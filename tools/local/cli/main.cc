@@ -1,10 +1,11 @@
 // modelfleet-local: a single-machine stand-in for a Kubernetes control plane.
 //
-//   modelfleet-local up [--data-dir D] [--port P] [--kubeconfig PATH] [--workloads=false]
+//   modelfleet-local up [--data-dir D] [--port P] [--kubeconfig PATH] [--workloads=false] [--tls=false]
 //
-// Serves the Kubernetes API on http://127.0.0.1:PORT from a store persisted in D, writes a
-// kubeconfig, runs the built-in controllers and the local kubelet, and stops cleanly on
-// SIGINT/SIGTERM. State survives restarts, including watch history.
+// Serves the Kubernetes API on https://127.0.0.1:PORT (with a CA and serving certificate of its
+// own in D/pki) from a store persisted in D, writes a kubeconfig that trusts that CA, runs the
+// built-in controllers and the local kubelet, and stops cleanly on SIGINT/SIGTERM. State
+// survives restarts, including watch history.
 #include <cstdlib>
 #include <iostream>
 
@@ -13,6 +14,7 @@
 #include "http/server.h"
 #include "tools/local/apiserver/api_server.h"
 #include "tools/local/cli/kubeconfig.h"
+#include "tools/local/cli/pki.h"
 #include "tools/local/controllers/run.h"
 #include "tools/local/kubelet/pod_paths.h"
 #include "tools/local/store/store.h"
@@ -43,6 +45,7 @@ int Up(int argc, const char* const* argv) {
   std::string image_map;
   std::string log_level = "info";
   int64_t watch_history = 20000;
+  bool tls = true;
   flags.Add("data-dir", &data_dir, "where objects, watch history, pod logs and volumes are kept");
   flags.Add("port", &port, "port of the API server (0: any free port)");
   flags.Add("address", &address, "address to listen on (keep it loopback: there is no authentication)");
@@ -50,6 +53,7 @@ int Up(int argc, const char* const* argv) {
   flags.Add("workloads", &workloads, "run the built-in controllers and the local kubelet");
   flags.Add("image-map", &image_map, "YAML map of container images to local programs, for the local kubelet");
   flags.Add("log-level", &log_level, "debug | info | warning | error");
+  flags.Add("tls", &tls, "serve HTTPS with a certificate from the cluster's own CA in DATA_DIR/pki (false: plain HTTP, for debugging)");
   flags.Add("watch-history", &watch_history, "changes kept for watches resuming from a resourceVersion (older: 410 Expired)");
   if (Status s = flags.Parse(argc, argv); !s.ok()) {
     std::cerr << s.message() << "\n\n" << flags.Usage();
@@ -94,15 +98,29 @@ int Up(int argc, const char* const* argv) {
     std::cerr << "cannot create the default namespaces: " << s.ToString() << "\n";
     return 1;
   }
-  http::Server server({.address = address, .port = static_cast<uint16_t>(port), .io_threads = 2,
-                       .max_body_bytes = 16 * 1024 * 1024, .server_header = "modelfleet-local"},
-                      api->Handler());
+  http::ServerOptions server_options{.address = address, .port = static_cast<uint16_t>(port), .io_threads = 2,
+                                     .max_body_bytes = 16 * 1024 * 1024, .server_header = "modelfleet-local"};
+  std::string ca_pem;
+  if (tls) {
+    auto pki = EnsureServingPki(std::filesystem::path(data_dir) / "pki", address);
+    if (!pki.ok()) {
+      std::cerr << "cannot set up TLS: " << pki.status().message() << "\n";
+      return 1;
+    }
+    ca_pem = pki->ca_certificate_pem;
+    server_options.tls_certificate_chain_pem = std::move(pki->certificate_pem);
+    server_options.tls_private_key_pem = std::move(pki->private_key_pem);
+  }
+  http::Server server(std::move(server_options), api->Handler());
   if (Status s = server.Start(); !s.ok()) {
     std::cerr << "cannot listen on " << address << ":" << port << ": " << s.message() << "\n";
     return 1;
   }
-  const std::string url = "http://" + address + ":" + std::to_string(server.port());
-  if (Status s = WriteKubeconfig(kubeconfig, url); !s.ok()) {
+  // Clients dial loopback when the server listens on every address; IPv6 hosts need brackets.
+  std::string host = address == "0.0.0.0" ? "127.0.0.1" : address == "::" ? "::1" : address;
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  const std::string url = (tls ? "https://" : "http://") + host + ":" + std::to_string(server.port());
+  if (Status s = WriteKubeconfig(kubeconfig, url, ca_pem); !s.ok()) {
     std::cerr << s.message() << "\n";
     return 1;
   }
@@ -138,7 +156,7 @@ int Up(int argc, const char* const* argv) {
 
 int main(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) != "up") {
-    std::cerr << "usage: modelfleet-local up [--data-dir DIR] [--port PORT] [--kubeconfig PATH] [--workloads=false]\n";
+    std::cerr << "usage: modelfleet-local up [--data-dir DIR] [--port PORT] [--kubeconfig PATH] [--workloads=false] [--tls=false]\n";
     return 2;
   }
   return mf::local::Up(argc - 1, argv + 1);
