@@ -29,7 +29,7 @@ for what in "${@:-tests}"; do
       ;;
     models)
       echo "== models on the GPU vs PyTorch"
-      MODELFLEET_TEST_BACKEND=cuda python3 -m pytest -q -x -p no:cacheprovider tests/e2e/test_runtime_models.py \
+      MODELFLEET_TEST_BACKEND=cuda python3 -m pytest -q -p no:cacheprovider tests/e2e/test_runtime_models.py \
         2>&1 | tee "$OUT/models.log" | tail -30 || status=1
       ;;
     bench)

@@ -49,13 +49,17 @@ struct Captured {
   int runs = 0;
   bool failed = false;  // capture failed once: this signature runs eagerly from now on
   cudaGraphExec_t exec = nullptr;
-  std::vector<std::unique_ptr<PinnedBuffer>> input_staging;   // per graph input
+  // Per graph input: device memory outside the graph that each replay fills with a plain copy
+  // from the caller's tensor (no host-side staging copy; large batches spend most of their
+  // transfer time there).
+  std::vector<void*> device_inputs;
   std::vector<std::unique_ptr<PinnedBuffer>> output_staging;  // per graph output (device-computed)
   std::vector<std::pair<DataType, Shape>> output_meta;        // per graph output
   std::vector<std::shared_ptr<const Tensor>> host_outputs;    // outputs computed on the host
   std::vector<std::unique_ptr<PinnedBuffer>> uploads;         // host values the graph copies in
   ~Captured() {
     if (exec) cudaGraphExecDestroy(exec);
+    for (void* p : device_inputs) cudaFree(p);
   }
 };
 
@@ -79,6 +83,8 @@ constexpr size_t kMaxSignatures = 16;  // captured graphs kept per context (LRU)
 enum class Mode : uint8_t { kEager, kCapture };
 
 bool IsShapeOp(const std::string& op) { return op == "Shape" || op == "Size"; }
+
+void KeepBuffer(void*) {}  // a view of memory someone else owns
 
 }  // namespace
 
@@ -332,23 +338,30 @@ Status CudaPlan::Impl::Execute(Context& ctx, const std::vector<const Tensor*>& i
     if (f.device[v]) return f.device[v];
     const Tensor* host = f.host[v];
     if (!host) return Internal("value '" + g.values[v].name + "' was not computed");
-    MF_ASSIGN_OR_RETURN(Tensor staged, AllocateDevice(host->dtype(), host->shape()));
-    const void* src = host->raw_data();
-    if (mode == Mode::kCapture && host->byte_size()) {
-      const PinnedBuffer* pinned = nullptr;
-      for (size_t i = 0; i < g.inputs.size(); ++i) {
-        if (static_cast<size_t>(g.inputs[i]) == v) pinned = captured->input_staging[i].get();
-      }
-      if (!pinned) {
+    Tensor staged;
+    int input_index = -1;
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      if (static_cast<size_t>(g.inputs[i]) == v) input_index = static_cast<int>(i);
+    }
+    if (mode == Mode::kCapture && input_index >= 0) {
+      // The graph reads the input where each replay copies it (see Captured::device_inputs).
+      staged = Tensor::Adopt(host->dtype(), host->shape(), captured->device_inputs[static_cast<size_t>(input_index)],
+                             Location::kCuda, &KeepBuffer);
+    } else {
+      MF_ASSIGN_OR_RETURN(staged, AllocateDevice(host->dtype(), host->shape()));
+      const void* src = host->raw_data();
+      if (mode == Mode::kCapture && host->byte_size()) {
+        // A host value computed from shapes and constants: the same on every replay of this
+        // signature, so the graph copies it from pinned memory kept with the graph.
         MF_ASSIGN_OR_RETURN(auto copy, PinnedBuffer::Create(host->byte_size()));
         std::memcpy(copy->data(), host->raw_data(), host->byte_size());
-        pinned = copy.get();
+        src = copy->data();
         captured->uploads.push_back(std::move(copy));
       }
-      src = pinned->data();
-    }
-    if (host->byte_size()) {
-      MF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(staged.raw_data(), src, host->byte_size(), cudaMemcpyHostToDevice, stream));
+      if (host->byte_size()) {
+        MF_CUDA_RETURN_IF_ERROR(
+            cudaMemcpyAsync(staged.raw_data(), src, host->byte_size(), cudaMemcpyHostToDevice, stream));
+      }
     }
     if (staged.dtype() != device_dtype[v]) {
       MF_ASSIGN_OR_RETURN(Tensor converted, AllocateDevice(device_dtype[v], host->shape()));
@@ -457,19 +470,18 @@ Status CudaPlan::Impl::Execute(Context& ctx, const std::vector<const Tensor*>& i
 
 Status CudaPlan::Impl::Capture(Context& ctx, const std::vector<const Tensor*>& inputs, Captured* captured) const {
   const Graph& g = graph;
-  captured->input_staging.clear();
+  for (void* p : captured->device_inputs) cudaFree(p);
+  captured->device_inputs.clear();
   for (const Tensor* t : inputs) {
-    MF_ASSIGN_OR_RETURN(auto staging, PinnedBuffer::Create(t->byte_size()));
-    captured->input_staging.push_back(std::move(staging));
+    void* p = nullptr;
+    MF_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, std::max<size_t>(t->byte_size(), 1)));
+    captured->device_inputs.push_back(p);
   }
   captured->output_staging.clear();
   captured->output_staging.resize(g.outputs.size());
   captured->output_meta.assign(g.outputs.size(), {});
   captured->host_outputs.assign(g.outputs.size(), nullptr);
   captured->uploads.clear();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i]->byte_size()) std::memcpy(captured->input_staging[i]->data(), inputs[i]->raw_data(), inputs[i]->byte_size());
-  }
   // Relaxed: cuDNN and cuBLASLt may query the device while we capture.
   MF_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(ctx.run.stream, cudaStreamCaptureModeRelaxed));
   Status s = Execute(ctx, inputs, Mode::kCapture, captured, nullptr);
@@ -478,14 +490,27 @@ Status CudaPlan::Impl::Capture(Context& ctx, const std::vector<const Tensor*>& i
   if (s.ok()) s = CudaError(ended, "cudaStreamEndCapture");
   if (s.ok()) s = CudaError(cudaGraphInstantiate(&captured->exec, graph_handle, 0), "cudaGraphInstantiate");
   if (graph_handle) cudaGraphDestroy(graph_handle);
-  if (!s.ok()) cudaGetLastError();  // a failed capture leaves no sticky error behind
+  if (!s.ok()) {
+    cudaGetLastError();  // a failed capture leaves no sticky error behind
+    return s;
+  }
+  // The graph owns its activations from now on: give back what the eager runs of this signature
+  // left cached in the stream-ordered pool, or the device would hold both.
+  cudaMemPool_t pool = nullptr;
+  if (cudaDeviceGetDefaultMemPool(&pool, options.device_id) == cudaSuccess) {
+    MF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(ctx.run.stream));
+    cudaMemPoolTrimTo(pool, 0);
+  }
   return s;
 }
 
 Status CudaPlan::Impl::Replay(Context& ctx, const std::vector<const Tensor*>& inputs, Captured* captured,
                               std::vector<Tensor>* outputs) const {
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i]->byte_size()) std::memcpy(captured->input_staging[i]->data(), inputs[i]->raw_data(), inputs[i]->byte_size());
+    if (inputs[i]->byte_size()) {
+      MF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(captured->device_inputs[i], inputs[i]->raw_data(), inputs[i]->byte_size(),
+                                              cudaMemcpyHostToDevice, ctx.run.stream));
+    }
   }
   MF_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(captured->exec, ctx.run.stream));
   MF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(ctx.run.stream));
