@@ -1,0 +1,203 @@
+// The CUDA executor itself (cuda_plan.cc): placement, CUDA-graph replay across input
+// signatures, inputs read on the host, CPU fallback, concurrent runs, FP16 boundaries, and a bad
+// input that must leave the session usable.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "cuda_test_util.h"
+#include "runtime/session.h"
+#include "tests/unit/runtime/model_builder.h"
+
+namespace mf::runtime::testing {
+namespace {
+
+using onnx::TensorProto;
+
+std::unique_ptr<Session> Load(const std::string& model, Backend backend, Precision precision = Precision::kFp32) {
+  SessionOptions options;
+  options.backend = backend;
+  options.precision = precision;
+  auto s = Session::LoadFromBytes(model, "", options);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+std::vector<Tensor> RunOk(const Session& s, const std::vector<const Tensor*>& inputs) {
+  std::vector<Tensor> out;
+  Status st = s.Run(inputs, &out);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return out;
+}
+
+void ExpectNear(const Tensor& a, const Tensor& b, double tol) {
+  ASSERT_EQ(a.shape(), b.shape());
+  ASSERT_EQ(a.dtype(), DataType::kFloat32);
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    ASSERT_NEAR(a.data<float>()[i], b.data<float>()[i], tol * (1 + std::abs(b.data<float>()[i]))) << "element " << i;
+  }
+}
+
+// x [batch, 16] -> MatMul W [16, 8] -> Relu -> Reshape to [batch, 2, 4] via a shape computed from
+// Shape(x): the export pattern that puts shape arithmetic on the host.
+std::string MlpWithShapeArithmetic() {
+  ModelBuilder b(13);
+  b.Input("x", {-1, 16}).Output("y", {-1, 2, 4});
+  b.Initializer("w", {16, 8}, std::vector<float>(128, 0.05f));
+  b.Node("MatMul", {"x", "w"}, {"h"});
+  b.Node("Relu", {"h"}, {"r"});
+  b.Node("Shape", {"x"}, {"xs"});
+  b.Int64Initializer("zero", {1}, {0});
+  auto* g = b.Node("Gather", {"xs", "zero"}, {"batch"});
+  ModelBuilder::IntAttr(g, "axis", 0);
+  b.Int64Initializer("tail", {2}, {2, 4});
+  auto* c = b.Node("Concat", {"batch", "tail"}, {"shape"});
+  ModelBuilder::IntAttr(c, "axis", 0);
+  b.Node("Reshape", {"r", "shape"}, {"y"});
+  return b.Serialize();
+}
+
+TEST(CudaExecutor, ShapeArithmeticRunsOnTheHostAndSignaturesReplay) {
+  MF_SKIP_WITHOUT_GPU();
+  std::string model = MlpWithShapeArithmetic();
+  auto cpu = Load(model, Backend::kCpu);
+  auto gpu = Load(model, Backend::kCuda);
+  ASSERT_TRUE(cpu && gpu);
+  EXPECT_EQ(gpu->placement().fallback, 0);
+  EXPECT_GE(gpu->placement().host, 3);  // Shape, Gather, Concat
+  EXPECT_GE(gpu->placement().device, 3);  // MatMul, Relu, Reshape
+  // Alternate batch sizes so each signature goes eager -> captured -> replayed, interleaved.
+  for (int round = 0; round < 4; ++round) {
+    for (int64_t batch : {1, 7, 32}) {
+      Tensor x = RandomFloats({batch, 16}, static_cast<uint32_t>(batch * 10 + round));
+      auto want = RunOk(*cpu, {&x});
+      auto got = RunOk(*gpu, {&x});
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_EQ(got[0].shape(), (Shape{batch, 2, 4}));
+      ExpectNear(got[0], want[0], 1e-5);
+    }
+  }
+}
+
+TEST(CudaExecutor, AGraphInputReadOnTheHostIsPartOfTheSignature) {
+  MF_SKIP_WITHOUT_GPU();
+  ModelBuilder b(13);
+  b.Input("x", {2, 12}).Input("shape", {3}, TensorProto::INT64).Output("y");
+  b.Node("Neg", {"x"}, {"n"});
+  b.Node("Reshape", {"n", "shape"}, {"y"});
+  auto gpu = Load(b.Serialize(), Backend::kCuda);
+  ASSERT_TRUE(gpu);
+  Tensor x = RandomFloats({2, 12}, 3);
+  // Same input shapes, different shape values: each must be honoured on every replay.
+  for (int round = 0; round < 3; ++round) {
+    for (const std::vector<int64_t>& dims : {std::vector<int64_t>{2, 3, 4}, std::vector<int64_t>{4, 3, 2}}) {
+      Tensor shape = Int64s({3}, dims);
+      auto got = RunOk(*gpu, {&x, &shape});
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_EQ(got[0].shape(), (Shape{dims[0], dims[1], dims[2]}));
+      for (int64_t i = 0; i < 24; ++i) ASSERT_EQ(got[0].data<float>()[i], -x.data<float>()[i]);
+    }
+  }
+}
+
+TEST(CudaExecutor, ConcurrentRunsMatchSerialRuns) {
+  MF_SKIP_WITHOUT_GPU();
+  std::string model = MlpWithShapeArithmetic();
+  auto cpu = Load(model, Backend::kCpu);
+  auto gpu = Load(model, Backend::kCuda);
+  ASSERT_TRUE(cpu && gpu);
+  constexpr int kThreads = 8;
+  std::vector<Tensor> inputs, expected;
+  for (int t = 0; t < kThreads; ++t) {
+    inputs.push_back(RandomFloats({1 + t % 3, 16}, static_cast<uint32_t>(100 + t)));
+    expected.push_back(std::move(RunOk(*cpu, {&inputs.back()})[0]));
+  }
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(kThreads, 0);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        std::vector<Tensor> out;
+        Status s = gpu->Run({&inputs[static_cast<size_t>(t)]}, &out);
+        if (!s.ok() || out.size() != 1 || out[0].shape() != expected[static_cast<size_t>(t)].shape()) {
+          ++mismatches[static_cast<size_t>(t)];
+          continue;
+        }
+        for (int64_t k = 0; k < out[0].num_elements(); ++k) {
+          if (std::abs(out[0].data<float>()[k] - expected[static_cast<size_t>(t)].data<float>()[k]) > 1e-4f) {
+            ++mismatches[static_cast<size_t>(t)];
+            break;
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(mismatches[static_cast<size_t>(t)], 0) << "thread " << t;
+}
+
+TEST(CudaExecutor, CpuFallbackNodesAreCountedAndCorrect) {
+  MF_SKIP_WITHOUT_GPU();
+  // Resize in cubic mode has no CUDA kernel: it must run on the CPU between two GPU nodes.
+  ModelBuilder b(13);
+  b.Input("x", {1, 2, 4, 4}).Output("y");
+  b.Node("Relu", {"x"}, {"r"});
+  b.Initializer("scales", {4}, {1.f, 1.f, 2.f, 2.f});
+  b.Initializer("roi", {0}, {});
+  auto* n = b.Node("Resize", {"r", "roi", "scales"}, {"z"});
+  auto* mode = n->add_attribute();
+  mode->set_name("mode");
+  mode->set_type(onnx::AttributeProto::STRING);
+  mode->set_s("cubic");
+  b.Node("Neg", {"z"}, {"y"});
+  auto gpu = Load(b.Serialize(), Backend::kCuda);
+  ASSERT_TRUE(gpu);
+  EXPECT_EQ(gpu->placement().fallback, 1);
+  ASSERT_EQ(gpu->placement().fallback_ops, std::vector<std::string>{"Resize"});
+  Tensor x = RandomFloats({1, 2, 4, 4}, 9);
+  ExpectCudaMatchesCpu(b.Serialize(), {&x});
+}
+
+TEST(CudaExecutor, Fp16KeepsFloat32AtTheBoundaries) {
+  MF_SKIP_WITHOUT_GPU();
+  std::string model = MlpWithShapeArithmetic();
+  auto gpu = Load(model, Backend::kCuda, Precision::kFp16);
+  ASSERT_TRUE(gpu);
+  EXPECT_EQ(gpu->signature().inputs[0].dtype, DataType::kFloat32);
+  Tensor x = RandomFloats({4, 16}, 5);
+  ExpectCudaMatchesCpu(model, {&x}, Precision::kFp16, ToleranceFor(Precision::kFp16));
+}
+
+TEST(CudaExecutor, ABadRunLeavesTheSessionUsable) {
+  MF_SKIP_WITHOUT_GPU();
+  ModelBuilder b(13);
+  b.Input("x", {-1, 12}).Input("shape", {2}, TensorProto::INT64).Output("y");
+  b.Node("Relu", {"x"}, {"r"});
+  b.Node("Reshape", {"r", "shape"}, {"y"});
+  auto gpu = Load(b.Serialize(), Backend::kCuda);
+  ASSERT_TRUE(gpu);
+  Tensor x = RandomFloats({2, 12}, 1);
+  Tensor bad = Int64s({2}, {5, 5});
+  Tensor good = Int64s({2}, {4, 6});
+  for (int i = 0; i < 3; ++i) {
+    std::vector<Tensor> out;
+    Status s = gpu->Run({&x, &bad}, &out);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    auto ok = RunOk(*gpu, {&x, &good});
+    ASSERT_EQ(ok.size(), 1u);
+    EXPECT_EQ(ok[0].shape(), (Shape{4, 6}));
+  }
+}
+
+TEST(CudaExecutor, WithoutAGpuLoadIsUnavailable) {
+  if (GpuAvailable()) GTEST_SKIP() << "this machine has a GPU";
+  SessionOptions options;
+  options.backend = Backend::kCuda;
+  auto s = Session::LoadFromBytes(MlpWithShapeArithmetic(), "", options);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnavailable) << s.status().ToString();
+}
+
+}  // namespace
+}  // namespace mf::runtime::testing
