@@ -31,6 +31,8 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
         "unload the old version before loading the new one (no memory doubling, brief unavailability)");
   f.Add("grpc_threads", &o->grpc_threads,
         "gRPC completion-queue threads, each running one unbatched model call at a time (0: one per core)");
+  f.Add("malloc_mmap_threshold_bytes", &o->malloc_mmap_threshold_bytes,
+        "heap blocks this large get their own mapping, returned on free (0: glibc's adaptive default)");
   f.Add("backend", &o->backend, "inference backend: cpu | cuda");
   f.Add("intra_op_threads", &o->intra_op_threads, "CPU threads per model run (0: one per core)");
   f.Add("drain_seconds", &o->drain_seconds, "on SIGTERM, time allowed for in-flight requests");

@@ -3,6 +3,7 @@
 // ModelFleet's own, and the model list they describe.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct ServerFlags {
   // ModelFleet's own.
   bool resource_preserving_swap = false;
   int grpc_threads = 0;
+  int64_t malloc_mmap_threshold_bytes = 0;
   std::string backend = "cpu";
   int intra_op_threads = 0;
   double drain_seconds = 10;

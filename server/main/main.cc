@@ -18,6 +18,7 @@
 #include "server/config/server_flags.h"
 #include "server/grpc/grpc_server.h"
 #include "server/main/config_reloader.h"
+#include "server/main/heap_policy.h"
 #include "server/repository/model_manager.h"
 #include "server/rest/rest_api.h"
 #include "server/session/session_loader.h"
@@ -89,7 +90,15 @@ int Main(int argc, char** argv) {
     monitoring = *loaded;
   }
 
+  HeapPolicy heap_policy;
+  if (flags.malloc_mmap_threshold_bytes < 0) {
+    return fail(InvalidArgument("--malloc_mmap_threshold_bytes must be >= 0"));
+  }
+  heap_policy.mmap_threshold_bytes = static_cast<size_t>(flags.malloc_mmap_threshold_bytes);
+  if (Status s = ApplyHeapPolicy(heap_policy); !s.ok()) return fail(s);
+
   ManagerOptions manager_options;
+  manager_options.memory_released = ReturnFreedHeapToOs;
   manager_options.poll_interval = Millis(flags.file_system_poll_wait_seconds);
   manager_options.swap_mode =
       flags.resource_preserving_swap ? SwapMode::kResourcePreserving : SwapMode::kAvailabilityPreserving;

@@ -68,6 +68,7 @@ void ModelManager::FinishUnloadIfReleased(const std::string& model, int64_t vers
   repository_metrics::SetVersionState(model, version, tracked.state);
   repository_metrics::SetMemoryBytes(model, version, 0);
   mf::log::Info("model version unloaded", {{"model", model}, {"version", std::to_string(version)}});
+  if (options_.memory_released) options_.memory_released();
 }
 
 Status ModelManager::SetModels(std::vector<ModelConfig> models) {
@@ -282,6 +283,7 @@ void ModelManager::LoadVersion(ModelState& model, int64_t version) {
   const auto started = Clock::now();
   auto loaded = loader_->Load(name, version, tracked.model_path);
   const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  if (options_.memory_released) options_.memory_released();
   if (!loaded.ok()) {
     tracked.state = VersionState::kEnd;
     tracked.status = loaded.status();

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,9 @@ struct ManagerOptions {
   // Re-check sooner than poll_interval while a new file waits to prove it is complete, or an
   // unload waits for its last request, so versions go live without a full poll period.
   std::chrono::milliseconds recheck_interval{250};
+  // Called on the manager's thread after a load attempt (its transient copies are gone) and
+  // after a version's last request let go of it: where main returns freed heap to the OS.
+  std::function<void()> memory_released;
 };
 
 // Which version a request asks for: the latest, a number, or a label.
@@ -103,7 +107,7 @@ class ModelManager {
   void LoadVersion(ModelState& model, int64_t version);
   void UnloadVersion(ModelState& model, int64_t version);
   void Publish(const ModelState& model);
-  static void FinishUnloadIfReleased(const std::string& model, int64_t version, TrackedVersion& tracked);
+  void FinishUnloadIfReleased(const std::string& model, int64_t version, TrackedVersion& tracked);
   bool NeedsRecheck(const ModelState& model) const;
   void Loop();
 

@@ -94,6 +94,36 @@ TEST_F(ModelManagerTest, SwapKeepsOldVersionAliveForInFlightRequests) {
   EXPECT_EQ(statuses->at(0).version, 2);
 }
 
+// The hook main uses to hand freed heap back to the OS fires after every load attempt and once
+// a swapped-out version's last holder let go, never while a request still holds it.
+TEST_F(ModelManagerTest, MemoryReleasedHookFollowsLoadsAndFinishedUnloads) {
+  int released = 0;
+  ManagerOptions options;
+  options.memory_released = [&released] { ++released; };
+  repo_.WriteVersion(1, "ok");
+  MakeManager(options);
+  Poll2();
+  EXPECT_EQ(released, 1) << "after loading version 1";
+  auto in_flight = manager_->GetServable("m", VersionRequest::Latest());
+  ASSERT_TRUE(in_flight.ok());
+
+  repo_.WriteVersion(2, "ok");
+  Poll2();
+  EXPECT_EQ(released, 2) << "after loading version 2; version 1 is still held";
+  manager_->PollOnce();
+  EXPECT_EQ(released, 2) << "version 1 is still held by the request";
+
+  in_flight->servable.reset();
+  manager_->PollOnce();
+  EXPECT_EQ(released, 3) << "version 1's unload finished";
+  manager_->PollOnce();
+  EXPECT_EQ(released, 3) << "nothing new was released";
+
+  repo_.WriteVersion(3, "bad file");
+  Poll2();
+  EXPECT_EQ(released, 4) << "a failed load frees its partial state too";
+}
+
 TEST_F(ModelManagerTest, DeletingNewestVersionRollsBack) {
   repo_.WriteVersion(1, "ok");
   repo_.WriteVersion(2, "ok");
