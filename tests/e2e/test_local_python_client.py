@@ -220,3 +220,17 @@ def test_an_expired_continue_token_is_410_with_a_token_to_go_on(tmp_path):
         assert [i.metadata.name for i in rest.items] == ["e2", "e3"] + [f"later{i}" for i in range(6)]
     finally:
         cluster.stop()
+
+
+def test_list_at_an_exact_or_a_future_version(local_cluster):
+    api = core_api(local_cluster)
+    api.create_namespaced_config_map("default", configmap("x", data={"v": "1"}))
+    rv = api.list_namespaced_config_map("default").metadata.resource_version
+    api.patch_namespaced_config_map("x", "default", {"data": {"v": "2"}})
+    exact = api.list_namespaced_config_map("default", resource_version=rv, resource_version_match="Exact")
+    assert [(i.metadata.name, i.data["v"]) for i in exact.items] == [("x", "1")]
+    assert exact.metadata.resource_version == rv
+    assert api.list_namespaced_config_map("default", resource_version=rv).items[0].data["v"] == "2"
+    with pytest.raises(ApiException) as too_large:
+        api.list_namespaced_config_map("default", resource_version=str(int(rv) + 1000))
+    assert too_large.value.status == 504 and "Too large resource version" in too_large.value.body

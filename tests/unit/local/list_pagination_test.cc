@@ -79,9 +79,21 @@ TEST(ListPagingTest, ReadsLimitContinueAndExactVersions) {
   EXPECT_TRUE(ParseListPaging({{"continue", token}, {"resourceVersion", "0"}}).ok());
   EXPECT_EQ(ParseListPaging({{"resourceVersion", "12"}, {"resourceVersionMatch", "Exact"}})->exact_resource_version, 12u);
   EXPECT_EQ(ParseListPaging({{"resourceVersion", "12"}})->exact_resource_version, 0u);
+  EXPECT_EQ(ParseListPaging({{"resourceVersion", "12"}})->min_resource_version, 12u);
+  EXPECT_EQ(ParseListPaging({{"resourceVersion", "12"}, {"resourceVersionMatch", "NotOlderThan"}})->min_resource_version, 12u);
+  EXPECT_EQ(ParseListPaging({{"resourceVersion", "0"}})->min_resource_version, 0u);
+  EXPECT_FALSE(ParseListPaging({{"resourceVersion", "twelve"}}).ok());
   EXPECT_FALSE(ParseListPaging({{"resourceVersion", "0"}, {"resourceVersionMatch", "Exact"}}).ok());
   EXPECT_FALSE(ParseListPaging({{"resourceVersionMatch", "Exact"}}).ok());
   EXPECT_FALSE(ParseListPaging({{"resourceVersion", "3"}, {"resourceVersionMatch", "Sometimes"}}).ok());
+}
+
+TEST(ListPagingTest, TooLargeVersionStatusIsA504Timeout) {
+  auto status = ResourceVersionTooLargeStatus(50, 40);
+  EXPECT_EQ(status["code"], 504);
+  EXPECT_EQ(status["reason"], "Timeout");
+  EXPECT_EQ(status["message"], "Too large resource version: 50, current: 40");
+  EXPECT_EQ(status["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
 }
 
 TEST(ListPagingTest, ExpiredStatusCarriesAnInconsistentToken) {

@@ -468,6 +468,9 @@ http::Response ApiServer::Collection(Call& call) {
       if (from->resource_version > 0) options.at_resource_version = static_cast<uint64_t>(from->resource_version);
     }
     auto list = store_->List(r.gvr(), call.ns, options);
+    if (list.ok() && list->resource_version < paging->min_resource_version) {
+      return JsonResponse(504, ResourceVersionTooLargeStatus(paging->min_resource_version, list->resource_version));
+    }
     if (!list.ok()) {
       if (IsResourceVersionTooOld(list.status()) && paging->continue_from) {
         return JsonResponse(410, ExpiredContinueStatus(*paging->continue_from));

@@ -139,8 +139,20 @@ StatusOr<ListPaging> ParseListPaging(const std::map<std::string, std::string>& q
     if (exact <= 0) return FailedPrecondition("resourceVersion: Invalid value: \"" + rv + "\": must be a positive integer");
     paging.exact_resource_version = static_cast<uint64_t>(exact);
   }
-  // Without Exact, a list shows the latest state, which is never older than a given version.
+  if (match != "Exact" && !rv.empty() && rv != "0" && !paging.continue_from) {
+    MF_ASSIGN_OR_RETURN(int64_t at_least, ParseInt(rv, "resourceVersion"));
+    if (at_least < 0) return FailedPrecondition("resourceVersion: Invalid value: \"" + rv + "\": must be a non-negative integer");
+    paging.min_resource_version = static_cast<uint64_t>(at_least);
+  }
   return paging;
+}
+
+json ResourceVersionTooLargeStatus(uint64_t requested, uint64_t current) {
+  json status = StatusObject({504, "Timeout", "Too large resource version: " + std::to_string(requested) +
+                                                  ", current: " + std::to_string(current)});
+  status["details"] = {{"causes", {{{"reason", "ResourceVersionTooLarge"}, {"message", "Too large resource version"}}}},
+                       {"retryAfterSeconds", 1}};
+  return status;
 }
 
 json ExpiredContinueStatus(const ContinueToken& token) {

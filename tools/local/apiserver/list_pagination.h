@@ -31,11 +31,17 @@ struct ListPaging {
   size_t limit = 0;  // 0: no limit
   std::optional<ContinueToken> continue_from;
   uint64_t exact_resource_version = 0;  // resourceVersionMatch=Exact: list as of this version
+  // resourceVersion without Exact (NotOlderThan): the latest state must be at least this new.
+  uint64_t min_resource_version = 0;
 };
 
 // Reads limit, continue, resourceVersion and resourceVersionMatch from a list request's query.
 // Errors are FAILED_PRECONDITION (400) with kube-apiserver's wording.
 StatusOr<ListPaging> ParseListPaging(const std::map<std::string, std::string>& query);
+
+// kube-apiserver's 504 for a list whose NotOlderThan resourceVersion the store has not reached
+// (it waits a few seconds for its cache first; our store is the source, so it answers at once).
+nlohmann::json ResourceVersionTooLargeStatus(uint64_t requested, uint64_t current);
 
 // kube-apiserver's 410 for a continue token whose version was compacted away: the Status carries
 // a token that continues the same list from the latest state.
