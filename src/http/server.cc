@@ -555,10 +555,45 @@ class Session : public std::enable_shared_from_this<Session> {
     asio::async_write(socket_, buffers, std::forward<Completion>(completion));
   }
 
-  // TLS first: the handshake counts as reading the first request (read_timeout applies).
+  // TLS first: the handshake counts as reading the first request (read_timeout applies). The
+  // first bytes are peeked: a plain HTTP request gets Go's (and so kube-apiserver's) answer
+  // instead of a bare close, so whoever typed http:// for https:// sees why.
   void Handshake() {
     state_ = State::kReading;
     deadline_ = Clock::now() + core_->options.read_timeout;
+    Socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+      if (self->state_ == State::kClosed) return;
+      if (ec) return self->Close();
+      std::array<char, 5> head{};
+      size_t n = self->Socket().receive(asio::buffer(head), tcp::socket::message_peek, ec);
+      if (ec || n == 0) return self->Close();
+      constexpr unsigned char kTlsHandshakeRecord = 0x16;
+      if (static_cast<unsigned char>(head[0]) != kTlsHandshakeRecord) {
+        return self->RefusePlainHttp(std::string_view(head.data(), n));
+      }
+      self->StartTlsHandshake();
+    });
+  }
+
+  void RefusePlainHttp(std::string_view head) {
+    // net/http's tlsRecordHeaderLooksLikeHTTP: anything else is closed without an answer.
+    static constexpr std::array<std::string_view, 5> kHttpStarts = {"GET /", "HEAD ", "POST ", "PUT /", "OPTIO"};
+    bool http = std::any_of(kHttpStarts.begin(), kHttpStarts.end(),
+                            [&](std::string_view start) { return start.substr(0, head.size()) == head; });
+    if (!http) return Close();
+    static constexpr std::string_view kAnswer =
+        "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
+    state_ = State::kWriting;
+    deadline_ = Clock::now() + core_->options.write_timeout;
+    asio::async_write(Socket(), asio::buffer(kAnswer.data(), kAnswer.size()),
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        if (self->state_ == State::kClosed) return;
+                        if (ec) return self->Close();
+                        self->LingerClose();  // the unread request must not turn into a reset
+                      });
+  }
+
+  void StartTlsHandshake() {
     tls_->async_handshake(ssl::stream_base::server, [self = shared_from_this()](beast::error_code ec) {
       if (self->state_ == State::kClosed) return;
       if (ec) {

@@ -51,9 +51,11 @@ def test_clients_without_the_ca_are_refused(local_cluster):
     bare = subprocess.run(["/usr/bin/kubectl", "--server", local_cluster.url, "--kubeconfig", "/dev/null",
                            "--token", "x", "get", "ns"], capture_output=True, text=True, timeout=60)
     assert bare.returncode != 0 and "certificate" in bare.stderr
-    # Plain HTTP to the TLS port gets no API answer, and the server keeps serving.
-    with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
+    # Plain HTTP to the TLS port gets kube-apiserver's (Go's) answer, and the server keeps serving.
+    with pytest.raises(urllib.error.HTTPError) as plain:
         urllib.request.urlopen(f"http://127.0.0.1:{local_cluster.port}/version", timeout=5)
+    assert plain.value.code == 400
+    assert plain.value.read() == b"Client sent an HTTP request to an HTTPS server.\n"
     assert local_cluster.kubectl("get", "ns", "default").returncode == 0
 
 
