@@ -367,11 +367,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void SendContinue() {
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
     AsyncWrite(asio::buffer(kContinue.data(), kContinue.size()),
-                      [self = shared_from_this()](beast::error_code ec, size_t) {
-                        if (self->state_ == State::kClosed) return;
-                        if (ec) return self->Close();
-                        self->ReadMore();
-                      });
+               [self = shared_from_this()](beast::error_code ec, size_t) {
+                 if (self->state_ == State::kClosed) return;
+                 if (ec) return self->Close();
+                 self->ReadMore();
+               });
   }
 
   // Answers a refused request and closes: the rest of the input is not trustworthy.
@@ -519,10 +519,9 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     size_t payload = stream_out_.size();
     deadline_ = Clock::now() + core_->options.write_timeout;
-    AsyncWrite(asio::buffer(stream_out_),
-                      [self = shared_from_this(), payload, finish](beast::error_code ec, size_t) {
-                        self->OnStreamWritten(ec, payload, finish);
-                      });
+    AsyncWrite(asio::buffer(stream_out_), [self = shared_from_this(), payload, finish](beast::error_code ec, size_t) {
+      self->OnStreamWritten(ec, payload, finish);
+    });
   }
 
   void OnStreamWritten(beast::error_code ec, size_t framed_bytes, bool finished) {
