@@ -21,7 +21,9 @@ cleanup() {
 trap cleanup EXIT
 free_port() { "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_http() {  # url, seconds
-  for _ in $(seq 1 $(( $2 * 10 ))); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done
+  # $1 may carry curl options after the URL (e.g. --cacert FILE).
+  # shellcheck disable=SC2086
+  for _ in $(seq 1 $(( $2 * 10 ))); do curl -sf -o /dev/null $1 && return 0; sleep 0.1; done
   echo "demo: $1 did not answer within $2 s"; return 1
 }
 run() { printf '\n$ %s\n' "$*"; "$@"; }
@@ -81,8 +83,9 @@ YAML
 "$BUILD_DIR/tools/local/modelfleet-local" up --data-dir "$work/cluster" --port "$api" \
   --kubeconfig "$work/kubeconfig" --image-map "$work/images.yaml" >"$work/local.log" 2>&1 &
 pids+=($!)
-wait_http "http://127.0.0.1:$api/version" 30
-for _ in $(seq 1 100); do [ -s "$work/kubeconfig" ] && break; sleep 0.1; done
+# It serves HTTPS with its own CA (written into the kubeconfig, and under the data dir).
+for _ in $(seq 1 300); do [ -s "$work/kubeconfig" ] && break; sleep 0.1; done
+wait_http "https://127.0.0.1:$api/version --cacert $work/cluster/pki/ca.crt" 30
 export KUBECONFIG="$work/kubeconfig"
 run kubectl version
 run kubectl apply -f "$ROOT/crds/"
