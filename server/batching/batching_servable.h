@@ -27,6 +27,7 @@ class BatchingServable : public Servable {
   // Oversized or unbatchable requests run inline, but those are rare; the common path queues.
   bool async_is_nonblocking() const override { return true; }
   size_t memory_bytes() const override { return inner_->memory_bytes(); }
+  std::string_view device() const override { return inner_->device(); }
 
  private:
   static void ProcessBatch(const Servable& inner, const BatchingOptions& options, const std::string& model_name,

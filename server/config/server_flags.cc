@@ -33,7 +33,11 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
         "gRPC completion-queue threads, each running one unbatched model call at a time (0: one per core)");
   f.Add("malloc_mmap_threshold_bytes", &o->malloc_mmap_threshold_bytes,
         "heap blocks this large get their own mapping, returned on free (0: glibc's adaptive default)");
-  f.Add("backend", &o->backend, "inference backend: cpu | cuda");
+  f.Add("device", &o->device,
+        "where models run: auto (the GPU when one is visible, else the CPU) | cpu | cuda");
+  f.Add("backend", &o->backend, "older name of --device (cpu | cuda)");
+  f.Add("gpu_memory_fraction", &o->gpu_memory_fraction,
+        "share of each GPU's memory the server may use, (0, 1]; 0: no limit");
   f.Add("intra_op_threads", &o->intra_op_threads, "CPU threads per model run (0: one per core)");
   f.Add("drain_seconds", &o->drain_seconds, "on SIGTERM, time allowed for in-flight requests");
   f.Add("not_ready_grace_seconds", &o->not_ready_grace_seconds,

@@ -32,7 +32,9 @@ struct ServerFlags {
   bool resource_preserving_swap = false;
   int grpc_threads = 0;
   int64_t malloc_mmap_threshold_bytes = 0;
-  std::string backend = "cpu";
+  std::string device = "auto";
+  std::string backend;  // the older name of --device (cpu | cuda)
+  double gpu_memory_fraction = 0;
   int intra_op_threads = 0;
   double drain_seconds = 10;
   double not_ready_grace_seconds = 0;

@@ -65,10 +65,22 @@ int Main(int argc, char** argv) {
   if (!models.ok()) return fail(models.status());
 
   runtime::SessionOptions session_options;
-  if (!runtime::BackendFromName(flags.backend, &session_options.backend)) {
-    return fail(InvalidArgument("--backend must be cpu or cuda, got '" + flags.backend + "'"));
-  }
   session_options.threads = flags.intra_op_threads;
+  if (flag_set.IsSet("backend")) {
+    if (flag_set.IsSet("device")) return fail(InvalidArgument("give --device or its older name --backend, not both"));
+    runtime::Backend backend;
+    if (!runtime::BackendFromName(flags.backend, &backend)) {
+      return fail(InvalidArgument("--backend must be cpu or cuda, got '" + flags.backend + "'"));
+    }
+    flags.device = flags.backend;
+  }
+  DevicePlacement placement;
+  auto device = DeviceChoiceFromName(flags.device);
+  if (!device.ok()) return fail(device.status());
+  placement.choice = *device;
+  placement.gpu_memory_fraction = flags.gpu_memory_fraction;
+  if (Status s = ValidateDevicePlacement(placement); !s.ok()) return fail(s);
+  ExportDevicePlacement(placement);
 
   std::shared_ptr<batching::BatchScheduler> scheduler;
   if (flags.enable_batching) {
@@ -90,6 +102,7 @@ int Main(int argc, char** argv) {
     monitoring = *loaded;
   }
 
+  if (flags.grpc_threads < 0) return fail(InvalidArgument("--grpc_threads must be >= 0 (0: one per core)"));
   HeapPolicy heap_policy;
   if (flags.malloc_mmap_threshold_bytes < 0) {
     return fail(InvalidArgument("--malloc_mmap_threshold_bytes must be >= 0"));
@@ -103,7 +116,7 @@ int Main(int argc, char** argv) {
   manager_options.swap_mode =
       flags.resource_preserving_swap ? SwapMode::kResourcePreserving : SwapMode::kAvailabilityPreserving;
   auto manager =
-      std::make_shared<ModelManager>(std::make_shared<SessionLoader>(session_options, scheduler), manager_options);
+      std::make_shared<ModelManager>(std::make_shared<SessionLoader>(session_options, scheduler, placement), manager_options);
   if (Status s = manager->SetModels(*models); !s.ok()) return fail(s);
   manager->Start();
 

@@ -66,7 +66,7 @@ void ModelManager::FinishUnloadIfReleased(const std::string& model, int64_t vers
   tracked.state = VersionState::kEnd;
   tracked.releasing.reset();
   repository_metrics::SetVersionState(model, version, tracked.state);
-  repository_metrics::SetMemoryBytes(model, version, 0);
+  repository_metrics::SetMemoryBytes(model, version, "cpu", 0);
   mf::log::Info("model version unloaded", {{"model", model}, {"version", std::to_string(version)}});
   if (options_.memory_released) options_.memory_released();
 }
@@ -307,9 +307,11 @@ void ModelManager::LoadVersion(ModelState& model, int64_t version) {
   tracked.servable = std::move(loaded).value();
   repository_metrics::SetVersionState(name, version, tracked.state);
   repository_metrics::ObserveLoadSeconds(name, seconds);
-  repository_metrics::SetMemoryBytes(name, version, static_cast<double>(tracked.servable->memory_bytes()));
+  repository_metrics::SetMemoryBytes(name, version, tracked.servable->device(),
+                                     static_cast<double>(tracked.servable->memory_bytes()));
   mf::log::Info("model version available", {{"model", name},
                                             {"version", std::to_string(version)},
+                                            {"device", std::string(tracked.servable->device())},
                                             {"load_seconds", std::to_string(seconds)},
                                             {"memory_bytes", std::to_string(tracked.servable->memory_bytes())}});
   Publish(model);

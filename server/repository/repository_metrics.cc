@@ -16,6 +16,7 @@ struct Families {
   prometheus::Family<prometheus::Counter>& storage_errors;
   prometheus::Family<prometheus::Histogram>& load_seconds;
   prometheus::Family<prometheus::Gauge>& memory_bytes;
+  prometheus::Family<prometheus::Gauge>& gpu_memory_bytes;
 };
 
 Families& Get() {
@@ -44,6 +45,10 @@ Families& Get() {
             .Name("modelfleet_model_memory_bytes")
             .Help("Bytes a loaded model version holds (weights and activation plan)")
             .Register(registry),
+        prometheus::BuildGauge()
+            .Name("modelfleet_model_gpu_memory_bytes")
+            .Help("GPU memory a loaded model version placed on the GPU holds")
+            .Register(registry),
     };
   }();
   return *families;
@@ -61,10 +66,16 @@ void RemoveVersion(const std::string& model, int64_t version) {
   state.Remove(&state.Add(labels));
   auto& memory = Get().memory_bytes;
   memory.Remove(&memory.Add(labels));
+  auto& gpu = Get().gpu_memory_bytes;
+  if (gpu.Has(labels)) gpu.Remove(&gpu.Add(labels));
 }
 
-void SetMemoryBytes(const std::string& model, int64_t version, double bytes) {
-  Get().memory_bytes.Add({{"model", model}, {"version", std::to_string(version)}}).Set(bytes);
+void SetMemoryBytes(const std::string& model, int64_t version, std::string_view device, double bytes) {
+  const prometheus::Labels labels = {{"model", model}, {"version", std::to_string(version)}};
+  Get().memory_bytes.Add(labels).Set(bytes);
+  auto& gpu = Get().gpu_memory_bytes;
+  // A version that never ran on the GPU gets no GPU series; one that did drops to 0 on unload.
+  if (device == "cuda" || gpu.Has(labels)) gpu.Add(labels).Set(device == "cuda" ? bytes : 0.0);
 }
 
 void CountLoadFailure(const std::string& model) { Get().load_failures.Add({{"model", model}}).Increment(); }

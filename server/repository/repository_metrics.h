@@ -7,10 +7,13 @@
 //   modelfleet_model_load_seconds{model}            histogram, load + warm-up time
 //   modelfleet_model_memory_bytes{model,version}    gauge, what a loaded version holds (weights
 //                                                   + activation plan); 0 once unloaded
+//   modelfleet_model_gpu_memory_bytes{model,version} gauge, device memory of a version placed
+//                                                   on the GPU; 0 once unloaded
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "server/repository/version_state.h"
 
@@ -21,6 +24,7 @@ void RemoveVersion(const std::string& model, int64_t version);
 void CountLoadFailure(const std::string& model);
 void CountStorageError(const std::string& model);
 void ObserveLoadSeconds(const std::string& model, double seconds);
-void SetMemoryBytes(const std::string& model, int64_t version, double bytes);
+// `device` is Servable::device(); GPU versions also set modelfleet_model_gpu_memory_bytes.
+void SetMemoryBytes(const std::string& model, int64_t version, std::string_view device, double bytes);
 
 }  // namespace mf::server::repository_metrics

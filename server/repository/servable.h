@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -31,6 +32,8 @@ class Servable {
   virtual bool async_is_nonblocking() const { return false; }
   // Bytes held while loaded (weights and planned activations), for memory accounting.
   virtual size_t memory_bytes() const = 0;
+  // Where it runs: "cpu" or "cuda" (memory_bytes() then counts device memory).
+  virtual std::string_view device() const { return "cpu"; }
 };
 
 }  // namespace mf::server

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "common/logging.h"
 #include "server/batching/batching_servable.h"
 #include "server/observability/request_metrics.h"
 
@@ -32,9 +33,29 @@ Status WarmUp(const Servable& servable) {
   return Status::Ok();
 }
 
+StatusOr<std::unique_ptr<runtime::Session>> SessionLoader::LoadSession(const std::string& model_path) {
+  runtime::SessionOptions options = options_;
+  if (placement_.choice == DeviceChoice::kCpu ||
+      (placement_.choice == DeviceChoice::kAuto && cuda_unavailable_.load())) {
+    options.backend = runtime::Backend::kCpu;
+    return runtime::Session::Load(model_path, options);
+  }
+  options.backend = runtime::Backend::kCuda;
+  auto session = runtime::Session::Load(model_path, options);
+  if (placement_.choice == DeviceChoice::kCuda || session.ok() ||
+      session.status().code() != StatusCode::kUnavailable) {
+    return session;
+  }
+  if (!cuda_unavailable_.exchange(true)) {
+    log::Info("no usable GPU; --device=auto loads models on the CPU", {{"reason", session.status().ToString()}});
+  }
+  options.backend = runtime::Backend::kCpu;
+  return runtime::Session::Load(model_path, options);
+}
+
 StatusOr<std::shared_ptr<const Servable>> SessionLoader::Load(const std::string& model_name, int64_t /*version*/,
                                                               const std::string& model_path) {
-  MF_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Session> session, runtime::Session::Load(model_path, options_));
+  MF_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Session> session, LoadSession(model_path));
   auto servable = std::make_shared<const SessionServable>(model_name, std::move(session));
   MF_RETURN_IF_ERROR(WarmUp(*servable));
   if (!scheduler_) return std::shared_ptr<const Servable>(servable);

@@ -1,15 +1,18 @@
 // SessionLoader: the repository's Loader for ONNX model files. It loads a version with the
 // inference runtime, runs one warm-up inference (batch of one, zero inputs) so the first real
 // request does not pay for lazy initialisation and a model that cannot run is refused before it
-// takes traffic, and wraps it for dynamic batching when a scheduler is given.
+// takes traffic, and wraps it for dynamic batching when a scheduler is given. The device each
+// version runs on follows DevicePlacement (device_placement.h).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
 #include "runtime/session.h"
 #include "server/batching/batch_scheduler.h"
 #include "server/repository/loader.h"
+#include "server/session/device_placement.h"
 
 namespace mf::server {
 
@@ -17,6 +20,7 @@ class SessionServable : public Servable {
  public:
   SessionServable(std::string model_name, std::unique_ptr<runtime::Session> session)
       : model_name_(std::move(model_name)), session_(std::move(session)) {}
+  std::string_view device() const override { return runtime::BackendName(session_->options().backend); }
   const runtime::Signature& signature() const override { return session_->signature(); }
   // Runs the session and records the compute time (modelfleet_compute_latency_seconds).
   Status Run(const std::vector<const runtime::Tensor*>& inputs, Outputs* outputs) const override;
@@ -32,16 +36,22 @@ Status WarmUp(const Servable& servable);
 
 class SessionLoader : public Loader {
  public:
-  // `scheduler` may be null (no batching).
-  SessionLoader(runtime::SessionOptions options, std::shared_ptr<batching::BatchScheduler> scheduler)
-      : options_(options), scheduler_(std::move(scheduler)) {}
+  // `scheduler` may be null (no batching). options.backend is replaced by the placement's choice.
+  SessionLoader(runtime::SessionOptions options, std::shared_ptr<batching::BatchScheduler> scheduler,
+                DevicePlacement placement = {})
+      : options_(options), scheduler_(std::move(scheduler)), placement_(placement) {}
 
   StatusOr<std::shared_ptr<const Servable>> Load(const std::string& model_name, int64_t version,
                                                  const std::string& model_path) override;
 
  private:
+  StatusOr<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_path);
+
   const runtime::SessionOptions options_;
   const std::shared_ptr<batching::BatchScheduler> scheduler_;
+  const DevicePlacement placement_;
+  // auto only: set once the CUDA backend answered UNAVAILABLE (no GPU, or not built in).
+  std::atomic<bool> cuda_unavailable_{false};
 };
 
 }  // namespace mf::server

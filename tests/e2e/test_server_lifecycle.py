@@ -20,6 +20,13 @@ def test_bad_startup_input_is_refused_clearly(tmp_path):
         (["--no_such_flag=1"], "no_such_flag"),
         (["--model_base_path=/m", "--file_system_poll_wait_seconds=0"], "file_system_poll_wait_seconds"),
         (["--model_base_path=/m", "--backend=tpu"], "--backend"),
+        (["--model_base_path=/m", "--device=gpu"], "--device must be auto, cpu or cuda"),
+        (["--model_base_path=/m", "--device=cpu", "--backend=cpu"], "not both"),
+        (["--model_base_path=/m", "--gpu_memory_fraction=1.5"], "--gpu_memory_fraction"),
+        (["--model_base_path=/m", "--gpu_memory_fraction=-0.1"], "--gpu_memory_fraction"),
+        (["--model_base_path=/m", "--grpc_threads=-1"], "--grpc_threads"),
+        (["--model_base_path=/m", "--malloc_mmap_threshold_bytes=68719476736"],
+         "--malloc_mmap_threshold_bytes"),
         (["--model_base_path=/m", "--batching_parameters_file=/nope"], "--enable_batching"),
         (["--model_base_path=/m", "--enable_batching", "--batching_parameters_file=/nope"], "/nope"),
     ]

@@ -1,0 +1,55 @@
+#include "server/session/device_placement.h"
+
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+
+#include <cmath>
+
+#include "metrics/metrics.h"
+
+namespace mf::server {
+
+StatusOr<DeviceChoice> DeviceChoiceFromName(std::string_view name) {
+  if (name == "auto") return DeviceChoice::kAuto;
+  if (name == "cpu") return DeviceChoice::kCpu;
+  if (name == "cuda") return DeviceChoice::kCuda;
+  return InvalidArgument("--device must be auto, cpu or cuda, got '" + std::string(name) + "'");
+}
+
+std::string_view DeviceChoiceName(DeviceChoice choice) {
+  switch (choice) {
+    case DeviceChoice::kCpu:
+      return "cpu";
+    case DeviceChoice::kCuda:
+      return "cuda";
+    case DeviceChoice::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+Status ValidateDevicePlacement(const DevicePlacement& placement) {
+  const double f = placement.gpu_memory_fraction;
+  if (!std::isfinite(f) || f < 0 || f > 1) {
+    return InvalidArgument("--gpu_memory_fraction must be in (0, 1] (0: no limit), got " + std::to_string(f));
+  }
+  return Status::Ok();
+}
+
+void ExportDevicePlacement(const DevicePlacement& placement) {
+  auto& registry = *metrics::DefaultRegistry();
+  prometheus::BuildGauge()
+      .Name("modelfleet_gpu_memory_fraction")
+      .Help("--gpu_memory_fraction: share of each GPU's memory the server may use (0: no limit)")
+      .Register(registry)
+      .Add({})
+      .Set(placement.gpu_memory_fraction);
+  prometheus::BuildGauge()
+      .Name("modelfleet_device_choice_info")
+      .Help("--device the server was started with (auto, cpu or cuda); always 1")
+      .Register(registry)
+      .Add({{"device", std::string(DeviceChoiceName(placement.choice))}})
+      .Set(1);
+}
+
+}  // namespace mf::server
