@@ -9,6 +9,7 @@
 #include "runtime/cpu/activation.h"
 #include "runtime/cpu/cpu_common.h"
 #include "runtime/cpu/dnnl_engine.h"
+#include "runtime/ops/conv_geometry.h"
 
 namespace mf::runtime::cpu {
 namespace {
@@ -17,10 +18,7 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 
 struct ConvParams {
-  bool transpose = false;
-  int64_t group = 1;
-  std::string auto_pad = "NOTSET";
-  std::vector<int64_t> kernel_shape, strides, dilations, pads, output_padding, output_shape;
+  ops::ConvAttributes attrs;
   ActivationParams act;
   bool fused_sum = false;  // input 3 is added to the output before `act`
   // Physical layouts (channels-last, see Value::nhwc) of the input, the residual and the output.
@@ -36,84 +34,15 @@ struct Geometry {
 
 Tag PlainTag(size_t rank) { return rank == 4 ? Tag::nchw : Tag::ncdhw; }
 
+// oneDNN's view of the ONNX geometry: 1-D promoted to 2-D, dilations counted from 0, and no
+// output_padding (ConvTranspose gets it by shrinking the end pad).
 StatusOr<Geometry> ComputeGeometry(const ConvParams& p, const Shape& x, const Shape& w) {
-  if (x.size() < 3 || x.size() > 5 || w.size() != x.size()) {
-    return InvalidArgument("input " + ShapeToString(x) + " and weights " + ShapeToString(w) +
-                           " must both be 3-D to 5-D (N, C, spatial...)");
-  }
-  size_t sp = x.size() - 2;
-  auto get = [&](const std::vector<int64_t>& v, size_t i, int64_t dflt) { return v.empty() ? dflt : v[i]; };
-  if ((!p.strides.empty() && p.strides.size() != sp) || (!p.dilations.empty() && p.dilations.size() != sp) ||
-      (!p.pads.empty() && p.pads.size() != 2 * sp) || (!p.kernel_shape.empty() && p.kernel_shape.size() != sp)) {
-    return InvalidArgument("strides/dilations/pads/kernel_shape do not match " + std::to_string(sp) + " spatial dims");
-  }
-  int64_t g = p.group;
-  int64_t c = x[1];
-  int64_t m = p.transpose ? w[1] * g : w[0];
-  int64_t w_in = p.transpose ? w[0] : w[1] * g;
-  if (g <= 0 || c != w_in || (p.transpose ? w[0] % g : w[0] % g) != 0) {
-    return InvalidArgument("input channels " + std::to_string(c) + " do not match weights " + ShapeToString(w) +
-                           " with group " + std::to_string(g));
-  }
-  // Bounds keep every size computation below far from int64 overflow on hostile attributes.
-  constexpr int64_t kMaxAttr = int64_t{1} << 24;
-  for (const auto* v : {&p.strides, &p.dilations, &p.pads, &p.output_padding, &p.output_shape}) {
-    for (int64_t value : *v) {
-      if (value < -kMaxAttr || value > kMaxAttr) {
-        return InvalidArgument("strides/dilations/pads/output_padding/output_shape value " + std::to_string(value) + " is out of range");
-      }
-    }
-  }
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (x[i] > kMaxAttr || w[i] > kMaxAttr) return InvalidArgument("input " + ShapeToString(x) + " or weights " + ShapeToString(w) + " are too large for a convolution");
-  }
-  Geometry geo;
-  geo.spatial = sp;
-  std::vector<int64_t> out(sp);
-  std::vector<int64_t> pl(sp), pr(sp), st(sp), dl(sp);
-  for (size_t i = 0; i < sp; ++i) {
-    int64_t in = x[2 + i], k = w[2 + i];
-    if (!p.kernel_shape.empty() && p.kernel_shape[i] != k) return InvalidArgument("kernel_shape does not match the weights");
-    st[i] = get(p.strides, i, 1);
-    dl[i] = get(p.dilations, i, 1);
-    if (st[i] <= 0 || dl[i] <= 0) return InvalidArgument("strides and dilations must be positive");
-    int64_t ek = (k - 1) * dl[i] + 1;
-    pl[i] = get(p.pads, i, 0);
-    pr[i] = get(p.pads, i + sp, 0);
-    if (pl[i] < 0 || pr[i] < 0) return InvalidArgument("pads must not be negative");
-    int64_t op = get(p.output_padding, i, 0);
-    if (p.transpose) {
-      int64_t want = p.output_shape.empty() ? -1 : p.output_shape[p.output_shape.size() - sp + i];
-      if (want >= 0 || (p.auto_pad != "NOTSET" && p.auto_pad != "VALID")) {
-        int64_t target = want >= 0 ? want : in * st[i];
-        // A negative total (output_shape larger than the natural size) extends the end.
-        int64_t total = st[i] * (in - 1) + op + ek - target;
-        int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor division
-        pl[i] = p.auto_pad == "SAME_UPPER" ? half : total - half;
-        pr[i] = total - pl[i];
-        if (pl[i] < 0) return InvalidArgument("output_shape needs a negative begin padding");
-      } else if (p.auto_pad == "VALID") {
-        pl[i] = pr[i] = 0;
-      }
-      out[i] = st[i] * (in - 1) + op + ek - pl[i] - pr[i];
-      // oneDNN has no output_padding: the extra rows/cols come from shrinking the end pad.
-      pr[i] -= op;
-    } else {
-      if (p.auto_pad == "SAME_UPPER" || p.auto_pad == "SAME_LOWER") {
-        int64_t o = (in + st[i] - 1) / st[i];
-        int64_t total = std::max<int64_t>(0, (o - 1) * st[i] + ek - in);
-        pl[i] = p.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-        pr[i] = total - pl[i];
-      } else if (p.auto_pad == "VALID") {
-        pl[i] = pr[i] = 0;
-      } else if (p.auto_pad != "NOTSET") {
-        return InvalidArgument("unknown auto_pad '" + p.auto_pad + "'");
-      }
-      int64_t span = in + pl[i] + pr[i] - ek;
-      if (span < 0) return InvalidArgument("the kernel is larger than the padded input " + ShapeToString(x));
-      out[i] = span / st[i] + 1;
-    }
-    if (out[i] <= 0) return InvalidArgument("output would be empty for input " + ShapeToString(x));
+  MF_ASSIGN_OR_RETURN(ops::ConvGeometry onnx, ops::ComputeConvGeometry(p.attrs, x, w));
+  size_t sp = onnx.spatial;
+  int64_t g = p.attrs.group, c = onnx.c, m = onnx.m;
+  std::vector<int64_t> out = onnx.out, pl = onnx.pl, pr = onnx.pr, st = onnx.st, dl = onnx.dl;
+  if (p.attrs.transpose) {
+    for (size_t i = 0; i < sp; ++i) pr[i] -= onnx.op[i];
   }
   if (sp == 1) {  // promote to 2-D: H = 1
     out.insert(out.begin(), 1);
@@ -122,6 +51,8 @@ StatusOr<Geometry> ComputeGeometry(const ConvParams& p, const Shape& x, const Sh
     st.insert(st.begin(), 1);
     dl.insert(dl.begin(), 1);
   }
+  Geometry geo;
+  geo.spatial = sp;
   memory::dims src{x[0], c}, dst{x[0], m}, weights;
   if (sp == 1) src.push_back(1);
   for (size_t i = 0; i < sp; ++i) src.push_back(x[2 + i]);
@@ -144,7 +75,7 @@ StatusOr<Geometry> ComputeGeometry(const ConvParams& p, const Shape& x, const Sh
 
 Tag WeightsTag(const ConvParams& p, size_t rank, bool grouped) {
   // ONNX: Conv weights are [M, C/g, k...] (oihw); ConvTranspose weights are [C, M/g, k...] (iohw).
-  if (p.transpose) {
+  if (p.attrs.transpose) {
     if (rank == 4) return grouped ? Tag::giohw : Tag::iohw;
     return grouped ? Tag::giodhw : Tag::iodhw;
   }
@@ -239,7 +170,7 @@ class ConvKernel final : public Kernel {
       if (prep->dst_reorder) prep->dst_reorder->execute(stream, dst, user_dst);
       stream.wait();
     } catch (const dnnl::error& e) {
-      return DnnlError(e, p_.transpose ? "ConvTranspose" : "Conv");
+      return DnnlError(e, p_.attrs.transpose ? "ConvTranspose" : "Conv");
     }
     if (add_after) {
       if (p_.dst_nhwc || p_.addend_nhwc) {
@@ -284,7 +215,7 @@ class ConvKernel final : public Kernel {
     try {
       dnnl::engine& eng = CpuEngine();
       size_t rank = geo.src.size();
-      bool grouped = p_.group > 1;
+      bool grouped = p_.attrs.group > 1;
       memory::desc plain_src(geo.src, memory::data_type::f32, p_.src_nhwc ? Tag::nhwc : PlainTag(rank));
       memory::desc plain_dst(geo.dst, memory::data_type::f32, p_.dst_nhwc ? Tag::nhwc : PlainTag(rank));
       prep->addend_md = memory::desc(geo.dst, memory::data_type::f32, p_.addend_nhwc ? Tag::nhwc : PlainTag(rank));
@@ -303,7 +234,7 @@ class ConvKernel final : public Kernel {
       }
       attr.set_post_ops(ops);
       memory::desc weights_md;
-      if (p_.transpose) {
+      if (p_.attrs.transpose) {
         dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
                                             src_md, any_w, bias_md, dst_md, geo.strides, geo.dilations, geo.pad_l,
                                             geo.pad_r);
@@ -342,7 +273,7 @@ class ConvKernel final : public Kernel {
         stream.wait();
       }
     } catch (const dnnl::error& e) {
-      return DnnlError(e, p_.transpose ? "ConvTranspose" : "Conv");
+      return DnnlError(e, p_.attrs.transpose ? "ConvTranspose" : "Conv");
     }
     std::lock_guard<std::mutex> lock(mu_);
     // Bounded: a client sending ever-new shapes must not grow memory without limit.
@@ -362,17 +293,8 @@ StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {
   MF_RETURN_IF_ERROR(RequireFloat(init, 0));
   MF_RETURN_IF_ERROR(RequireFloat(init, 1));
   if (init.has_input(2)) MF_RETURN_IF_ERROR(RequireFloat(init, 2));
-  const Attributes& a = init.attrs();
   ConvParams p;
-  p.transpose = transpose;
-  MF_ASSIGN_OR_RETURN(p.group, a.GetInt("group", 1));
-  MF_ASSIGN_OR_RETURN(p.auto_pad, a.GetString("auto_pad", "NOTSET"));
-  MF_ASSIGN_OR_RETURN(p.kernel_shape, a.GetInts("kernel_shape", {}));
-  MF_ASSIGN_OR_RETURN(p.strides, a.GetInts("strides", {}));
-  MF_ASSIGN_OR_RETURN(p.dilations, a.GetInts("dilations", {}));
-  MF_ASSIGN_OR_RETURN(p.pads, a.GetInts("pads", {}));
-  MF_ASSIGN_OR_RETURN(p.output_padding, a.GetInts("output_padding", {}));
-  MF_ASSIGN_OR_RETURN(p.output_shape, a.GetInts("output_shape", {}));
+  MF_ASSIGN_OR_RETURN(p.attrs, ops::ReadConvAttributes(init, transpose));
   MF_ASSIGN_OR_RETURN(Activation kind, ActivationFromName(init.node.fused_activation));
   p.act = {kind, init.node.fused_alpha, init.node.fused_beta};
   p.fused_sum = init.node.fused_sum;
@@ -383,10 +305,6 @@ StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {
     return init.Error(StatusCode::kInternal, "a fused sum needs a Conv with the addend as input 3");
   }
   if (p.fused_sum) MF_RETURN_IF_ERROR(RequireFloat(init, 3));
-  if (p.group <= 0) return init.Error(StatusCode::kInvalidArgument, "group must be positive");
-  if (p.auto_pad != "NOTSET" && p.auto_pad != "VALID" && p.auto_pad != "SAME_UPPER" && p.auto_pad != "SAME_LOWER") {
-    return init.Error(StatusCode::kInvalidArgument, "unknown auto_pad '" + p.auto_pad + "'");
-  }
   const Tensor* w = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
   return BoundKernel{std::make_unique<ConvKernel>(std::move(p), w), {DataType::kFloat32}};
 }

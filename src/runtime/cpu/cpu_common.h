@@ -1,5 +1,5 @@
-// Helpers shared by the CPU kernels: element-type dispatch, axis normalisation, reading small
-// integer tensors (shapes, axes), broadcasting and parallel loops.
+// Helpers shared by the CPU kernels: element-type dispatch and parallel loops, plus the
+// backend-neutral rules of runtime/ops (axes, int inputs, broadcasting).
 #pragma once
 
 #include <omp.h>
@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "runtime/kernel.h"
+#include "runtime/ops/indexing.h"
 #include "runtime/tensor.h"
 
 namespace mf::runtime::cpu {
@@ -60,18 +61,11 @@ inline bool IsNumeric(DataType t) {
   return t != DataType::kString && t != DataType::kBool && t != DataType::kFloat16 && t != DataType::kBFloat16;
 }
 
-// Maps a possibly negative axis into [0, rank); INVALID_ARGUMENT when out of range.
-StatusOr<int> NormalizeAxis(int64_t axis, int rank);
-
-// Reads a 0-D or 1-D int32/int64 tensor (shape, axes, pads inputs) into int64s.
-StatusOr<std::vector<int64_t>> ReadInts(const Tensor& t, const char* what);
-
-// Numpy-style broadcast of two shapes; INVALID_ARGUMENT when incompatible.
-StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b);
-
-// Row-major strides of `shape` as seen from an output of rank `out_rank` (leading missing dims
-// and dims of size 1 get stride 0): indexing an output position with them broadcasts the input.
-std::vector<int64_t> BroadcastStrides(const Shape& shape, const Shape& out_shape);
+// Axis normalisation, int inputs and broadcasting: the rules both backends share.
+using ops::BroadcastShapes;
+using ops::BroadcastStrides;
+using ops::NormalizeAxis;
+using ops::ReadInts;
 
 // Runs fn(begin, end) over [0, n) split across the OpenMP team when n is large enough.
 template <typename Fn>

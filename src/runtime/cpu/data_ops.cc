@@ -5,43 +5,31 @@
 #include <limits>
 
 #include "runtime/cpu/cpu_common.h"
+#include "runtime/ops/gather_rules.h"
+#include "runtime/ops/input_checks.h"
+#include "runtime/ops/slice_rules.h"
 
 namespace mf::runtime::cpu {
 namespace {
 
-Status Require(const KernelInit& init, size_t i) {
-  if (!init.has_input(i)) return init.Error(StatusCode::kInvalidArgument, "missing input " + std::to_string(i));
-  if (init.dtype(i) == DataType::kString) return init.Error(StatusCode::kUnimplemented, "string tensors are not supported");
-  return Status::Ok();
-}
-
 StatusOr<BoundKernel> GatherFactory(const KernelInit& init) {
-  MF_RETURN_IF_ERROR(Require(init, 0));
-  MF_RETURN_IF_ERROR(Require(init, 1));
-  if (init.dtype(1) != DataType::kInt64 && init.dtype(1) != DataType::kInt32) {
+  MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, 0));
+  MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, 1));
+  if (!ops::IsIndexType(init.dtype(1))) {
     return init.Error(StatusCode::kInvalidArgument, "indices must be int32 or int64");
   }
   MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 0));
   return Bind(
       [axis_attr](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& data = *in[0];
-        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, data.rank()));
-        if (data.rank() == 0) return InvalidArgument("Gather data must be at least 1-D");
-        std::vector<int64_t> idx(static_cast<size_t>(in[1]->num_elements()));
-        int64_t dim = data.dim(axis);
-        for (size_t i = 0; i < idx.size(); ++i) {
-          int64_t v = in[1]->dtype() == DataType::kInt64 ? in[1]->data<int64_t>()[i] : in[1]->data<int32_t>()[i];
-          if (v < -dim || v >= dim) return InvalidArgument("Gather index " + std::to_string(v) + " is out of range for a dim of " + std::to_string(dim));
-          idx[i] = v < 0 ? v + dim : v;
+        MF_ASSIGN_OR_RETURN(ops::GatherPlan plan, ops::PlanGather(data.shape(), in[1]->shape(), axis_attr));
+        std::vector<int64_t> idx = ops::ReadIndices(*in[1]);
+        for (int64_t& v : idx) {
+          MF_ASSIGN_OR_RETURN(v, ops::GatherIndex(v, plan.dim));
         }
-        Shape shape(data.shape().begin(), data.shape().begin() + axis);
-        shape.insert(shape.end(), in[1]->shape().begin(), in[1]->shape().end());
-        shape.insert(shape.end(), data.shape().begin() + axis + 1, data.shape().end());
-        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(data.dtype(), shape));
-        int64_t outer = 1;
-        for (int i = 0; i < axis; ++i) outer *= data.dim(i);
-        size_t inner = ElementSize(data.dtype());
-        for (int i = axis + 1; i < data.rank(); ++i) inner *= static_cast<size_t>(data.dim(i));
+        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(data.dtype(), plan.shape));
+        int64_t outer = plan.outer, dim = plan.dim;
+        size_t inner = ElementSize(data.dtype()) * static_cast<size_t>(plan.inner);
         const char* src = static_cast<const char*>(data.raw_data());
         char* dst = static_cast<char*>(out[0].raw_data());
         for (int64_t o = 0; o < outer; ++o) {
@@ -57,9 +45,9 @@ StatusOr<BoundKernel> GatherFactory(const KernelInit& init) {
 
 // Slice from opset 10: starts, ends, axes, steps as inputs.
 StatusOr<BoundKernel> SliceFactory(const KernelInit& init) {
-  MF_RETURN_IF_ERROR(Require(init, 0));
-  MF_RETURN_IF_ERROR(Require(init, 1));
-  MF_RETURN_IF_ERROR(Require(init, 2));
+  MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, 0));
+  MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, 1));
+  MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, 2));
   return Bind(
       [](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
@@ -72,41 +60,12 @@ StatusOr<BoundKernel> SliceFactory(const KernelInit& init) {
         if (in.size() > 4 && in[4]) {
           MF_ASSIGN_OR_RETURN(steps, ReadInts(*in[4], "steps"));
         }
-        if (ends.size() != starts.size()) return InvalidArgument("Slice starts and ends differ in length");
-        if (axes.empty()) {
-          for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-        }
-        if (steps.empty()) steps.assign(starts.size(), 1);
-        if (axes.size() != starts.size() || steps.size() != starts.size()) return InvalidArgument("Slice axes/steps length mismatch");
+        MF_ASSIGN_OR_RETURN(ops::SlicePlan plan, ops::PlanSlice(x.shape(), starts, ends, std::move(axes), std::move(steps)));
+        const Shape& shape = plan.shape;
+        const std::vector<int64_t>&start = plan.start, &step = plan.step;
         int rank = x.rank();
-        std::vector<int64_t> start(static_cast<size_t>(rank), 0), step(static_cast<size_t>(rank), 1);
-        Shape shape = x.shape();
-        std::vector<bool> seen(static_cast<size_t>(rank), false);
-        for (size_t i = 0; i < starts.size(); ++i) {
-          MF_ASSIGN_OR_RETURN(int a, NormalizeAxis(axes[i], rank));
-          if (seen[static_cast<size_t>(a)]) return InvalidArgument("Slice axes repeat");
-          seen[static_cast<size_t>(a)] = true;
-          int64_t dim = x.dim(a), st = steps[i];
-          if (st == 0) return InvalidArgument("Slice step must not be 0");
-          int64_t s = starts[i], e = ends[i];
-          if (s < 0) s += dim;  // no overflow: dim >= 0
-          if (e < 0) e += dim;
-          if (st > 0) {
-            s = std::clamp<int64_t>(s, 0, dim);
-            e = std::clamp<int64_t>(e, 0, dim);
-          } else {
-            s = std::clamp<int64_t>(s, -1, dim - 1);
-            e = std::clamp<int64_t>(e, -1, dim - 1);
-          }
-          // Written so that huge steps (INT64_MAX) cannot overflow.
-          int64_t n = st > 0 ? (e > s ? 1 + (e - s - 1) / st : 0) : (s > e ? (st == std::numeric_limits<int64_t>::min() ? 1 : 1 + (s - e - 1) / -st) : 0);
-          shape[static_cast<size_t>(a)] = std::max<int64_t>(0, n);
-          start[static_cast<size_t>(a)] = s;
-          step[static_cast<size_t>(a)] = st;
-        }
         MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(x.dtype(), shape));
-        std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
-        for (int i = rank - 1; i > 0; --i) strides[static_cast<size_t>(i - 1)] = strides[static_cast<size_t>(i)] * x.dim(i);
+        std::vector<int64_t> strides = ops::RowMajorStrides(x.shape());
         return DispatchBySize(x.dtype(), [&](auto tag) -> Status {
           using T = decltype(tag);
           const T* px = x.data<T>();
@@ -129,37 +88,21 @@ StatusOr<BoundKernel> SliceFactory(const KernelInit& init) {
 
 // Pad from opset 11: pads (and the constant value) are inputs; modes constant, reflect, edge.
 StatusOr<BoundKernel> PadFactory(const KernelInit& init) {
-  MF_RETURN_IF_ERROR(Require(init, 0));
-  MF_RETURN_IF_ERROR(Require(init, 1));
+  MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, 0));
+  MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, 1));
   if (init.has_input(3)) return init.Error(StatusCode::kUnimplemented, "the axes input of Pad is not supported");
-  MF_ASSIGN_OR_RETURN(std::string mode, init.attrs().GetString("mode", "constant"));
-  if (mode != "constant" && mode != "reflect" && mode != "edge") {
-    return init.Error(StatusCode::kInvalidArgument, "unknown mode '" + mode + "'");
-  }
+  MF_ASSIGN_OR_RETURN(std::string mode_name, init.attrs().GetString("mode", "constant"));
+  StatusOr<ops::PadMode> mode_or = ops::ParsePadMode(mode_name);
+  if (!mode_or.ok()) return init.Error(mode_or.status().code(), mode_or.status().message());
+  ops::PadMode mode = *mode_or;
   return Bind(
       [mode](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
         int rank = x.rank();
         MF_ASSIGN_OR_RETURN(std::vector<int64_t> pads, ReadInts(*in[1], "pads"));
-        if (static_cast<int>(pads.size()) != 2 * rank) return InvalidArgument("pads must have 2 * rank entries");
-        Shape shape(static_cast<size_t>(rank));
-        for (int i = 0; i < rank; ++i) {
-          int64_t d = 0;
-          if (__builtin_add_overflow(x.dim(i), pads[static_cast<size_t>(i)], &d) ||
-              __builtin_add_overflow(d, pads[static_cast<size_t>(i + rank)], &d)) {
-            return InvalidArgument("pads overflow");
-          }
-          if (d < 0) return InvalidArgument("negative pads remove more than the whole dim");
-          if (mode != "constant" && x.dim(i) == 0 && d > 0) return InvalidArgument("cannot " + mode + "-pad an empty dim");
-          if (mode == "reflect" && (pads[static_cast<size_t>(i)] >= x.dim(i) || pads[static_cast<size_t>(i + rank)] >= x.dim(i)) &&
-              (pads[static_cast<size_t>(i)] > 0 || pads[static_cast<size_t>(i + rank)] > 0)) {
-            return InvalidArgument("reflect pads must be smaller than the dim");
-          }
-          shape[static_cast<size_t>(i)] = d;
-        }
+        MF_ASSIGN_OR_RETURN(Shape shape, ops::PadShape(x.shape(), pads, mode));
         MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(x.dtype(), shape));
-        std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
-        for (int i = rank - 1; i > 0; --i) strides[static_cast<size_t>(i - 1)] = strides[static_cast<size_t>(i)] * x.dim(i);
+        std::vector<int64_t> strides = ops::RowMajorStrides(x.shape());
         return DispatchBySize(x.dtype(), [&](auto tag) -> Status {
           using T = decltype(tag);
           T value{};
@@ -176,17 +119,11 @@ StatusOr<BoundKernel> PadFactory(const KernelInit& init) {
               int64_t o = rem % shape[static_cast<size_t>(d)];
               rem /= shape[static_cast<size_t>(d)];
               int64_t src = o - pads[static_cast<size_t>(d)], dim = x.dim(d);
-              if (src < 0 || src >= dim) {
-                if (mode == "constant") {
-                  inside = false;
-                  break;
-                }
-                if (mode == "edge") {
-                  src = src < 0 ? 0 : dim - 1;
-                } else {
-                  src = src < 0 ? -src : 2 * (dim - 1) - src;
-                }
+              if ((src < 0 || src >= dim) && mode == ops::PadMode::kConstant) {
+                inside = false;
+                break;
               }
+              src = ops::PadSourceIndex(src, dim, mode);
               off += src * strides[static_cast<size_t>(d)];
             }
             po[i] = inside ? px[off] : value;
@@ -218,7 +155,7 @@ Status DispatchCastable(DataType t, Fn&& fn) {
 }
 
 StatusOr<BoundKernel> CastFactory(const KernelInit& init) {
-  MF_RETURN_IF_ERROR(Require(init, 0));
+  MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, 0));
   MF_ASSIGN_OR_RETURN(int64_t to_attr, init.attrs().GetInt("to", 0));
   // ONNX TensorProto codes; 1..13 except 8 (string) and 10 (float16) are handled.
   static const std::pair<int64_t, DataType> kCodes[] = {
@@ -289,7 +226,7 @@ StatusOr<BoundKernel> ConstantFactory(const KernelInit& init) {
 }
 
 StatusOr<BoundKernel> ConstantOfShapeFactory(const KernelInit& init) {
-  MF_RETURN_IF_ERROR(Require(init, 0));
+  MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, 0));
   MF_ASSIGN_OR_RETURN(std::shared_ptr<const Tensor> value, init.attrs().GetTensor("value"));
   if (value && (value->num_elements() != 1 || value->dtype() == DataType::kString)) {
     return init.Error(StatusCode::kInvalidArgument, "value must be a one-element numeric tensor");
@@ -316,7 +253,7 @@ StatusOr<BoundKernel> ConstantOfShapeFactory(const KernelInit& init) {
 
 StatusOr<BoundKernel> RangeFactory(const KernelInit& init) {
   for (size_t i = 0; i < 3; ++i) {
-    MF_RETURN_IF_ERROR(Require(init, i));
+    MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, i));
     if (init.dtype(i) != init.dtype(0)) return init.Error(StatusCode::kInvalidArgument, "start, limit and delta types differ");
   }
   DataType t = init.dtype(0);
@@ -345,9 +282,9 @@ StatusOr<BoundKernel> RangeFactory(const KernelInit& init) {
 }
 
 StatusOr<BoundKernel> GatherElementsFactory(const KernelInit& init) {
-  MF_RETURN_IF_ERROR(Require(init, 0));
-  MF_RETURN_IF_ERROR(Require(init, 1));
-  if (init.dtype(1) != DataType::kInt64 && init.dtype(1) != DataType::kInt32) {
+  MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, 0));
+  MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, 1));
+  if (!ops::IsIndexType(init.dtype(1))) {
     return init.Error(StatusCode::kInvalidArgument, "indices must be int32 or int64");
   }
   MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 0));
@@ -355,15 +292,10 @@ StatusOr<BoundKernel> GatherElementsFactory(const KernelInit& init) {
       [axis_attr](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& data = *in[0];
         const Tensor& idx = *in[1];
-        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, data.rank()));
-        if (idx.rank() != data.rank()) return InvalidArgument("GatherElements indices must have the data's rank");
-        for (int d = 0; d < data.rank(); ++d) {
-          if (d != axis && idx.dim(d) > data.dim(d)) return InvalidArgument("GatherElements indices exceed the data's shape");
-        }
+        MF_ASSIGN_OR_RETURN(int axis, ops::GatherElementsAxis(data.shape(), idx.shape(), axis_attr));
         MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(data.dtype(), idx.shape()));
         int rank = data.rank();
-        std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
-        for (int i = rank - 1; i > 0; --i) strides[static_cast<size_t>(i - 1)] = strides[static_cast<size_t>(i)] * data.dim(i);
+        std::vector<int64_t> strides = ops::RowMajorStrides(data.shape());
         int64_t dim = data.dim(axis);
         return DispatchBySize(data.dtype(), [&](auto tag) -> Status {
           using T = decltype(tag);
@@ -371,8 +303,7 @@ StatusOr<BoundKernel> GatherElementsFactory(const KernelInit& init) {
           T* po = out[0].data<T>();
           for (int64_t i = 0; i < idx.num_elements(); ++i) {
             int64_t k = idx.dtype() == DataType::kInt64 ? idx.data<int64_t>()[i] : idx.data<int32_t>()[i];
-            if (k < -dim || k >= dim) return InvalidArgument("GatherElements index " + std::to_string(k) + " is out of range");
-            if (k < 0) k += dim;
+            MF_ASSIGN_OR_RETURN(k, ops::GatherElementsIndex(k, dim));
             int64_t rem = i, off = 0;
             for (int d = rank; d-- > 0;) {
               int64_t c = rem % idx.dim(d);
@@ -389,29 +320,23 @@ StatusOr<BoundKernel> GatherElementsFactory(const KernelInit& init) {
 
 // Trilu: keeps the upper (or lower) triangle of the last two dims, offset by k.
 StatusOr<BoundKernel> TriluFactory(const KernelInit& init) {
-  MF_RETURN_IF_ERROR(Require(init, 0));
+  MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, 0));
   MF_ASSIGN_OR_RETURN(int64_t upper, init.attrs().GetInt("upper", 1));
   return Bind(
       [upper](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
         if (x.rank() < 2) return InvalidArgument("Trilu input must be at least 2-D");
-        int64_t k = 0;
-        if (in.size() > 1 && in[1]) {
-          MF_ASSIGN_OR_RETURN(std::vector<int64_t> kv, ReadInts(*in[1], "k"));
-          if (kv.size() != 1) return InvalidArgument("Trilu k must be a scalar");
-          k = kv[0];
-        }
+        MF_ASSIGN_OR_RETURN(int64_t k, ops::TriluK(in.size() > 1 ? in[1] : nullptr));
         out[0] = x.Clone();
         int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
         int64_t mats = rows * cols == 0 ? 0 : x.num_elements() / (rows * cols);
         size_t elem = ElementSize(x.dtype());
+        int64_t kk = ops::ClampTriluK(k, upper != 0, rows, cols);
         char* p = static_cast<char*>(out[0].raw_data());
         for (int64_t m = 0; m < mats; ++m) {
           for (int64_t i = 0; i < rows; ++i) {
             for (int64_t j = 0; j < cols; ++j) {
-              // Compare j - i with k without overflow for extreme k.
-              bool keep = upper ? (k <= 0 ? j - i >= std::max(k, -rows - 1) : j - i >= std::min(k, cols + 1))
-                                : (k >= 0 ? j - i <= std::min(k, cols + 1) : j - i <= std::max(k, -rows - 1));
+              bool keep = upper ? j - i >= kk : j - i <= kk;
               if (!keep) std::memset(p + static_cast<size_t>((m * rows + i) * cols + j) * elem, 0, elem);
             }
           }

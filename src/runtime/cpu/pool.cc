@@ -4,74 +4,22 @@
 #include <limits>
 
 #include "runtime/cpu/cpu_common.h"
+#include "runtime/ops/pool_geometry.h"
 
 namespace mf::runtime::cpu {
 namespace {
 
+// The attributes and which pool it is.
 struct PoolParams {
   bool is_max = true;
-  std::string auto_pad = "NOTSET";
-  std::vector<int64_t> kernel, strides, pads, dilations;
-  int64_t ceil_mode = 0;
-  int64_t count_include_pad = 0;
+  ops::PoolAttributes attrs;
 };
-
-struct Dim3 {
-  int64_t in = 1, out = 1, k = 1, s = 1, d = 1, pb = 0, pe = 0;
-};
-
-StatusOr<std::array<Dim3, 3>> PoolGeometry(const PoolParams& p, const Shape& x) {
-  size_t sp = x.size() - 2;
-  if (p.kernel.size() != sp) return InvalidArgument("kernel_shape has " + std::to_string(p.kernel.size()) +
-                                                    " dims, the input " + ShapeToString(x) + " has " +
-                                                    std::to_string(sp) + " spatial dims");
-  if ((!p.strides.empty() && p.strides.size() != sp) || (!p.pads.empty() && p.pads.size() != 2 * sp) ||
-      (!p.dilations.empty() && p.dilations.size() != sp)) {
-    return InvalidArgument("strides/pads/dilations do not match the spatial rank");
-  }
-  constexpr int64_t kMaxAttr = int64_t{1} << 24;  // keeps size arithmetic far from overflow
-  for (const auto* v : {&p.kernel, &p.strides, &p.pads, &p.dilations}) {
-    for (int64_t a : *v) {
-      if (a > kMaxAttr || a < -kMaxAttr) return InvalidArgument("kernel_shape/strides/pads/dilations value " + std::to_string(a) + " is out of range");
-    }
-  }
-  std::array<Dim3, 3> dims;
-  for (size_t i = 0; i < sp; ++i) {
-    Dim3& d = dims[3 - sp + i];
-    d.in = x[2 + i];
-    d.k = p.kernel[i];
-    d.s = p.strides.empty() ? 1 : p.strides[i];
-    d.d = p.dilations.empty() ? 1 : p.dilations[i];
-    d.pb = p.pads.empty() ? 0 : p.pads[i];
-    d.pe = p.pads.empty() ? 0 : p.pads[i + sp];
-    if (d.k <= 0 || d.s <= 0 || d.d <= 0 || d.pb < 0 || d.pe < 0) {
-      return InvalidArgument("kernel_shape, strides and dilations must be positive, pads non-negative");
-    }
-    int64_t ek = (d.k - 1) * d.d + 1;
-    if (p.auto_pad == "SAME_UPPER" || p.auto_pad == "SAME_LOWER") {
-      d.out = (d.in + d.s - 1) / d.s;
-      int64_t total = std::max<int64_t>(0, (d.out - 1) * d.s + ek - d.in);
-      d.pb = p.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      d.pe = total - d.pb;
-      continue;
-    }
-    if (p.auto_pad == "VALID") d.pb = d.pe = 0;
-    int64_t span = d.in + d.pb + d.pe - ek;
-    if (span < 0) return InvalidArgument("pooling window is larger than the padded input " + ShapeToString(x));
-    d.out = (p.ceil_mode ? (span + d.s - 1) / d.s : span / d.s) + 1;
-    // A window may not start in the end padding.
-    if (p.ceil_mode && (d.out - 1) * d.s >= d.in + d.pb) --d.out;
-  }
-  return dims;
-}
 
 Status RunPool(const PoolParams& p, const Tensor& x, Tensor& out) {
-  if (x.rank() < 3 || x.rank() > 5) return InvalidArgument("pooling input must be 3-D to 5-D, got " + ShapeToString(x.shape()));
-  MF_ASSIGN_OR_RETURN(auto dims, PoolGeometry(p, x.shape()));
-  Shape out_shape{x.dim(0), x.dim(1)};
-  for (size_t i = 3 - (x.shape().size() - 2); i < 3; ++i) out_shape.push_back(dims[i].out);
+  MF_ASSIGN_OR_RETURN(auto dims, ops::PoolGeometry(p.attrs, x.shape()));
+  Shape out_shape = ops::PoolOutputShape(x.shape(), dims);
   MF_ASSIGN_OR_RETURN(out, Tensor::AllocateUninitialized(DataType::kFloat32, out_shape));
-  const Dim3 &D = dims[0], &H = dims[1], &W = dims[2];
+  const ops::PoolDim &D = dims[0], &H = dims[1], &W = dims[2];
   int64_t planes = x.dim(0) * x.dim(1);
   int64_t in_plane = D.in * H.in * W.in, out_plane = D.out * H.out * W.out;
   const float* px = x.data<float>();
@@ -108,14 +56,7 @@ Status RunPool(const PoolParams& p, const Tensor& x, Tensor& out) {
             }
             if (!p.is_max) {
               int64_t count = valid;
-              if (p.count_include_pad) {
-                // Count the window clipped to the padded input (ceil-mode overhang is not counted).
-                auto span = [](int64_t start, const Dim3& d) {
-                  int64_t end = std::min(start + (d.k - 1) * d.d + 1, d.in + d.pe);
-                  return (end - start + d.d - 1) / d.d;
-                };
-                count = span(d0, D) * span(h0, H) * span(w0, W);
-              }
+              if (p.attrs.count_include_pad) count = ops::PoolPaddedSpan(d0, D) * ops::PoolPaddedSpan(h0, H) * ops::PoolPaddedSpan(w0, W);
               acc = count > 0 ? acc / static_cast<float>(count) : 0.f;
             }
             dst[(od * H.out + oh) * W.out + ow] = acc;
@@ -130,22 +71,9 @@ StatusOr<BoundKernel> PoolFactory(const KernelInit& init, bool is_max) {
   if (init.node.outputs.size() > 1 && init.node.outputs[1] != kNoValue) {
     return init.Error(StatusCode::kUnimplemented, "the Indices output of MaxPool is not supported");
   }
-  const Attributes& a = init.attrs();
   PoolParams p;
   p.is_max = is_max;
-  MF_ASSIGN_OR_RETURN(p.auto_pad, a.GetString("auto_pad", "NOTSET"));
-  MF_ASSIGN_OR_RETURN(p.kernel, a.GetInts("kernel_shape", {}));
-  MF_ASSIGN_OR_RETURN(p.strides, a.GetInts("strides", {}));
-  MF_ASSIGN_OR_RETURN(p.pads, a.GetInts("pads", {}));
-  MF_ASSIGN_OR_RETURN(p.dilations, a.GetInts("dilations", {}));
-  MF_ASSIGN_OR_RETURN(p.ceil_mode, a.GetInt("ceil_mode", 0));
-  MF_ASSIGN_OR_RETURN(p.count_include_pad, a.GetInt("count_include_pad", 0));
-  MF_ASSIGN_OR_RETURN(int64_t storage_order, a.GetInt("storage_order", 0));
-  (void)storage_order;  // only affects the Indices output
-  if (p.kernel.empty()) return init.Error(StatusCode::kInvalidArgument, "kernel_shape is required");
-  if (p.auto_pad != "NOTSET" && p.auto_pad != "VALID" && p.auto_pad != "SAME_UPPER" && p.auto_pad != "SAME_LOWER") {
-    return init.Error(StatusCode::kInvalidArgument, "unknown auto_pad '" + p.auto_pad + "'");
-  }
+  MF_ASSIGN_OR_RETURN(p.attrs, ops::ReadPoolAttributes(init));
   std::vector<DataType> outs(init.node.outputs.size(), DataType::kInt64);
   outs[0] = DataType::kFloat32;
   return Bind([p](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return RunPool(p, *in[0], out[0]); },
@@ -184,10 +112,7 @@ StatusOr<BoundKernel> GlobalPoolFactory(const KernelInit& init, bool is_max) {
   return Bind(
       [is_max](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
-        if (x.rank() < 2) return InvalidArgument("global pooling input must be at least 2-D");
-        Shape shape(static_cast<size_t>(x.rank()), 1);
-        shape[0] = x.dim(0);
-        shape[1] = x.dim(1);
+        MF_ASSIGN_OR_RETURN(Shape shape, ops::GlobalPoolShape(x.shape()));
         MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, shape));
         int64_t planes = x.dim(0) * x.dim(1);
         int64_t size = planes == 0 ? 0 : x.num_elements() / planes;

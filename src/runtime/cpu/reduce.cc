@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "runtime/cpu/cpu_common.h"
+#include "runtime/ops/reduce_axes.h"
 
 namespace mf::runtime::cpu {
 namespace {
@@ -13,18 +14,9 @@ enum class ReduceKind { kMean, kSum, kMax, kMin, kProd, kSumSquare, kL1, kL2, kL
 
 template <typename T>
 Status Reduce(ReduceKind kind, const Tensor& x, const std::vector<bool>& reduced, bool keepdims, Tensor& out) {
-  Shape out_shape, kept_shape;
-  int64_t count = 1;
-  for (int i = 0; i < x.rank(); ++i) {
-    if (reduced[static_cast<size_t>(i)]) {
-      count *= x.dim(i);
-      if (keepdims) out_shape.push_back(1);
-    } else {
-      out_shape.push_back(x.dim(i));
-      kept_shape.push_back(x.dim(i));
-    }
-  }
-  MF_ASSIGN_OR_RETURN(out, Tensor::AllocateUninitialized(x.dtype(), out_shape));
+  ops::ReduceShape rs = ops::ReducedShape(x.shape(), reduced, keepdims);
+  int64_t count = rs.count;
+  MF_ASSIGN_OR_RETURN(out, Tensor::AllocateUninitialized(x.dtype(), std::move(rs.shape)));
   int64_t n_out = out.num_elements();
   using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
   Acc init = kind == ReduceKind::kMax ? static_cast<Acc>(std::numeric_limits<T>::lowest())
@@ -105,23 +97,12 @@ KernelFactory ReduceFactory(ReduceKind kind, int64_t axes_input_since) {
     if (!IsNumeric(t) || (float_only && !IsFloat(t))) {
       return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(t)) + " is not supported");
     }
-    bool axes_from_input = init.opset >= axes_input_since;
-    MF_ASSIGN_OR_RETURN(std::vector<int64_t> attr_axes, init.attrs().GetInts("axes", {}));
-    MF_ASSIGN_OR_RETURN(int64_t keepdims, init.attrs().GetInt("keepdims", 1));
-    MF_ASSIGN_OR_RETURN(int64_t noop_empty, init.attrs().GetInt("noop_with_empty_axes", 0));
+    MF_ASSIGN_OR_RETURN(ops::ReduceAttributes attrs, ops::ReadReduceAttributes(init, axes_input_since));
     return Bind(
         [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
           const Tensor& x = *in[0];
-          std::vector<int64_t> axes = attr_axes;
-          if (axes_from_input && in.size() > 1 && in[1]) {
-            MF_ASSIGN_OR_RETURN(axes, ReadInts(*in[1], "axes"));
-          }
-          std::vector<bool> reduced(static_cast<size_t>(x.rank()), axes.empty() && !noop_empty);
-          for (int64_t a : axes) {
-            MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(a, x.rank()));
-            reduced[static_cast<size_t>(axis)] = true;
-          }
-          return DispatchNumeric(x.dtype(), [&](auto tag) { return Reduce<decltype(tag)>(kind, x, reduced, keepdims != 0, out[0]); });
+          MF_ASSIGN_OR_RETURN(std::vector<bool> reduced, ops::ReducedAxes(attrs, in.size() > 1 ? in[1] : nullptr, x.rank()));
+          return DispatchNumeric(x.dtype(), [&](auto tag) { return Reduce<decltype(tag)>(kind, x, reduced, attrs.keepdims, out[0]); });
         },
         {t});
   };
@@ -140,17 +121,9 @@ KernelFactory ArgFactory(bool is_max) {
     return Bind(
         [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
           const Tensor& x = *in[0];
-          MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, x.rank()));
-          if (x.rank() == 0 || x.dim(axis) == 0) return InvalidArgument("cannot take the arg-extreme of an empty axis");
-          int64_t outer = 1, len = x.dim(axis), inner = 1;
-          for (int i = 0; i < x.rank(); ++i) {
-            if (i < axis) outer *= x.dim(i);
-            if (i > axis) inner *= x.dim(i);
-          }
-          Shape shape = x.shape();
-          if (keepdims) shape[static_cast<size_t>(axis)] = 1;
-          else shape.erase(shape.begin() + axis);
-          MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kInt64, shape));
+          MF_ASSIGN_OR_RETURN(ops::ArgReducePlan plan, ops::PlanArgReduce(x.shape(), axis_attr, keepdims != 0));
+          int64_t outer = plan.outer, len = plan.len, inner = plan.inner;
+          MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kInt64, plan.shape));
           int64_t* po = out[0].data<int64_t>();
           return DispatchNumeric(x.dtype(), [&](auto tag) -> Status {
             using T = decltype(tag);

@@ -4,18 +4,10 @@
 #include <cmath>
 
 #include "runtime/cpu/cpu_common.h"
+#include "runtime/ops/resize_rules.h"
 
 namespace mf::runtime::cpu {
 namespace {
-
-struct ResizeParams {
-  std::string mode = "nearest";
-  std::string transform = "half_pixel";
-  std::string nearest_mode = "round_prefer_floor";
-  float cubic_a = -0.75f;
-  bool exclude_outside = false;
-  float extrapolation = 0.f;
-};
 
 // Taps of one output position along one axis; `outside` means tf_crop_and_resize extrapolation.
 struct Taps {
@@ -25,62 +17,39 @@ struct Taps {
   bool outside = false;
 };
 
-// As in the ONNX spec, "length_resized" is in_len * scale, which is fractional when the
-// output size came from scales (the integer output length is its floor).
-double OriginalCoordinate(const ResizeParams& p, int64_t x, double scale, int64_t in_len, double out_len,
-                          double roi_start, double roi_end) {
-  const std::string& t = p.transform;
-  if (t == "half_pixel") return (x + 0.5) / scale - 0.5;
-  if (t == "pytorch_half_pixel") return out_len > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-  if (t == "align_corners") return out_len == 1 ? 0.0 : x * static_cast<double>(in_len - 1) / (out_len - 1);
-  if (t == "asymmetric") return x / scale;
-  if (t == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
-  // tf_crop_and_resize
-  if (out_len > 1) return roi_start * (in_len - 1) + x * (roi_end - roi_start) * (in_len - 1) / (out_len - 1);
-  return 0.5 * (roi_start + roi_end) * (in_len - 1);
-}
-
-std::vector<Taps> AxisTaps(const ResizeParams& p, int64_t in_len, int64_t out_len, double scale, double roi_start,
-                           double roi_end) {
-  std::vector<Taps> taps(static_cast<size_t>(out_len));
-  auto clamp = [in_len](int64_t i) { return std::min(std::max<int64_t>(i, 0), in_len - 1); };
-  for (int64_t o = 0; o < out_len; ++o) {
+std::vector<Taps> AxisTaps(const ops::ResizeAttributes& p, const ops::ResizeAxis& a) {
+  std::vector<Taps> taps(static_cast<size_t>(a.out_len));
+  for (int64_t o = 0; o < a.out_len; ++o) {
     Taps& t = taps[static_cast<size_t>(o)];
-    double x = OriginalCoordinate(p, o, scale, in_len, static_cast<double>(in_len) * scale, roi_start, roi_end);
-    if (p.transform == "tf_crop_and_resize" && (x < 0 || x > static_cast<double>(in_len - 1))) {
+    double x = ops::ResizeSourceCoordinate(p.transform, a, o);
+    if (ops::ResizeOutside(p.transform, a, x)) {
       t.outside = true;
       continue;
     }
-    if (p.mode == "nearest") {
-      double f = std::floor(x);
-      int64_t i;
-      if (p.nearest_mode == "floor") i = static_cast<int64_t>(f);
-      else if (p.nearest_mode == "ceil") i = static_cast<int64_t>(std::ceil(x));
-      else if (p.nearest_mode == "round_prefer_ceil") i = static_cast<int64_t>(std::floor(x + 0.5));
-      else i = x - f == 0.5 ? static_cast<int64_t>(f) : static_cast<int64_t>(std::round(x));  // round_prefer_floor
-      t.index[0] = clamp(i);
+    if (p.mode == ops::ResizeMode::kNearest) {
+      t.index[0] = ops::ResizeNearestIndex(p.nearest, a, x);
       t.weight[0] = 1.f;
       t.count = 1;
-    } else if (p.mode == "linear") {
+    } else if (p.mode == ops::ResizeMode::kLinear) {
       double f = std::floor(x);
       double w = x - f;
-      t.index[0] = clamp(static_cast<int64_t>(f));
-      t.index[1] = clamp(static_cast<int64_t>(f) + 1);
+      t.index[0] = ops::ResizeClamp(a, static_cast<int64_t>(f));
+      t.index[1] = ops::ResizeClamp(a, static_cast<int64_t>(f) + 1);
       t.weight[0] = static_cast<float>(1 - w);
       t.weight[1] = static_cast<float>(w);
       t.count = 2;
     } else {  // cubic
-      double f = std::floor(x), s = x - f, a = p.cubic_a;
-      double c[4] = {((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a,
-                     ((a + 2) * s - (a + 3)) * s * s + 1,
-                     ((a + 2) * (1 - s) - (a + 3)) * (1 - s) * (1 - s) + 1,
-                     ((a * (2 - s) - 5 * a) * (2 - s) + 8 * a) * (2 - s) - 4 * a};
+      double f = std::floor(x), s = x - f, c_a = p.cubic_a;
+      double c[4] = {((c_a * (s + 1) - 5 * c_a) * (s + 1) + 8 * c_a) * (s + 1) - 4 * c_a,
+                     ((c_a + 2) * s - (c_a + 3)) * s * s + 1,
+                     ((c_a + 2) * (1 - s) - (c_a + 3)) * (1 - s) * (1 - s) + 1,
+                     ((c_a * (2 - s) - 5 * c_a) * (2 - s) + 8 * c_a) * (2 - s) - 4 * c_a};
       double sum = 0;
       for (int k = 0; k < 4; ++k) {
         int64_t i = static_cast<int64_t>(f) - 1 + k;
-        if (p.exclude_outside && (i < 0 || i >= in_len)) c[k] = 0;
+        if (p.exclude_outside && (i < 0 || i >= a.in_len)) c[k] = 0;
         sum += c[k];
-        t.index[k] = clamp(i);
+        t.index[k] = ops::ResizeClamp(a, i);
       }
       for (int k = 0; k < 4; ++k) t.weight[k] = static_cast<float>(p.exclude_outside && sum != 0 ? c[k] / sum : c[k]);
       t.count = 4;
@@ -90,7 +59,7 @@ std::vector<Taps> AxisTaps(const ResizeParams& p, int64_t in_len, int64_t out_le
 }
 
 // Resizes axis `axis` of `x` to `out_len` using `taps`.
-StatusOr<Tensor> ResizeAxis(const ResizeParams& p, const Tensor& x, int axis, const std::vector<Taps>& taps) {
+StatusOr<Tensor> ResizeAlongAxis(const ops::ResizeAttributes& p, const Tensor& x, int axis, const std::vector<Taps>& taps) {
   Shape shape = x.shape();
   int64_t in_len = shape[static_cast<size_t>(axis)];
   shape[static_cast<size_t>(axis)] = static_cast<int64_t>(taps.size());
@@ -126,76 +95,38 @@ StatusOr<Tensor> ResizeAxis(const ResizeParams& p, const Tensor& x, int axis, co
 
 StatusOr<BoundKernel> ResizeFactory(const KernelInit& init) {
   MF_RETURN_IF_ERROR(RequireFloat(init, 0));
-  const Attributes& a = init.attrs();
-  ResizeParams p;
-  MF_ASSIGN_OR_RETURN(p.mode, a.GetString("mode", "nearest"));
-  MF_ASSIGN_OR_RETURN(p.transform, a.GetString("coordinate_transformation_mode", "half_pixel"));
-  MF_ASSIGN_OR_RETURN(p.nearest_mode, a.GetString("nearest_mode", "round_prefer_floor"));
-  MF_ASSIGN_OR_RETURN(p.cubic_a, a.GetFloat("cubic_coeff_a", -0.75f));
-  MF_ASSIGN_OR_RETURN(int64_t exclude, a.GetInt("exclude_outside", 0));
-  MF_ASSIGN_OR_RETURN(p.extrapolation, a.GetFloat("extrapolation_value", 0.f));
-  MF_ASSIGN_OR_RETURN(int64_t antialias, a.GetInt("antialias", 0));
-  MF_ASSIGN_OR_RETURN(std::string policy, a.GetString("keep_aspect_ratio_policy", "stretch"));
-  p.exclude_outside = exclude != 0;
-  if (antialias || policy != "stretch" || a.Has("axes")) {
-    return init.Error(StatusCode::kUnimplemented, "antialias, axes and keep_aspect_ratio_policy are not supported");
-  }
-  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic") {
-    return init.Error(StatusCode::kInvalidArgument, "unknown mode '" + p.mode + "'");
-  }
-  static const char* const kTransforms[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                                            "tf_half_pixel_for_nn", "tf_crop_and_resize"};
-  if (std::find(std::begin(kTransforms), std::end(kTransforms), p.transform) == std::end(kTransforms)) {
-    return init.Error(StatusCode::kUnimplemented, "coordinate_transformation_mode '" + p.transform + "' is not supported");
-  }
+  MF_ASSIGN_OR_RETURN(ops::ResizeAttributes p, ops::ReadResizeAttributes(init));
   return Bind(
       [p](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
-        int rank = x.rank();
         const Tensor* roi = in.size() > 1 ? in[1] : nullptr;
         const Tensor* scales = in.size() > 2 ? in[2] : nullptr;
         const Tensor* sizes = in.size() > 3 ? in[3] : nullptr;
         if (scales && scales->num_elements() == 0) scales = nullptr;
         if (sizes && sizes->num_elements() == 0) sizes = nullptr;
-        if ((scales == nullptr) == (sizes == nullptr)) return InvalidArgument("Resize needs exactly one of scales and sizes");
-        std::vector<double> scale(static_cast<size_t>(rank));
-        Shape out_shape(static_cast<size_t>(rank));
-        if (scales) {
-          if (scales->dtype() != DataType::kFloat32 || scales->num_elements() != rank) return InvalidArgument("Resize scales must be float32, one per dim");
-          for (int i = 0; i < rank; ++i) {
-            double s = scales->data<float>()[i];
-            if (!(s > 0) || !std::isfinite(s)) return InvalidArgument("Resize scales must be positive");
-            double len = std::floor(static_cast<double>(x.dim(i)) * s);
-            if (len > static_cast<double>(kMaxTensorBytes)) return InvalidArgument("Resize output is too large");
-            scale[static_cast<size_t>(i)] = s;
-            out_shape[static_cast<size_t>(i)] = static_cast<int64_t>(len);
-          }
-        } else {
-          MF_ASSIGN_OR_RETURN(std::vector<int64_t> sz, ReadInts(*sizes, "sizes"));
-          if (static_cast<int>(sz.size()) != rank) return InvalidArgument("Resize sizes must have one entry per dim");
-          for (int i = 0; i < rank; ++i) {
-            if (sz[static_cast<size_t>(i)] < 0) return InvalidArgument("Resize sizes must not be negative");
-            out_shape[static_cast<size_t>(i)] = sz[static_cast<size_t>(i)];
-            scale[static_cast<size_t>(i)] = x.dim(i) ? static_cast<double>(sz[static_cast<size_t>(i)]) / static_cast<double>(x.dim(i)) : 1.0;
-          }
+        // Read only an unambiguous request: PlanResize refuses both or neither.
+        std::vector<double> scale_v, roi_v;
+        std::vector<int64_t> size_v;
+        if (scales && !sizes) {
+          if (scales->dtype() != DataType::kFloat32) return InvalidArgument("Resize scales must be float32, one per dim");
+          scale_v.assign(scales->data<float>(), scales->data<float>() + scales->num_elements());
         }
-        std::vector<double> roi_v;
+        if (sizes && !scales) {
+          MF_ASSIGN_OR_RETURN(size_v, ReadInts(*sizes, "sizes"));
+        }
         if (roi && roi->num_elements() > 0) {
-          if (roi->dtype() != DataType::kFloat32 || roi->num_elements() != 2 * rank) return InvalidArgument("Resize roi must be float32 with 2 * rank values");
-          for (int64_t i = 0; i < roi->num_elements(); ++i) roi_v.push_back(roi->data<float>()[i]);
+          if (roi->dtype() != DataType::kFloat32) return InvalidArgument("Resize roi must be float32 with 2 * rank values");
+          roi_v.assign(roi->data<float>(), roi->data<float>() + roi->num_elements());
         }
+        MF_ASSIGN_OR_RETURN(std::vector<ops::ResizeAxis> axes, ops::PlanResize(x.shape(), scales ? &scale_v : nullptr,
+                                                                               sizes ? &size_v : nullptr, roi_v, p.transform));
         // Validate the final size before any pass allocates.
-        MF_RETURN_IF_ERROR(Tensor::AllocateUninitialized(DataType::kFloat32, out_shape).status());
+        MF_RETURN_IF_ERROR(Tensor::AllocateUninitialized(DataType::kFloat32, ops::ResizeOutputShape(axes)).status());
         Tensor cur = x.Clone();
-        for (int axis = 0; axis < rank; ++axis) {
-          int64_t in_len = x.dim(axis), out_len = out_shape[static_cast<size_t>(axis)];
-          bool identity = in_len == out_len && p.transform != "tf_crop_and_resize" && scale[static_cast<size_t>(axis)] == 1.0;
-          if (identity) continue;
-          if (in_len == 0 && out_len > 0) return InvalidArgument("cannot resize an empty dim");
-          double rs = roi_v.empty() ? 0.0 : roi_v[static_cast<size_t>(axis)];
-          double re = roi_v.empty() ? 1.0 : roi_v[static_cast<size_t>(axis + rank)];
-          std::vector<Taps> taps = AxisTaps(p, in_len, out_len, scale[static_cast<size_t>(axis)], rs, re);
-          MF_ASSIGN_OR_RETURN(cur, ResizeAxis(p, cur, axis, taps));
+        for (int axis = 0; axis < x.rank(); ++axis) {
+          const ops::ResizeAxis& a = axes[static_cast<size_t>(axis)];
+          if (a.identity) continue;
+          MF_ASSIGN_OR_RETURN(cur, ResizeAlongAxis(p, cur, axis, AxisTaps(p, a)));
         }
         out[0] = std::move(cur);
         return Status::Ok();

@@ -5,9 +5,14 @@
 #include <numeric>
 
 #include "runtime/cpu/cpu_common.h"
+#include "runtime/ops/input_checks.h"
+#include "runtime/ops/shape_rules.h"
 
 namespace mf::runtime::cpu {
 namespace {
+
+using ops::RequireFixedWidth;
+using ops::RequireInput;
 
 StatusOr<Tensor> CopyWithShape(const Tensor& x, Shape shape) {
   MF_ASSIGN_OR_RETURN(Tensor t, Tensor::AllocateUninitialized(x.dtype(), std::move(shape)));
@@ -19,19 +24,6 @@ StatusOr<Tensor> CopyWithShape(const Tensor& x, Shape shape) {
   return t;
 }
 
-Status RequireInput(const KernelInit& init, size_t i) {
-  if (!init.has_input(i)) return init.Error(StatusCode::kInvalidArgument, "missing input " + std::to_string(i));
-  return Status::Ok();
-}
-
-// Element types the data-movement kernels handle (everything with a fixed width).
-Status RequireFixedWidth(const KernelInit& init, size_t i) {
-  MF_RETURN_IF_ERROR(RequireInput(init, i));
-  DataType t = init.dtype(i);
-  if (t == DataType::kString) return init.Error(StatusCode::kUnimplemented, "string tensors are not supported");
-  return Status::Ok();
-}
-
 StatusOr<BoundKernel> ReshapeFactory(const KernelInit& init) {
   MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
   MF_RETURN_IF_ERROR(RequireInput(init, 1));
@@ -40,31 +32,7 @@ StatusOr<BoundKernel> ReshapeFactory(const KernelInit& init) {
       [allowzero](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
         MF_ASSIGN_OR_RETURN(std::vector<int64_t> req, ReadInts(*in[1], "shape"));
-        Shape shape(req.size());
-        int infer = -1;
-        int64_t known = 1;
-        for (size_t i = 0; i < req.size(); ++i) {
-          int64_t d = req[i];
-          if (d == 0 && !allowzero) {
-            if (i >= x.shape().size()) return InvalidArgument("shape dim " + std::to_string(i) + " is 0 but the input has no such dim");
-            d = x.shape()[i];
-          }
-          if (d == -1) {
-            if (infer >= 0) return InvalidArgument("shape has more than one -1");
-            infer = static_cast<int>(i);
-            continue;
-          }
-          if (d < 0) return InvalidArgument("shape has a negative dim " + std::to_string(d));
-          shape[i] = d;
-          if (d != 0 && known > (int64_t{1} << 62) / d) return InvalidArgument("shape overflows");
-          known *= d;
-        }
-        if (infer >= 0) {
-          if (known == 0 || x.num_elements() % known != 0) {
-            return InvalidArgument("cannot infer the -1 dim reshaping " + ShapeToString(x.shape()) + " to " + ShapeToString(req));
-          }
-          shape[static_cast<size_t>(infer)] = x.num_elements() / known;
-        }
+        MF_ASSIGN_OR_RETURN(Shape shape, ops::ReshapeShape(x.shape(), x.num_elements(), req, allowzero != 0));
         MF_ASSIGN_OR_RETURN(out[0], CopyWithShape(x, std::move(shape)));
         return Status::Ok();
       },
@@ -77,16 +45,8 @@ StatusOr<BoundKernel> FlattenFactory(const KernelInit& init) {
   return Bind(
       [axis_attr](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
-        int64_t a = axis_attr < 0 ? axis_attr + x.rank() : axis_attr;
-        if (a < 0 || a > x.rank()) return InvalidArgument("Flatten axis " + std::to_string(axis_attr) + " is out of range");
-        int64_t outer = 1;
-        for (int i = 0; i < a; ++i) outer *= x.dim(i);
-        int64_t inner = outer == 0 ? 0 : x.num_elements() / outer;
-        if (outer == 0) {
-          inner = 1;
-          for (int i = static_cast<int>(a); i < x.rank(); ++i) inner *= x.dim(i);
-        }
-        MF_ASSIGN_OR_RETURN(out[0], CopyWithShape(x, {outer, inner}));
+        MF_ASSIGN_OR_RETURN(Shape shape, ops::FlattenShape(x.shape(), axis_attr));
+        MF_ASSIGN_OR_RETURN(out[0], CopyWithShape(x, std::move(shape)));
         return Status::Ok();
       },
       {init.dtype(0)});
@@ -104,30 +64,7 @@ StatusOr<BoundKernel> SqueezeFactory(const KernelInit& init, bool unsqueeze) {
         if (from_input && in.size() > 1 && in[1]) {
           MF_ASSIGN_OR_RETURN(axes, ReadInts(*in[1], "axes"));
         }
-        Shape shape;
-        if (unsqueeze) {
-          int out_rank = x.rank() + static_cast<int>(axes.size());
-          std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
-          for (int64_t a : axes) {
-            MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(a, out_rank));
-            if (inserted[static_cast<size_t>(axis)]) return InvalidArgument("Unsqueeze axes repeat " + std::to_string(a));
-            inserted[static_cast<size_t>(axis)] = true;
-          }
-          for (int i = 0, j = 0; i < out_rank; ++i) shape.push_back(inserted[static_cast<size_t>(i)] ? 1 : x.dim(j++));
-        } else {
-          std::vector<bool> drop(static_cast<size_t>(x.rank()), axes.empty());
-          if (axes.empty()) {
-            for (int i = 0; i < x.rank(); ++i) drop[static_cast<size_t>(i)] = x.dim(i) == 1;
-          }
-          for (int64_t a : axes) {
-            MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(a, x.rank()));
-            if (x.dim(axis) != 1) return InvalidArgument("cannot squeeze dim " + std::to_string(a) + " of " + ShapeToString(x.shape()));
-            drop[static_cast<size_t>(axis)] = true;
-          }
-          for (int i = 0; i < x.rank(); ++i) {
-            if (!drop[static_cast<size_t>(i)]) shape.push_back(x.dim(i));
-          }
-        }
+        MF_ASSIGN_OR_RETURN(Shape shape, unsqueeze ? ops::UnsqueezeShape(x.shape(), axes) : ops::SqueezeShape(x.shape(), axes));
         MF_ASSIGN_OR_RETURN(out[0], CopyWithShape(x, std::move(shape)));
         return Status::Ok();
       },
@@ -167,19 +104,9 @@ StatusOr<BoundKernel> TransposeFactory(const KernelInit& init) {
       [perm_attr](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
         int rank = x.rank();
-        std::vector<int64_t> perm = perm_attr;
-        if (perm.empty()) {
-          for (int i = rank; i-- > 0;) perm.push_back(i);
-        }
-        if (static_cast<int>(perm.size()) != rank) return InvalidArgument("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(rank));
-        std::vector<bool> seen(static_cast<size_t>(rank), false);
-        for (int64_t p : perm) {
-          if (p < 0 || p >= rank || seen[static_cast<size_t>(p)]) return InvalidArgument("perm is not a permutation");
-          seen[static_cast<size_t>(p)] = true;
-        }
+        MF_ASSIGN_OR_RETURN(std::vector<int64_t> perm, ops::TransposePerm(perm_attr, rank));
         Shape shape(static_cast<size_t>(rank));
-        std::vector<int64_t> in_strides(static_cast<size_t>(rank), 1), src_stride(static_cast<size_t>(rank));
-        for (int i = rank - 1; i > 0; --i) in_strides[static_cast<size_t>(i - 1)] = in_strides[static_cast<size_t>(i)] * x.dim(i);
+        std::vector<int64_t> in_strides = ops::RowMajorStrides(x.shape()), src_stride(static_cast<size_t>(rank));
         for (int i = 0; i < rank; ++i) {
           shape[static_cast<size_t>(i)] = x.dim(static_cast<int>(perm[static_cast<size_t>(i)]));
           src_stride[static_cast<size_t>(i)] = in_strides[static_cast<size_t>(perm[static_cast<size_t>(i)])];
@@ -219,18 +146,11 @@ StatusOr<BoundKernel> ConcatFactory(const KernelInit& init) {
   return Bind(
       [axis_attr](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& first = *in[0];
-        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, first.rank()));
-        Shape shape = first.shape();
-        shape[static_cast<size_t>(axis)] = 0;
-        for (const Tensor* t : in) {
-          if (t->rank() != first.rank()) return InvalidArgument("Concat inputs have different ranks");
-          for (int i = 0; i < t->rank(); ++i) {
-            if (i != axis && t->dim(i) != first.dim(i)) {
-              return InvalidArgument("Concat inputs " + ShapeToString(first.shape()) + " and " + ShapeToString(t->shape()) + " differ off the axis");
-            }
-          }
-          shape[static_cast<size_t>(axis)] += t->dim(axis);
-        }
+        std::vector<const Shape*> shapes;
+        for (const Tensor* t : in) shapes.push_back(&t->shape());
+        MF_ASSIGN_OR_RETURN(ops::ConcatPlan plan, ops::PlanConcat(shapes, axis_attr));
+        const Shape& shape = plan.shape;
+        int axis = plan.axis;
         MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(first.dtype(), shape));
         int64_t outer = 1;
         for (int i = 0; i < axis; ++i) outer *= shape[static_cast<size_t>(i)];
@@ -264,17 +184,7 @@ StatusOr<BoundKernel> SplitFactory(const KernelInit& init) {
           MF_ASSIGN_OR_RETURN(split, ReadInts(*in[1], "split"));
         }
         int64_t dim = x.dim(axis);
-        if (split.empty()) {
-          int64_t chunk = (dim + static_cast<int64_t>(n_out) - 1) / static_cast<int64_t>(n_out);
-          for (size_t i = 0; i < n_out; ++i) split.push_back(std::max<int64_t>(0, std::min(chunk, dim - chunk * static_cast<int64_t>(i))));
-        }
-        if (split.size() != n_out) return InvalidArgument("split has " + std::to_string(split.size()) + " entries for " + std::to_string(n_out) + " outputs");
-        int64_t total = 0;
-        for (int64_t s : split) {
-          if (s < 0) return InvalidArgument("split sizes must not be negative");
-          total += s;
-        }
-        if (total != dim) return InvalidArgument("split sizes sum to " + std::to_string(total) + ", the axis has " + std::to_string(dim));
+        MF_ASSIGN_OR_RETURN(split, ops::SplitSizes(std::move(split), dim, n_out));
         int64_t outer = 1;
         for (int i = 0; i < axis; ++i) outer *= x.dim(i);
         size_t inner_bytes = ElementSize(x.dtype());
@@ -363,10 +273,7 @@ StatusOr<BoundKernel> ExpandFactory(const KernelInit& init) {
   return Bind(
       [](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         MF_ASSIGN_OR_RETURN(std::vector<int64_t> req, ReadInts(*in[1], "shape"));
-        for (int64_t d : req) {
-          if (d < 0) return InvalidArgument("Expand shape has a negative dim");
-        }
-        MF_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(in[0]->shape(), req));
+        MF_ASSIGN_OR_RETURN(Shape shape, ops::ExpandShape(in[0]->shape(), req));
         return Replicate(*in[0], shape, false, out[0]);
       },
       {init.dtype(0)});
@@ -378,12 +285,7 @@ StatusOr<BoundKernel> TileFactory(const KernelInit& init) {
   return Bind(
       [](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         MF_ASSIGN_OR_RETURN(std::vector<int64_t> reps, ReadInts(*in[1], "repeats"));
-        if (static_cast<int>(reps.size()) != in[0]->rank()) return InvalidArgument("Tile repeats must have one entry per dim");
-        Shape shape = in[0]->shape();
-        for (size_t i = 0; i < reps.size(); ++i) {
-          if (reps[i] < 0) return InvalidArgument("Tile repeats must not be negative");
-          if (__builtin_mul_overflow(shape[i], reps[i], &shape[i])) return InvalidArgument("Tile output overflows");
-        }
+        MF_ASSIGN_OR_RETURN(Shape shape, ops::TileShape(in[0]->shape(), reps));
         return Replicate(*in[0], shape, true, out[0]);
       },
       {init.dtype(0)});

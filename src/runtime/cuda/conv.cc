@@ -15,15 +15,13 @@
 #include <mutex>
 
 #include "runtime/cuda/dnn_util.h"
+#include "runtime/ops/conv_geometry.h"
 
 namespace mf::runtime::cuda {
 namespace {
 
-struct ConvParams {
-  bool transpose = false;
-  int64_t group = 1;
-  std::string auto_pad = "NOTSET";
-  std::vector<int64_t> kernel_shape, strides, dilations, pads, output_padding, output_shape;
+// The ONNX attributes (ops/conv_geometry.h) and how this kernel runs them.
+struct ConvParams : ops::ConvAttributes {
   Activation act;
   bool fused_sum = false;  // input 3 is added to the output before `act`
   bool src_nhwc = false, addend_nhwc = false, dst_nhwc = false;
@@ -32,104 +30,7 @@ struct ConvParams {
   Precision precision = Precision::kFp32;
 };
 
-// ONNX geometry of one input shape, exactly as the CPU kernel computes it (cpu/conv.cc).
-struct Geometry {
-  size_t spatial = 0;
-  int64_t n = 0, c = 0, m = 0;
-  std::vector<int64_t> in, k, st, dl, pl, pr, op, out;
-};
-
-StatusOr<Geometry> ComputeGeometry(const ConvParams& p, const Shape& x, const Shape& w) {
-  if (x.size() < 3 || x.size() > 5 || w.size() != x.size()) {
-    return InvalidArgument("input " + ShapeToString(x) + " and weights " + ShapeToString(w) +
-                           " must both be 3-D to 5-D (N, C, spatial...)");
-  }
-  size_t sp = x.size() - 2;
-  auto get = [&](const std::vector<int64_t>& v, size_t i, int64_t dflt) { return v.empty() ? dflt : v[i]; };
-  if ((!p.strides.empty() && p.strides.size() != sp) || (!p.dilations.empty() && p.dilations.size() != sp) ||
-      (!p.pads.empty() && p.pads.size() != 2 * sp) || (!p.kernel_shape.empty() && p.kernel_shape.size() != sp)) {
-    return InvalidArgument("strides/dilations/pads/kernel_shape do not match " + std::to_string(sp) + " spatial dims");
-  }
-  int64_t g = p.group;
-  int64_t c = x[1];
-  int64_t m = p.transpose ? w[1] * g : w[0];
-  int64_t w_in = p.transpose ? w[0] : w[1] * g;
-  if (g <= 0 || c != w_in || w[0] % g != 0) {
-    return InvalidArgument("input channels " + std::to_string(c) + " do not match weights " + ShapeToString(w) +
-                           " with group " + std::to_string(g));
-  }
-  constexpr int64_t kMaxAttr = int64_t{1} << 24;
-  for (const auto* v : {&p.strides, &p.dilations, &p.pads, &p.output_padding, &p.output_shape}) {
-    for (int64_t value : *v) {
-      if (value < -kMaxAttr || value > kMaxAttr) {
-        return InvalidArgument("strides/dilations/pads/output_padding/output_shape value " + std::to_string(value) + " is out of range");
-      }
-    }
-  }
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (x[i] > kMaxAttr || w[i] > kMaxAttr) return InvalidArgument("input " + ShapeToString(x) + " or weights " + ShapeToString(w) + " are too large for a convolution");
-  }
-  Geometry geo;
-  geo.spatial = sp;
-  geo.n = x[0];
-  geo.c = c;
-  geo.m = m;
-  for (size_t i = 0; i < sp; ++i) {
-    int64_t in = x[2 + i], k = w[2 + i];
-    if (!p.kernel_shape.empty() && p.kernel_shape[i] != k) return InvalidArgument("kernel_shape does not match the weights");
-    int64_t st = get(p.strides, i, 1), dl = get(p.dilations, i, 1);
-    if (st <= 0 || dl <= 0) return InvalidArgument("strides and dilations must be positive");
-    int64_t ek = (k - 1) * dl + 1;
-    int64_t pl = get(p.pads, i, 0), pr = get(p.pads, i + sp, 0);
-    if (pl < 0 || pr < 0) return InvalidArgument("pads must not be negative");
-    int64_t op = get(p.output_padding, i, 0);
-    int64_t out = 0;
-    if (p.transpose) {
-      int64_t want = p.output_shape.empty() ? -1 : p.output_shape[p.output_shape.size() - sp + i];
-      if (want >= 0 || (p.auto_pad != "NOTSET" && p.auto_pad != "VALID")) {
-        int64_t target = want >= 0 ? want : in * st;
-        int64_t total = st * (in - 1) + op + ek - target;  // negative: the output extends past the end
-        int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor division
-        pl = p.auto_pad == "SAME_UPPER" ? half : total - half;
-        pr = total - pl;
-        if (pl < 0) return InvalidArgument("output_shape needs a negative begin padding");
-      } else if (p.auto_pad == "VALID") {
-        pl = pr = 0;
-      }
-      out = st * (in - 1) + op + ek - pl - pr;
-    } else {
-      if (p.auto_pad == "SAME_UPPER" || p.auto_pad == "SAME_LOWER") {
-        int64_t o = (in + st - 1) / st;
-        int64_t total = std::max<int64_t>(0, (o - 1) * st + ek - in);
-        pl = p.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-        pr = total - pl;
-      } else if (p.auto_pad == "VALID") {
-        pl = pr = 0;
-      } else if (p.auto_pad != "NOTSET") {
-        return InvalidArgument("unknown auto_pad '" + p.auto_pad + "'");
-      }
-      int64_t span = in + pl + pr - ek;
-      if (span < 0) return InvalidArgument("the kernel is larger than the padded input " + ShapeToString(x));
-      out = span / st + 1;
-    }
-    if (out <= 0) return InvalidArgument("output would be empty for input " + ShapeToString(x));
-    geo.in.push_back(in);
-    geo.k.push_back(k);
-    geo.st.push_back(st);
-    geo.dl.push_back(dl);
-    geo.pl.push_back(pl);
-    geo.pr.push_back(pr);
-    geo.op.push_back(op);
-    geo.out.push_back(out);
-  }
-  return geo;
-}
-
-Shape OutputShape(const Geometry& geo) {
-  Shape s{geo.n, geo.m};
-  s.insert(s.end(), geo.out.begin(), geo.out.end());
-  return s;
-}
+using ops::ConvGeometry;
 
 // cuDNN works on 2-D and 3-D convolutions: a 1-D one gets a leading unit spatial dim.
 std::vector<int64_t> Promote(const std::vector<int64_t>& v, size_t spatial, int64_t fill) {
@@ -231,11 +132,11 @@ class ConvKernel final : public Kernel {
     const Tensor& w = *in[1];
     const Tensor* b = in.size() > 2 ? in[2] : nullptr;
     const Tensor* addend = p_.fused_sum && in.size() > 3 ? in[3] : nullptr;
-    MF_ASSIGN_OR_RETURN(Geometry geo, ComputeGeometry(p_, x.shape(), w.shape()));
+    MF_ASSIGN_OR_RETURN(ConvGeometry geo, ops::ComputeConvGeometry(p_, x.shape(), w.shape()));
     if (b && (b->rank() != 1 || b->dim(0) != geo.m)) {
       return InvalidArgument("bias " + ShapeToString(b->shape()) + " does not match " + std::to_string(geo.m) + " output channels");
     }
-    Shape out_shape = OutputShape(geo);
+    Shape out_shape = ops::ConvOutputShape(geo);
     if (addend) {
       MF_ASSIGN_OR_RETURN(Shape bs, BroadcastShapes(out_shape, addend->shape()));
       if (bs != out_shape) {
@@ -262,7 +163,7 @@ class ConvKernel final : public Kernel {
 
   // Bias, a residual not already summed, and the activation, on the finished convolution.
   // `plan_y` describes the output for cuDNN's bias add (nullptr: build one here).
-  Status Epilogue(const Geometry& geo, const Tensor* b, const Tensor* addend, const TensorDesc* plan_y, Tensor& y) const {
+  Status Epilogue(const ConvGeometry& geo, const Tensor* b, const Tensor* addend, const TensorDesc* plan_y, Tensor& y) const {
     if (b) {
       TensorDesc y_desc, b_desc;
       std::vector<int64_t> dims = Promote(geo.out, geo.spatial, 1);
@@ -298,7 +199,7 @@ class ConvKernel final : public Kernel {
     return ApplyActivation(p_.act, p_.dtype, y.raw_data(), y.num_elements());
   }
 
-  Status RunForward(const Geometry& geo, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* addend,
+  Status RunForward(const ConvGeometry& geo, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* addend,
                     Tensor& y) const {
     MF_ASSIGN_OR_RETURN(std::shared_ptr<const ForwardPlan> plan, GetForwardPlan(geo, x.shape(), w.shape(), addend));
     const RunContext& ctx = Current();
@@ -337,7 +238,7 @@ class ConvKernel final : public Kernel {
     return Epilogue(geo, b, summed ? nullptr : addend, &plan->y, y);
   }
 
-  Status RunTranspose(const Geometry& geo, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) const {
+  Status RunTranspose(const ConvGeometry& geo, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) const {
     MF_ASSIGN_OR_RETURN(std::shared_ptr<const TransposePlan> plan, GetTransposePlan(geo, x.shape(), w.shape()));
     const RunContext& ctx = Current();
     if (plan->workspace > ctx.workspace_bytes) return Internal("convolution workspace exceeds the run's workspace");
@@ -359,7 +260,7 @@ class ConvKernel final : public Kernel {
     return Epilogue(geo, b, nullptr, &plan->out, y);
   }
 
-  StatusOr<std::shared_ptr<const ForwardPlan>> GetForwardPlan(const Geometry& geo, const Shape& x_shape,
+  StatusOr<std::shared_ptr<const ForwardPlan>> GetForwardPlan(const ConvGeometry& geo, const Shape& x_shape,
                                                               const Shape& w_shape, const Tensor* addend) const {
     Shape key = x_shape;
     key.push_back(-1);
@@ -375,7 +276,7 @@ class ConvKernel final : public Kernel {
     }
     auto plan = std::make_shared<ForwardPlan>();
     size_t sp = geo.spatial;
-    plan->out_shape = OutputShape(geo);
+    plan->out_shape = ops::ConvOutputShape(geo);
     std::vector<int64_t> in = Promote(geo.in, sp, 1), k = Promote(geo.k, sp, 1), st = Promote(geo.st, sp, 1),
                          dl = Promote(geo.dl, sp, 1), pl = Promote(geo.pl, sp, 0), pr = Promote(geo.pr, sp, 0),
                          outd = Promote(geo.out, sp, 1);
@@ -446,7 +347,7 @@ class ConvKernel final : public Kernel {
     return Unimplemented("cuDNN has no convolution algorithm for this shape within the workspace");
   }
 
-  StatusOr<std::shared_ptr<const TransposePlan>> GetTransposePlan(const Geometry& geo, const Shape& x_shape,
+  StatusOr<std::shared_ptr<const TransposePlan>> GetTransposePlan(const ConvGeometry& geo, const Shape& x_shape,
                                                                   const Shape& w_shape) const {
     Shape key = x_shape;
     key.push_back(-1);
@@ -458,7 +359,7 @@ class ConvKernel final : public Kernel {
     }
     auto plan = std::make_shared<TransposePlan>();
     size_t sp = geo.spatial;
-    plan->out_shape = OutputShape(geo);
+    plan->out_shape = ops::ConvOutputShape(geo);
     std::vector<int64_t> in = Promote(geo.in, sp, 1), k = Promote(geo.k, sp, 1), st = Promote(geo.st, sp, 1),
                          dl = Promote(geo.dl, sp, 1), pl = Promote(geo.pl, sp, 0), pr = Promote(geo.pr, sp, 0),
                          op = Promote(geo.op, sp, 0), outd = Promote(geo.out, sp, 1);
@@ -568,16 +469,8 @@ StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {
   MF_RETURN_IF_ERROR(RequireDeviceFloat(init, 1, p.dtype));
   p.has_bias = init.has_input(2);
   if (p.has_bias) MF_RETURN_IF_ERROR(RequireDeviceFloat(init, 2, p.dtype));
-  const Attributes& a = init.attrs();
-  p.transpose = transpose;
-  MF_ASSIGN_OR_RETURN(p.group, a.GetInt("group", 1));
-  MF_ASSIGN_OR_RETURN(p.auto_pad, a.GetString("auto_pad", "NOTSET"));
-  MF_ASSIGN_OR_RETURN(p.kernel_shape, a.GetInts("kernel_shape", {}));
-  MF_ASSIGN_OR_RETURN(p.strides, a.GetInts("strides", {}));
-  MF_ASSIGN_OR_RETURN(p.dilations, a.GetInts("dilations", {}));
-  MF_ASSIGN_OR_RETURN(p.pads, a.GetInts("pads", {}));
-  MF_ASSIGN_OR_RETURN(p.output_padding, a.GetInts("output_padding", {}));
-  MF_ASSIGN_OR_RETURN(p.output_shape, a.GetInts("output_shape", {}));
+  ops::ConvAttributes& attrs = p;
+  MF_ASSIGN_OR_RETURN(attrs, ops::ReadConvAttributes(init, transpose));
   MF_ASSIGN_OR_RETURN(p.act, ActivationFromNode(init.node));
   p.fused_sum = init.node.fused_sum;
   p.src_nhwc = init.input_nhwc.size() > 0 && init.input_nhwc[0];
@@ -587,11 +480,6 @@ StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {
     return init.Error(StatusCode::kInternal, "a fused sum needs a Conv with the addend as input 3");
   }
   if (p.fused_sum) MF_RETURN_IF_ERROR(RequireDeviceFloat(init, 3, p.dtype));
-  if (p.group <= 0) return init.Error(StatusCode::kInvalidArgument, "group must be positive");
-  if (p.group > (int64_t{1} << 24)) return init.Error(StatusCode::kInvalidArgument, "group is out of range");
-  if (p.auto_pad != "NOTSET" && p.auto_pad != "VALID" && p.auto_pad != "SAME_UPPER" && p.auto_pad != "SAME_LOWER") {
-    return init.Error(StatusCode::kInvalidArgument, "unknown auto_pad '" + p.auto_pad + "'");
-  }
   if (transpose && (p.src_nhwc || p.dst_nhwc)) {
     return init.Error(StatusCode::kUnimplemented, "channels-last ConvTranspose on the GPU");
   }

@@ -1,8 +1,7 @@
 // Host-side helpers shared by the data-movement, reduction and normalization kernel files
-// (data_*.cu, reduce*.cu): input checks, axis normalisation and reading host-side int tensors
-// with the same messages as the CPU kernels, and element-size dispatch. The CPU helpers in
-// cpu/cpu_common.h cannot be included from .cu files (they pull in OpenMP pragmas) and live in
-// another library.
+// (data_*.cu, reduce*.cu): the backend-neutral rules of runtime/ops (input checks, axes, int
+// inputs, strides) plus what only the device needs (host-input checks, device float types,
+// element-size dispatch).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -12,20 +11,15 @@
 #include <vector>
 
 #include "runtime/cuda/cuda_common.h"
+#include "runtime/ops/indexing.h"
+#include "runtime/ops/input_checks.h"
 
 namespace mf::runtime::cuda {
 
-inline Status RequireInput(const KernelInit& init, size_t i) {
-  if (!init.has_input(i)) return init.Error(StatusCode::kInvalidArgument, "missing input " + std::to_string(i));
-  return Status::Ok();
-}
-
-// Element types the data-movement kernels handle: everything with a fixed width.
-inline Status RequireFixedWidth(const KernelInit& init, size_t i) {
-  MF_RETURN_IF_ERROR(RequireInput(init, i));
-  if (init.dtype(i) == DataType::kString) return init.Error(StatusCode::kUnimplemented, "string tensors are not supported");
-  return Status::Ok();
-}
+using ops::NormalizeAxis;
+using ops::RequireFixedWidth;
+using ops::RequireInput;
+using ops::RowMajorStrides;
 
 // A float input in its device form (float32, or float16 in FP16 mode).
 inline Status RequireDeviceFloat(const KernelInit& init, size_t i) {
@@ -38,33 +32,23 @@ inline Status RequireDeviceFloat(const KernelInit& init, size_t i) {
   return Status::Ok();
 }
 
-// Maps a possibly negative axis into [0, rank); INVALID_ARGUMENT when out of range.
-inline StatusOr<int> NormalizeAxis(int64_t axis, int rank) {
-  if (axis < -rank || axis >= rank) {
-    return InvalidArgument("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
-  }
-  return static_cast<int>(axis < 0 ? axis + rank : axis);
+// INTERNAL unless `t` (when present) is in host memory: the slots a KernelDef lists in
+// host_inputs, which the shared rules of runtime/ops read directly.
+inline Status RequireHost(const Tensor* t, const char* what) {
+  if (t && t->location() != Location::kHost) return Internal(std::string(what) + " must be a host input of the CUDA kernel");
+  return Status::Ok();
 }
 
-// Reads a 0-D or 1-D int32/int64 HOST tensor (a slot listed in KernelDef::host_inputs).
+// Reads a 0-D or 1-D int32/int64 HOST tensor with the shared rule.
 inline StatusOr<std::vector<int64_t>> ReadInts(const Tensor& t, const char* what) {
-  if (t.location() != Location::kHost) return Internal(std::string(what) + " must be a host input of the CUDA kernel");
-  if (t.rank() > 1) return InvalidArgument(std::string(what) + " must be a 0-D or 1-D tensor");
-  std::vector<int64_t> out(static_cast<size_t>(t.num_elements()));
-  if (t.dtype() == DataType::kInt64) {
-    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<int64_t>()[i];
-  } else if (t.dtype() == DataType::kInt32) {
-    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<int32_t>()[i];
-  } else {
-    return InvalidArgument(std::string(what) + " must be int32 or int64, got " + std::string(DataTypeName(t.dtype())));
-  }
-  return out;
+  MF_RETURN_IF_ERROR(RequireHost(&t, what));
+  return ops::ReadInts(t, what);
 }
 
 // Reads a HOST float tensor (Resize scales and roi) as doubles. float16 is accepted too, in case
 // a constant was stored in the device float type.
 inline StatusOr<std::vector<double>> ReadFloats(const Tensor& t, const char* what) {
-  if (t.location() != Location::kHost) return Internal(std::string(what) + " must be a host input of the CUDA kernel");
+  MF_RETURN_IF_ERROR(RequireHost(&t, what));
   std::vector<double> out(static_cast<size_t>(t.num_elements()));
   if (t.dtype() == DataType::kFloat32) {
     for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<float>()[i];
@@ -97,13 +81,6 @@ Status DispatchDeviceFloat(DataType dtype, Fn&& fn) {
     case DataType::kFloat16: return fn(__half{});
     default: return Unimplemented("element type " + std::string(DataTypeName(dtype)) + " is not supported on the GPU");
   }
-}
-
-// Row-major strides of `shape`.
-inline std::vector<int64_t> RowMajorStrides(const Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
-  return strides;
 }
 
 }  // namespace mf::runtime::cuda

@@ -1,5 +1,5 @@
 // Device kernels that select elements by index or position: Gather, GatherElements, Pad and
-// Trilu. Validation and messages mirror cpu/data_ops.cc.
+// Trilu. Validation and messages are the shared rules of ops/gather_rules.h and ops/slice_rules.h.
 //
 // Out-of-range indices: the CPU kernels refuse them with INVALID_ARGUMENT. On the GPU the
 // indices of Gather/GatherElements usually live in device memory, and checking them would need
@@ -15,27 +15,25 @@
 
 #include "runtime/cuda/data_common.h"
 #include "runtime/cuda/device_util.cuh"
+#include "runtime/ops/gather_rules.h"
+#include "runtime/ops/slice_rules.h"
 
 namespace mf::runtime::cuda {
 namespace {
 
 Status RequireIndices(const KernelInit& init, size_t i) {
   MF_RETURN_IF_ERROR(RequireFixedWidth(init, i));
-  if (init.dtype(i) != DataType::kInt64 && init.dtype(i) != DataType::kInt32) {
+  if (!ops::IsIndexType(init.dtype(i))) {
     return init.Error(StatusCode::kInvalidArgument, "indices must be int32 or int64");
   }
   return Status::Ok();
 }
 
-// Host copy of constant indices, for the CPU kernel's range check.
+// Host copy of constant indices, for the shared range check.
 std::shared_ptr<const std::vector<int64_t>> ConstantIndices(const KernelInit& init, size_t i) {
   const Tensor* t = i < init.constant_inputs.size() ? init.constant_inputs[i] : nullptr;
   if (t == nullptr || t->location() != Location::kHost) return nullptr;
-  auto v = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(t->num_elements()));
-  for (size_t k = 0; k < v->size(); ++k) {
-    (*v)[k] = t->dtype() == DataType::kInt64 ? t->data<int64_t>()[k] : t->data<int32_t>()[k];
-  }
-  return v;
+  return std::make_shared<const std::vector<int64_t>>(ops::ReadIndices(*t));
 }
 
 template <typename I>
@@ -67,23 +65,15 @@ StatusOr<BoundKernel> GatherFactory(const KernelInit& init) {
       [axis_attr, constant](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& data = *in[0];
         const Tensor& indices = *in[1];
-        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, data.rank()));
-        if (data.rank() == 0) return InvalidArgument("Gather data must be at least 1-D");
-        int64_t dim = data.dim(axis);
+        MF_ASSIGN_OR_RETURN(ops::GatherPlan plan, ops::PlanGather(data.shape(), indices.shape(), axis_attr));
+        int64_t dim = plan.dim, inner = plan.inner;
         if (constant) {
-          for (int64_t v : *constant) {
-            if (v < -dim || v >= dim) return InvalidArgument("Gather index " + std::to_string(v) + " is out of range for a dim of " + std::to_string(dim));
-          }
+          for (int64_t v : *constant) MF_RETURN_IF_ERROR(ops::GatherIndex(v, dim).status());
         }
-        Shape shape(data.shape().begin(), data.shape().begin() + axis);
-        shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
-        shape.insert(shape.end(), data.shape().begin() + axis + 1, data.shape().end());
-        MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(data.dtype(), shape));
+        MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(data.dtype(), plan.shape));
         int64_t n = out[0].num_elements();
         if (n == 0) return Status::Ok();
         if (dim == 0) return InvalidArgument("Gather indices select from an empty dim");
-        int64_t inner = 1;
-        for (int i = axis + 1; i < data.rank(); ++i) inner *= data.dim(i);
         cudaStream_t s = Current().stream;
         return DispatchBySize(data.dtype(), [&](auto tag) -> Status {
           using T = decltype(tag);
@@ -132,16 +122,10 @@ StatusOr<BoundKernel> GatherElementsFactory(const KernelInit& init) {
       [axis_attr, constant](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& data = *in[0];
         const Tensor& idx = *in[1];
-        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, data.rank()));
-        if (idx.rank() != data.rank()) return InvalidArgument("GatherElements indices must have the data's rank");
-        for (int d = 0; d < data.rank(); ++d) {
-          if (d != axis && idx.dim(d) > data.dim(d)) return InvalidArgument("GatherElements indices exceed the data's shape");
-        }
+        MF_ASSIGN_OR_RETURN(int axis, ops::GatherElementsAxis(data.shape(), idx.shape(), axis_attr));
         int64_t dim = data.dim(axis);
         if (constant) {
-          for (int64_t k : *constant) {
-            if (k < -dim || k >= dim) return InvalidArgument("GatherElements index " + std::to_string(k) + " is out of range");
-          }
+          for (int64_t k : *constant) MF_RETURN_IF_ERROR(ops::GatherElementsIndex(k, dim).status());
         }
         MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(data.dtype(), idx.shape()));
         int64_t n = idx.num_elements();
@@ -171,7 +155,7 @@ StatusOr<BoundKernel> GatherElementsFactory(const KernelInit& init) {
       {init.dtype(0)});
 }
 
-enum class PadMode : int { kConstant, kReflect, kEdge };
+using ops::PadMode;
 
 struct PadPlan {
   int rank = 0;
@@ -192,17 +176,11 @@ __global__ void PadKernel(const T* __restrict__ x, T* __restrict__ out, int64_t 
       int64_t o = rem - q * p.out_dims[d];
       rem = q;
       int64_t src = o - p.begin[d], dim = p.in_dims[d];
-      if (src < 0 || src >= dim) {
-        if (p.mode == PadMode::kConstant) {
-          inside = false;
-          break;
-        }
-        if (p.mode == PadMode::kEdge) {
-          src = src < 0 ? 0 : dim - 1;
-        } else {
-          src = src < 0 ? -src : 2 * (dim - 1) - src;
-        }
+      if ((src < 0 || src >= dim) && p.mode == PadMode::kConstant) {
+        inside = false;
+        break;
       }
+      src = ops::PadSourceIndex(src, dim, p.mode);
       off += src * p.in_strides[d];
     }
     out[i] = inside ? x[off] : value;
@@ -214,32 +192,16 @@ StatusOr<BoundKernel> PadFactory(const KernelInit& init) {
   MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
   MF_RETURN_IF_ERROR(RequireFixedWidth(init, 1));
   if (init.has_input(3)) return init.Error(StatusCode::kUnimplemented, "the axes input of Pad is not supported");
-  MF_ASSIGN_OR_RETURN(std::string mode, init.attrs().GetString("mode", "constant"));
-  if (mode != "constant" && mode != "reflect" && mode != "edge") {
-    return init.Error(StatusCode::kInvalidArgument, "unknown mode '" + mode + "'");
-  }
-  PadMode pad_mode = mode == "constant" ? PadMode::kConstant : (mode == "edge" ? PadMode::kEdge : PadMode::kReflect);
+  MF_ASSIGN_OR_RETURN(std::string mode_name, init.attrs().GetString("mode", "constant"));
+  StatusOr<PadMode> mode_or = ops::ParsePadMode(mode_name);
+  if (!mode_or.ok()) return init.Error(mode_or.status().code(), mode_or.status().message());
+  PadMode pad_mode = *mode_or;
   return Bind(
-      [mode, pad_mode](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+      [pad_mode](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
         int rank = x.rank();
         MF_ASSIGN_OR_RETURN(std::vector<int64_t> pads, ReadInts(*in[1], "pads"));
-        if (static_cast<int>(pads.size()) != 2 * rank) return InvalidArgument("pads must have 2 * rank entries");
-        Shape shape(static_cast<size_t>(rank));
-        for (int i = 0; i < rank; ++i) {
-          int64_t d = 0;
-          if (__builtin_add_overflow(x.dim(i), pads[static_cast<size_t>(i)], &d) ||
-              __builtin_add_overflow(d, pads[static_cast<size_t>(i + rank)], &d)) {
-            return InvalidArgument("pads overflow");
-          }
-          if (d < 0) return InvalidArgument("negative pads remove more than the whole dim");
-          if (mode != "constant" && x.dim(i) == 0 && d > 0) return InvalidArgument("cannot " + mode + "-pad an empty dim");
-          if (mode == "reflect" && (pads[static_cast<size_t>(i)] >= x.dim(i) || pads[static_cast<size_t>(i + rank)] >= x.dim(i)) &&
-              (pads[static_cast<size_t>(i)] > 0 || pads[static_cast<size_t>(i + rank)] > 0)) {
-            return InvalidArgument("reflect pads must be smaller than the dim");
-          }
-          shape[static_cast<size_t>(i)] = d;
-        }
+        MF_ASSIGN_OR_RETURN(Shape shape, ops::PadShape(x.shape(), pads, pad_mode));
         // The fill value, as the element's bytes. In FP16 mode a float32 constant_value may come
         // with float16 data: convert it.
         uint64_t value_bits = 0;
@@ -302,16 +264,11 @@ StatusOr<BoundKernel> TriluFactory(const KernelInit& init) {
       [upper](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
         if (x.rank() < 2) return InvalidArgument("Trilu input must be at least 2-D");
-        int64_t k = 0;
-        if (in.size() > 1 && in[1]) {
-          MF_ASSIGN_OR_RETURN(std::vector<int64_t> kv, ReadInts(*in[1], "k"));
-          if (kv.size() != 1) return InvalidArgument("Trilu k must be a scalar");
-          k = kv[0];
-        }
+        const Tensor* k_input = in.size() > 1 ? in[1] : nullptr;
+        MF_RETURN_IF_ERROR(RequireHost(k_input, "k"));
+        MF_ASSIGN_OR_RETURN(int64_t k, ops::TriluK(k_input));
         int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
-        // Clamp k the way the CPU kernel does, so j - i never meets an extreme k.
-        int64_t kk = upper ? (k <= 0 ? std::max(k, -rows - 1) : std::min(k, cols + 1))
-                           : (k >= 0 ? std::min(k, cols + 1) : std::max(k, -rows - 1));
+        int64_t kk = ops::ClampTriluK(k, upper != 0, rows, cols);
         MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(x.dtype(), x.shape()));
         int64_t n = x.num_elements();
         if (n == 0) return Status::Ok();

@@ -1,11 +1,11 @@
 // Resize (opset 11+) on the GPU: modes nearest and linear with every coordinate transformation
-// mode and nearest_mode the CPU kernel (cpu/resize.cc) supports; cubic, antialias, axes and
+// mode and nearest_mode of ops/resize_rules.h; cubic, antialias, axes and
 // keep_aspect_ratio_policy are refused with UNIMPLEMENTED (the node runs on the CPU).
 //
 // The CPU kernel runs one separable 1-D pass per resized axis; here each output element is the
 // weighted sum over the product of its per-axis taps (1 for nearest, 2 for linear), which is
 // the same interpolation in one pass. Source coordinates are computed on the device in double
-// with the CPU kernel's formulas, so nearest picks the same elements.
+// with the shared formulas (ops::ResizeSourceCoordinate), so nearest picks the same elements.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -13,46 +13,23 @@
 
 #include "runtime/cuda/data_common.h"
 #include "runtime/cuda/device_util.cuh"
+#include "runtime/ops/resize_rules.h"
 
 namespace mf::runtime::cuda {
 namespace {
 
-enum class Transform : int { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelForNn, kTfCropAndResize };
-enum class NearestMode : int { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
-
-struct AxisResize {
-  int64_t in_len = 0, out_len = 0;
-  double scale = 1, roi_start = 0, roi_end = 1;
-  bool identity = true;
-};
+using ops::CoordinateTransform;
+using ops::ResizeAxis;
 
 struct ResizePlan {
   int rank = 0;
   bool linear = false;
-  Transform transform = Transform::kHalfPixel;
-  NearestMode nearest = NearestMode::kRoundPreferFloor;
+  CoordinateTransform transform = CoordinateTransform::kHalfPixel;
+  ops::NearestMode nearest = ops::NearestMode::kRoundPreferFloor;
   float extrapolation = 0.f;
   int64_t in_strides[kMaxDims] = {};
-  AxisResize axes[kMaxDims];
+  ResizeAxis axes[kMaxDims];
 };
-
-// As in the ONNX spec (and the CPU kernel), "length_resized" is in_len * scale, fractional when
-// the output size came from scales.
-__device__ double OriginalCoordinate(const ResizePlan& p, const AxisResize& a, int64_t x) {
-  double scale = a.scale, out_len = static_cast<double>(a.in_len) * a.scale;
-  switch (p.transform) {
-    case Transform::kHalfPixel: return (x + 0.5) / scale - 0.5;
-    case Transform::kPytorchHalfPixel: return out_len > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-    case Transform::kAlignCorners: return out_len == 1 ? 0.0 : x * static_cast<double>(a.in_len - 1) / (out_len - 1);
-    case Transform::kAsymmetric: return x / scale;
-    case Transform::kTfHalfPixelForNn: return (x + 0.5) / scale;
-    case Transform::kTfCropAndResize: break;
-  }
-  if (out_len > 1) {
-    return a.roi_start * (a.in_len - 1) + x * (a.roi_end - a.roi_start) * (a.in_len - 1) / (out_len - 1);
-  }
-  return 0.5 * (a.roi_start + a.roi_end) * (a.in_len - 1);
-}
 
 template <typename T>
 __global__ void ResizeKernel(const T* __restrict__ x, T* __restrict__ out, int64_t n, ResizePlan p) {
@@ -65,7 +42,7 @@ __global__ void ResizeKernel(const T* __restrict__ x, T* __restrict__ out, int64
     bool outside = false;
     int64_t rem = e;
     for (int d = p.rank - 1; d >= 0; --d) {
-      const AxisResize& a = p.axes[d];
+      const ResizeAxis& a = p.axes[d];
       int64_t q = rem / a.out_len;
       int64_t o = rem - q * a.out_len;
       rem = q;
@@ -73,27 +50,19 @@ __global__ void ResizeKernel(const T* __restrict__ x, T* __restrict__ out, int64
         base += o * p.in_strides[d];
         continue;
       }
-      double c = OriginalCoordinate(p, a, o);
-      if (p.transform == Transform::kTfCropAndResize && (c < 0 || c > static_cast<double>(a.in_len - 1))) {
+      double c = ops::ResizeSourceCoordinate(p.transform, a, o);
+      if (ops::ResizeOutside(p.transform, a, c)) {
         outside = true;
         break;
       }
-      auto clamp = [&](int64_t i) { return i < 0 ? int64_t{0} : (i >= a.in_len ? a.in_len - 1 : i); };
-      double f = floor(c);
       if (!p.linear) {
-        int64_t i;
-        switch (p.nearest) {
-          case NearestMode::kFloor: i = static_cast<int64_t>(f); break;
-          case NearestMode::kCeil: i = static_cast<int64_t>(ceil(c)); break;
-          case NearestMode::kRoundPreferCeil: i = static_cast<int64_t>(floor(c + 0.5)); break;
-          default: i = c - f == 0.5 ? static_cast<int64_t>(f) : static_cast<int64_t>(round(c)); break;
-        }
-        base += clamp(i) * p.in_strides[d];
+        base += ops::ResizeNearestIndex(p.nearest, a, c) * p.in_strides[d];
         continue;
       }
+      double f = floor(c);
       double w = c - f;
-      tap_offset[taps][0] = clamp(static_cast<int64_t>(f)) * p.in_strides[d];
-      tap_offset[taps][1] = clamp(static_cast<int64_t>(f) + 1) * p.in_strides[d];
+      tap_offset[taps][0] = ops::ResizeClamp(a, static_cast<int64_t>(f)) * p.in_strides[d];
+      tap_offset[taps][1] = ops::ResizeClamp(a, static_cast<int64_t>(f) + 1) * p.in_strides[d];
       tap_weight[taps][0] = static_cast<float>(1 - w);
       tap_weight[taps][1] = static_cast<float>(w);
       ++taps;
@@ -119,42 +88,15 @@ __global__ void ResizeKernel(const T* __restrict__ x, T* __restrict__ out, int64
 
 StatusOr<BoundKernel> ResizeFactory(const KernelInit& init) {
   MF_RETURN_IF_ERROR(RequireDeviceFloat(init, 0));
-  const Attributes& a = init.attrs();
-  MF_ASSIGN_OR_RETURN(std::string mode, a.GetString("mode", "nearest"));
-  MF_ASSIGN_OR_RETURN(std::string transform, a.GetString("coordinate_transformation_mode", "half_pixel"));
-  MF_ASSIGN_OR_RETURN(std::string nearest_mode, a.GetString("nearest_mode", "round_prefer_floor"));
-  MF_ASSIGN_OR_RETURN(float extrapolation, a.GetFloat("extrapolation_value", 0.f));
-  MF_ASSIGN_OR_RETURN(int64_t antialias, a.GetInt("antialias", 0));
-  MF_ASSIGN_OR_RETURN(std::string policy, a.GetString("keep_aspect_ratio_policy", "stretch"));
-  if (antialias || policy != "stretch" || a.Has("axes")) {
-    return init.Error(StatusCode::kUnimplemented, "antialias, axes and keep_aspect_ratio_policy are not supported");
+  MF_ASSIGN_OR_RETURN(ops::ResizeAttributes attrs, ops::ReadResizeAttributes(init));
+  if (attrs.mode == ops::ResizeMode::kCubic) {
+    return init.Error(StatusCode::kUnimplemented, "cubic Resize is not supported on the GPU");
   }
-  if (mode != "nearest" && mode != "linear" && mode != "cubic") {
-    return init.Error(StatusCode::kInvalidArgument, "unknown mode '" + mode + "'");
-  }
-  if (mode == "cubic") return init.Error(StatusCode::kUnimplemented, "cubic Resize is not supported on the GPU");
   ResizePlan plan;
-  plan.linear = mode == "linear";
-  plan.extrapolation = extrapolation;
-  static const std::pair<const char*, Transform> kTransforms[] = {
-      {"half_pixel", Transform::kHalfPixel},       {"pytorch_half_pixel", Transform::kPytorchHalfPixel},
-      {"align_corners", Transform::kAlignCorners}, {"asymmetric", Transform::kAsymmetric},
-      {"tf_half_pixel_for_nn", Transform::kTfHalfPixelForNn}, {"tf_crop_and_resize", Transform::kTfCropAndResize}};
-  bool known = false;
-  for (const auto& [name, t] : kTransforms) {
-    if (transform == name) {
-      plan.transform = t;
-      known = true;
-    }
-  }
-  if (!known) {
-    return init.Error(StatusCode::kUnimplemented, "coordinate_transformation_mode '" + transform + "' is not supported");
-  }
-  // The CPU kernel treats any other nearest_mode string as round_prefer_floor; so do we.
-  if (nearest_mode == "floor") plan.nearest = NearestMode::kFloor;
-  else if (nearest_mode == "ceil") plan.nearest = NearestMode::kCeil;
-  else if (nearest_mode == "round_prefer_ceil") plan.nearest = NearestMode::kRoundPreferCeil;
-  else plan.nearest = NearestMode::kRoundPreferFloor;
+  plan.linear = attrs.mode == ops::ResizeMode::kLinear;
+  plan.transform = attrs.transform;
+  plan.nearest = attrs.nearest;
+  plan.extrapolation = attrs.extrapolation;
   return Bind(
       [plan](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
@@ -164,51 +106,30 @@ StatusOr<BoundKernel> ResizeFactory(const KernelInit& init) {
         const Tensor* sizes = in.size() > 3 ? in[3] : nullptr;
         if (scales && scales->num_elements() == 0) scales = nullptr;
         if (sizes && sizes->num_elements() == 0) sizes = nullptr;
-        if ((scales == nullptr) == (sizes == nullptr)) return InvalidArgument("Resize needs exactly one of scales and sizes");
-        std::vector<double> scale(static_cast<size_t>(rank));
-        Shape out_shape(static_cast<size_t>(rank));
-        if (scales) {
+        // Read only an unambiguous request: PlanResize refuses both or neither.
+        std::vector<double> scale_v, roi_v;
+        std::vector<int64_t> size_v;
+        if (scales && !sizes) {
           auto s = ReadFloats(*scales, "Resize scales");
-          if (!s.ok() || static_cast<int>(s->size()) != rank) return InvalidArgument("Resize scales must be float32, one per dim");
-          for (int i = 0; i < rank; ++i) {
-            double v = (*s)[static_cast<size_t>(i)];
-            if (!(v > 0) || !std::isfinite(v)) return InvalidArgument("Resize scales must be positive");
-            double len = std::floor(static_cast<double>(x.dim(i)) * v);
-            if (len > static_cast<double>(kMaxTensorBytes)) return InvalidArgument("Resize output is too large");
-            scale[static_cast<size_t>(i)] = v;
-            out_shape[static_cast<size_t>(i)] = static_cast<int64_t>(len);
-          }
-        } else {
-          MF_ASSIGN_OR_RETURN(std::vector<int64_t> sz, ReadInts(*sizes, "sizes"));
-          if (static_cast<int>(sz.size()) != rank) return InvalidArgument("Resize sizes must have one entry per dim");
-          for (int i = 0; i < rank; ++i) {
-            if (sz[static_cast<size_t>(i)] < 0) return InvalidArgument("Resize sizes must not be negative");
-            out_shape[static_cast<size_t>(i)] = sz[static_cast<size_t>(i)];
-            scale[static_cast<size_t>(i)] = x.dim(i) ? static_cast<double>(sz[static_cast<size_t>(i)]) / static_cast<double>(x.dim(i)) : 1.0;
-          }
+          if (!s.ok()) return InvalidArgument("Resize scales must be float32, one per dim");
+          scale_v = std::move(*s);
         }
-        std::vector<double> roi_v;
+        if (sizes && !scales) {
+          MF_ASSIGN_OR_RETURN(size_v, ReadInts(*sizes, "sizes"));
+        }
         if (roi && roi->num_elements() > 0) {
           auto r = ReadFloats(*roi, "Resize roi");
-          if (!r.ok() || static_cast<int>(r->size()) != 2 * rank) return InvalidArgument("Resize roi must be float32 with 2 * rank values");
+          if (!r.ok()) return InvalidArgument("Resize roi must be float32 with 2 * rank values");
           roi_v = std::move(*r);
         }
-        MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(x.dtype(), out_shape));
+        MF_ASSIGN_OR_RETURN(std::vector<ResizeAxis> axes, ops::PlanResize(x.shape(), scales ? &scale_v : nullptr,
+                                                                          sizes ? &size_v : nullptr, roi_v, plan.transform));
+        MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(x.dtype(), ops::ResizeOutputShape(axes)));
         ResizePlan p = plan;
         p.rank = rank;
         std::vector<int64_t> strides = RowMajorStrides(x.shape());
-        for (int axis = 0; axis < rank; ++axis) {
-          AxisResize& ax = p.axes[axis < kMaxDims ? axis : 0];
-          int64_t in_len = x.dim(axis), out_len = out_shape[static_cast<size_t>(axis)];
-          bool identity = in_len == out_len && p.transform != Transform::kTfCropAndResize && scale[static_cast<size_t>(axis)] == 1.0;
-          if (!identity && in_len == 0 && out_len > 0) return InvalidArgument("cannot resize an empty dim");
-          if (axis >= kMaxDims) continue;
-          ax.in_len = in_len;
-          ax.out_len = out_len;
-          ax.scale = scale[static_cast<size_t>(axis)];
-          ax.roi_start = roi_v.empty() ? 0.0 : roi_v[static_cast<size_t>(axis)];
-          ax.roi_end = roi_v.empty() ? 1.0 : roi_v[static_cast<size_t>(axis + rank)];
-          ax.identity = identity;
+        for (int axis = 0; axis < rank && axis < kMaxDims; ++axis) {
+          p.axes[axis] = axes[static_cast<size_t>(axis)];
           p.in_strides[axis] = strides[static_cast<size_t>(axis)];
         }
         int64_t n = out[0].num_elements();

@@ -2,8 +2,8 @@
 // NCHW or channels-last (Value::nhwc) on either side.
 //
 // Why not cudnnPoolingForward: cuDNN pads symmetrically only, has no dilations, and its
-// ceil-mode and count_include_pad windows differ from ONNX's at the borders, so matching the CPU
-// kernel (cpu/pool.cc) would need a fallback for every one of those cases anyway. One thread per
+// ceil-mode and count_include_pad windows differ from ONNX's at the borders, so matching the
+// shared geometry (ops/pool_geometry.h) would need a fallback for every one of those cases anyway. One thread per
 // output element (adjacent threads on adjacent channels when channels-last, on adjacent columns
 // otherwise) keeps the reads coalesced; pooling is memory-bound, so this runs at cuDNN's speed.
 // 1-D and 2-D pools run as 3-D pools with leading unit dims, like the CPU kernel.
@@ -12,88 +12,30 @@
 
 #include "runtime/cuda/device_util.cuh"
 #include "runtime/cuda/dnn_util.h"
+#include "runtime/ops/pool_geometry.h"
 
 namespace mf::runtime::cuda {
 namespace {
 
 struct PoolParams {
   bool is_max = true;
-  std::string auto_pad = "NOTSET";
-  std::vector<int64_t> kernel, strides, pads, dilations;
-  int64_t ceil_mode = 0;
-  int64_t count_include_pad = 0;
+  ops::PoolAttributes attrs;
   bool in_nhwc = false, out_nhwc = false;
   DataType dtype = DataType::kFloat32;
 };
 
-struct Dim3 {
-  int64_t in = 1, out = 1, k = 1, s = 1, d = 1, pb = 0, pe = 0;
-};
+using ops::PoolDim;
 
 // What the kernel needs, by value.
 struct PoolArgs {
   int64_t n = 0, c = 0;
-  Dim3 dim[3];
+  PoolDim dim[3];
   bool is_max = true, include_pad = false, in_nhwc = false, out_nhwc = false;
 };
 
-// The CPU kernel's geometry (cpu/pool.cc), same checks and messages.
-StatusOr<std::array<Dim3, 3>> PoolGeometry(const PoolParams& p, const Shape& x) {
-  size_t sp = x.size() - 2;
-  if (p.kernel.size() != sp) return InvalidArgument("kernel_shape has " + std::to_string(p.kernel.size()) +
-                                                    " dims, the input " + ShapeToString(x) + " has " +
-                                                    std::to_string(sp) + " spatial dims");
-  if ((!p.strides.empty() && p.strides.size() != sp) || (!p.pads.empty() && p.pads.size() != 2 * sp) ||
-      (!p.dilations.empty() && p.dilations.size() != sp)) {
-    return InvalidArgument("strides/pads/dilations do not match the spatial rank");
-  }
-  constexpr int64_t kMaxAttr = int64_t{1} << 24;  // keeps size arithmetic far from overflow
-  for (const auto* v : {&p.kernel, &p.strides, &p.pads, &p.dilations}) {
-    for (int64_t a : *v) {
-      if (a > kMaxAttr || a < -kMaxAttr) return InvalidArgument("kernel_shape/strides/pads/dilations value " + std::to_string(a) + " is out of range");
-    }
-  }
-  std::array<Dim3, 3> dims;
-  for (size_t i = 0; i < sp; ++i) {
-    Dim3& d = dims[3 - sp + i];
-    d.in = x[2 + i];
-    d.k = p.kernel[i];
-    d.s = p.strides.empty() ? 1 : p.strides[i];
-    d.d = p.dilations.empty() ? 1 : p.dilations[i];
-    d.pb = p.pads.empty() ? 0 : p.pads[i];
-    d.pe = p.pads.empty() ? 0 : p.pads[i + sp];
-    if (d.k <= 0 || d.s <= 0 || d.d <= 0 || d.pb < 0 || d.pe < 0) {
-      return InvalidArgument("kernel_shape, strides and dilations must be positive, pads non-negative");
-    }
-    int64_t ek = (d.k - 1) * d.d + 1;
-    if (p.auto_pad == "SAME_UPPER" || p.auto_pad == "SAME_LOWER") {
-      d.out = (d.in + d.s - 1) / d.s;
-      int64_t total = std::max<int64_t>(0, (d.out - 1) * d.s + ek - d.in);
-      d.pb = p.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      d.pe = total - d.pb;
-      continue;
-    }
-    if (p.auto_pad == "VALID") d.pb = d.pe = 0;
-    int64_t span = d.in + d.pb + d.pe - ek;
-    if (span < 0) return InvalidArgument("pooling window is larger than the padded input " + ShapeToString(x));
-    d.out = (p.ceil_mode ? (span + d.s - 1) / d.s : span / d.s) + 1;
-    // A window may not start in the end padding.
-    if (p.ceil_mode && (d.out - 1) * d.s >= d.in + d.pb) --d.out;
-  }
-  return dims;
-}
-
-// Number of window taps along one dim counted by count_include_pad: the window clipped to the
-// padded input (a ceil-mode overhang past the end padding is not counted).
-__device__ __forceinline__ int64_t PaddedSpan(int64_t start, const Dim3& d) {
-  int64_t end = start + (d.k - 1) * d.d + 1;
-  if (end > d.in + d.pe) end = d.in + d.pe;
-  return (end - start + d.d - 1) / d.d;
-}
-
 template <typename T>
 __global__ void PoolKernel(const T* x, T* y, PoolArgs a, int64_t total) {
-  const Dim3 &D = a.dim[0], &H = a.dim[1], &W = a.dim[2];
+  const PoolDim &D = a.dim[0], &H = a.dim[1], &W = a.dim[2];
   MF_GRID_STRIDE_LOOP(i, total) {
     int64_t rem = i, n, c, od, oh, ow;
     if (a.out_nhwc) {
@@ -132,7 +74,8 @@ __global__ void PoolKernel(const T* x, T* y, PoolArgs a, int64_t total) {
       }
     }
     if (!a.is_max) {
-      int64_t count = a.include_pad ? PaddedSpan(d0, D) * PaddedSpan(h0, H) * PaddedSpan(w0, W) : valid;
+      int64_t count =
+          a.include_pad ? ops::PoolPaddedSpan(d0, D) * ops::PoolPaddedSpan(h0, H) * ops::PoolPaddedSpan(w0, W) : valid;
       acc = count > 0 ? acc / static_cast<float>(count) : 0.f;
     }
     Store(y, i, acc);
@@ -179,11 +122,9 @@ __global__ void GlobalPoolNhwcKernel(const T* x, T* y, int64_t n, int64_t c, int
 }
 
 Status RunPool(const PoolParams& p, const Tensor& x, Tensor& out) {
-  if (x.rank() < 3 || x.rank() > 5) return InvalidArgument("pooling input must be 3-D to 5-D, got " + ShapeToString(x.shape()));
   if ((p.in_nhwc || p.out_nhwc) && x.rank() != 4) return Internal("channels-last pooling needs a 4-D input");
-  MF_ASSIGN_OR_RETURN(auto dims, PoolGeometry(p, x.shape()));
-  Shape out_shape{x.dim(0), x.dim(1)};
-  for (size_t i = 3 - (x.shape().size() - 2); i < 3; ++i) out_shape.push_back(dims[i].out);
+  MF_ASSIGN_OR_RETURN(auto dims, ops::PoolGeometry(p.attrs, x.shape()));
+  Shape out_shape = ops::PoolOutputShape(x.shape(), dims);
   MF_ASSIGN_OR_RETURN(out, AllocateDevice(p.dtype, out_shape));
   int64_t total = out.num_elements();
   if (total == 0) return Status::Ok();
@@ -192,7 +133,7 @@ Status RunPool(const PoolParams& p, const Tensor& x, Tensor& out) {
   a.c = x.dim(1);
   for (int i = 0; i < 3; ++i) a.dim[i] = dims[static_cast<size_t>(i)];
   a.is_max = p.is_max;
-  a.include_pad = p.count_include_pad != 0;
+  a.include_pad = p.attrs.count_include_pad != 0;
   a.in_nhwc = p.in_nhwc;
   a.out_nhwc = p.out_nhwc;
   cudaStream_t s = Current().stream;
@@ -206,11 +147,8 @@ Status RunPool(const PoolParams& p, const Tensor& x, Tensor& out) {
 }
 
 Status RunGlobalPool(bool is_max, bool in_nhwc, DataType dtype, const Tensor& x, Tensor& out) {
-  if (x.rank() < 2) return InvalidArgument("global pooling input must be at least 2-D");
+  MF_ASSIGN_OR_RETURN(Shape shape, ops::GlobalPoolShape(x.shape()));
   if (in_nhwc && x.rank() != 4) return Internal("channels-last global pooling needs a 4-D input");
-  Shape shape(static_cast<size_t>(x.rank()), 1);
-  shape[0] = x.dim(0);
-  shape[1] = x.dim(1);
   // [N, C, 1, 1] has the same element order in NCHW and NHWC: the output layout needs nothing.
   MF_ASSIGN_OR_RETURN(out, AllocateDevice(dtype, shape));
   int64_t planes = x.dim(0) * x.dim(1);
@@ -247,19 +185,8 @@ StatusOr<BoundKernel> PoolFactory(const KernelInit& init, bool is_max) {
   if (init.node.outputs.size() > 1 && init.node.outputs[1] != kNoValue) {
     return init.Error(StatusCode::kUnimplemented, "the Indices output of MaxPool is not supported");
   }
-  const Attributes& a = init.attrs();
   p.is_max = is_max;
-  MF_ASSIGN_OR_RETURN(p.auto_pad, a.GetString("auto_pad", "NOTSET"));
-  MF_ASSIGN_OR_RETURN(p.kernel, a.GetInts("kernel_shape", {}));
-  MF_ASSIGN_OR_RETURN(p.strides, a.GetInts("strides", {}));
-  MF_ASSIGN_OR_RETURN(p.pads, a.GetInts("pads", {}));
-  MF_ASSIGN_OR_RETURN(p.dilations, a.GetInts("dilations", {}));
-  MF_ASSIGN_OR_RETURN(p.ceil_mode, a.GetInt("ceil_mode", 0));
-  MF_ASSIGN_OR_RETURN(p.count_include_pad, a.GetInt("count_include_pad", 0));
-  if (p.kernel.empty()) return init.Error(StatusCode::kInvalidArgument, "kernel_shape is required");
-  if (p.auto_pad != "NOTSET" && p.auto_pad != "VALID" && p.auto_pad != "SAME_UPPER" && p.auto_pad != "SAME_LOWER") {
-    return init.Error(StatusCode::kInvalidArgument, "unknown auto_pad '" + p.auto_pad + "'");
-  }
+  MF_ASSIGN_OR_RETURN(p.attrs, ops::ReadPoolAttributes(init));
   p.in_nhwc = !init.input_nhwc.empty() && init.input_nhwc[0];
   p.out_nhwc = init.output_nhwc;
   std::vector<DataType> outs(init.node.outputs.size(), DataType::kInt64);

@@ -19,6 +19,7 @@
 
 #include "runtime/cuda/data_common.h"
 #include "runtime/cuda/device_util.cuh"
+#include "runtime/ops/reduce_axes.h"
 
 namespace mf::runtime::cuda {
 namespace {
@@ -166,17 +167,9 @@ bool IsReducibleType(DataType t) {
 bool IsFloatType(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat64 || t == DataType::kFloat16; }
 
 Status RunReduce(ReduceKind kind, const Tensor& x, const std::vector<bool>& reduced, bool keepdims, Tensor& out) {
-  Shape out_shape;
-  int64_t count = 1;
-  for (int i = 0; i < x.rank(); ++i) {
-    if (reduced[static_cast<size_t>(i)]) {
-      count *= x.dim(i);
-      if (keepdims) out_shape.push_back(1);
-    } else {
-      out_shape.push_back(x.dim(i));
-    }
-  }
-  MF_ASSIGN_OR_RETURN(out, AllocateDevice(x.dtype(), out_shape));
+  ops::ReduceShape reduced_shape = ops::ReducedShape(x.shape(), reduced, keepdims);
+  int64_t count = reduced_shape.count;
+  MF_ASSIGN_OR_RETURN(out, AllocateDevice(x.dtype(), std::move(reduced_shape.shape)));
   int64_t n_out = out.num_elements();
   if (n_out == 0) return Status::Ok();
   // Merge neighbouring dims of the same kind (the input is contiguous), dropping extents of 1.
@@ -237,23 +230,14 @@ KernelFactory ReduceFactory(ReduceKind kind, int64_t axes_input_since) {
     if (!IsReducibleType(t) || (float_only && !IsFloatType(t))) {
       return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(t)) + " is not supported");
     }
-    bool axes_from_input = init.opset >= axes_input_since;
-    MF_ASSIGN_OR_RETURN(std::vector<int64_t> attr_axes, init.attrs().GetInts("axes", {}));
-    MF_ASSIGN_OR_RETURN(int64_t keepdims, init.attrs().GetInt("keepdims", 1));
-    MF_ASSIGN_OR_RETURN(int64_t noop_empty, init.attrs().GetInt("noop_with_empty_axes", 0));
+    MF_ASSIGN_OR_RETURN(ops::ReduceAttributes attrs, ops::ReadReduceAttributes(init, axes_input_since));
     return Bind(
         [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
           const Tensor& x = *in[0];
-          std::vector<int64_t> axes = attr_axes;
-          if (axes_from_input && in.size() > 1 && in[1]) {
-            MF_ASSIGN_OR_RETURN(axes, ReadInts(*in[1], "axes"));
-          }
-          std::vector<bool> reduced(static_cast<size_t>(x.rank()), axes.empty() && !noop_empty);
-          for (int64_t a : axes) {
-            MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(a, x.rank()));
-            reduced[static_cast<size_t>(axis)] = true;
-          }
-          return RunReduce(kind, x, reduced, keepdims != 0, out[0]);
+          const Tensor* axes = in.size() > 1 ? in[1] : nullptr;
+          if (attrs.axes_from_input) MF_RETURN_IF_ERROR(RequireHost(axes, "axes"));
+          MF_ASSIGN_OR_RETURN(std::vector<bool> reduced, ops::ReducedAxes(attrs, axes, x.rank()));
+          return RunReduce(kind, x, reduced, attrs.keepdims, out[0]);
         },
         {t});
   };
@@ -342,18 +326,10 @@ KernelFactory ArgFactory(bool is_max) {
     return Bind(
         [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
           const Tensor& x = *in[0];
-          MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, x.rank()));
-          if (x.rank() == 0 || x.dim(axis) == 0) return InvalidArgument("cannot take the arg-extreme of an empty axis");
-          int64_t outer = 1, len = x.dim(axis), inner = 1;
-          for (int i = 0; i < x.rank(); ++i) {
-            if (i < axis) outer *= x.dim(i);
-            if (i > axis) inner *= x.dim(i);
-          }
-          Shape shape = x.shape();
-          if (keepdims) shape[static_cast<size_t>(axis)] = 1;
-          else shape.erase(shape.begin() + axis);
-          MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(DataType::kInt64, shape));
-          int64_t n_out = outer * inner;
+          MF_ASSIGN_OR_RETURN(ops::ArgReducePlan plan, ops::PlanArgReduce(x.shape(), axis_attr, keepdims != 0));
+          int64_t len = plan.len, inner = plan.inner;
+          MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(DataType::kInt64, plan.shape));
+          int64_t n_out = plan.outer * inner;
           if (n_out == 0) return Status::Ok();
           cudaStream_t s = Current().stream;
           return DispatchReduceType(x.dtype(), [&](auto tag) -> Status {
