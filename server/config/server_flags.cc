@@ -31,6 +31,8 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
         "unload the old version before loading the new one (no memory doubling, brief unavailability)");
   f.Add("grpc_threads", &o->grpc_threads,
         "gRPC completion-queue threads, each running one unbatched model call at a time (0: one per core)");
+  f.Add("load_thread_nice", &o->load_thread_nice,
+        "nice value added to the thread that loads models (0..19; 0: same priority as requests)");
   f.Add("malloc_mmap_threshold_bytes", &o->malloc_mmap_threshold_bytes,
         "heap blocks this large get their own mapping, returned on free (0: glibc's adaptive default)");
   f.Add("device", &o->device,

@@ -32,6 +32,7 @@ struct ServerFlags {
   bool resource_preserving_swap = false;
   int grpc_threads = 0;
   int64_t malloc_mmap_threshold_bytes = 0;
+  int load_thread_nice = 10;
   std::string device = "auto";
   std::string backend;  // the older name of --device (cpu | cuda)
   double gpu_memory_fraction = 0;

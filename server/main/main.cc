@@ -19,6 +19,7 @@
 #include "server/grpc/grpc_server.h"
 #include "server/main/config_reloader.h"
 #include "server/main/heap_policy.h"
+#include "server/main/thread_priority.h"
 #include "server/repository/model_manager.h"
 #include "server/rest/rest_api.h"
 #include "server/session/session_loader.h"
@@ -112,6 +113,10 @@ int Main(int argc, char** argv) {
 
   ManagerOptions manager_options;
   manager_options.memory_released = ReturnFreedHeapToOs;
+  if (flags.load_thread_nice < 0 || flags.load_thread_nice > 19) {
+    return fail(InvalidArgument("--load_thread_nice must be in 0..19, got " + std::to_string(flags.load_thread_nice)));
+  }
+  manager_options.on_loop_thread_start = [nice = flags.load_thread_nice] { (void)LowerCurrentThreadPriority(nice); };
   manager_options.poll_interval = Millis(flags.file_system_poll_wait_seconds);
   manager_options.swap_mode =
       flags.resource_preserving_swap ? SwapMode::kResourcePreserving : SwapMode::kAvailabilityPreserving;

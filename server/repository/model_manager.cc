@@ -95,7 +95,10 @@ void ModelManager::Start() {
   std::lock_guard lock(loop_mu_);
   if (loop_thread_.joinable()) return;
   stopping_ = false;
-  loop_thread_ = std::thread([this] { Loop(); });
+  loop_thread_ = std::thread([this] {
+    if (options_.on_loop_thread_start) options_.on_loop_thread_start();
+    Loop();
+  });
 }
 
 void ModelManager::Stop() {

@@ -49,6 +49,9 @@ struct ManagerOptions {
   // Called on the manager's thread after a load attempt (its transient copies are gone) and
   // after a version's last request let go of it: where main returns freed heap to the OS.
   std::function<void()> memory_released;
+  // Runs first on the thread that polls, loads and unloads (before any load), e.g. to lower
+  // its scheduling priority so loads yield the cores to requests.
+  std::function<void()> on_loop_thread_start;
 };
 
 // Which version a request asks for: the latest, a number, or a label.

@@ -1,0 +1,197 @@
+#!/usr/bin/python3
+"""How much loading one model raises another model's tail latency: model A (the digits MLP) is
+loaded by wrk over REST while model B (a CNN, ~19 MB) is swapped to a new version back to back,
+against the same wrk load with B left alone, in the same run and on the same server.
+
+    /usr/bin/python3 bench/server/load_interference.py [--seconds 8] [--rounds 2]
+        [--clients 2] [--channels 512] [--server-arg=--load_thread_nice=0 ...]
+
+Phases alternate quiet / loading for --rounds rounds so that drift in the machine's background
+load hits both alike. In a loading phase a thread installs B's next version the moment the
+previous swap finished (new version AVAILABLE, old one END), so B is loading or unloading for
+the whole phase. wrk is closed loop with --clients connections (few: the aim is the latency
+each request sees, not a saturated queue). Target: p99 while loading <= 1.10x p99 when quiet.
+Needs a built modelfleet-server (MODELFLEET_BUILD_DIR or build/) and torch for make_cnn.py.
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import requests
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROW = [float((3 * i) % 17) for i in range(64)]
+PREDICT_PATH = "/v1/models/digits:predict"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, what: str, timeout: float = 120.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+
+
+def states(url: str, model: str) -> dict:
+    try:
+        r = requests.get(f"{url}/v1/models/{model}", timeout=5)
+    except requests.RequestException:
+        return {}
+    if r.status_code != 200:
+        return {}
+    return {int(v["version"]): v["state"] for v in r.json().get("model_version_status", [])}
+
+
+def only_version(url: str, model: str, version: int) -> bool:
+    s = states(url, model)
+    return s.get(version) == "AVAILABLE" and all(v == "END" for k, v in s.items() if k != version)
+
+
+def install(src: pathlib.Path, base: pathlib.Path, version: int) -> None:
+    """Copies a model.onnx into <base>/<version>/ under a temporary name, then renames it."""
+    target = base / str(version)
+    target.mkdir(parents=True)
+    shutil.copyfile(src, target / "model.onnx.partial")
+    os.replace(target / "model.onnx.partial", target / "model.onnx")
+
+
+class Swapper(threading.Thread):
+    """Swaps model B to its next version back to back until stopped."""
+
+    def __init__(self, url: str, base: pathlib.Path, sources: list, version: int):
+        super().__init__(daemon=True)
+        self.url, self.base, self.sources, self.version = url, base, sources, version
+        self.stop_event, self.swaps, self.error = threading.Event(), 0, None
+
+    def run(self):
+        try:
+            while not self.stop_event.is_set():
+                new = self.version + 1
+                install(self.sources[new % len(self.sources)], self.base, new)
+                wait_for(lambda: only_version(self.url, "cnn", new), f"cnn version {new}")
+                shutil.rmtree(self.base / str(self.version))
+                self.version, self.swaps = new, self.swaps + 1
+        except Exception as e:  # reported by the main thread
+            self.error = e
+
+
+def wrk(url: str, clients: int, seconds: int, script: pathlib.Path) -> dict:
+    out = subprocess.run(["wrk", "-t1", f"-c{clients}", f"-d{seconds}s", "--latency", "-s", str(script), url],
+                         capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
+    if re.search(r"Non-2xx or 3xx responses: (\d+)", out) or "Socket errors" in out:
+        raise RuntimeError(f"wrk saw failed requests:\n{out}")
+
+    def ms(label):
+        m = re.search(rf"^\s+{label}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+        return float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+    return {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+            "p50": ms("50"), "p99": ms("99")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=8, help="seconds per phase")
+    parser.add_argument("--rounds", type=int, default=2, help="quiet + loading pairs")
+    parser.add_argument("--clients", type=int, default=2, help="wrk connections to model A")
+    parser.add_argument("--channels", type=int, default=512, help="make_cnn.py --channels for model B")
+    parser.add_argument("--server-arg", action="append", default=[],
+                        help="extra modelfleet-server flag (repeatable), e.g. --server-arg=--load_thread_nice=0")
+    args = parser.parse_args()
+    if min(args.seconds, args.rounds, args.clients, args.channels) < 1:
+        parser.error("every argument must be >= 1")
+    build = pathlib.Path(os.environ.get("MODELFLEET_BUILD_DIR", ROOT / "build"))
+    binary = build / "server" / "main" / "modelfleet-server"
+    if not binary.exists():
+        sys.exit(f"{binary} is not built (build_tree modelfleet-server)")
+
+    with tempfile.TemporaryDirectory(prefix="mf_load_interference_") as tmp_name:
+        tmp = pathlib.Path(tmp_name)
+        sources = []
+        for seed in (1, 2):
+            subprocess.run([sys.executable, str(ROOT / "examples" / "models" / "make_cnn.py"),
+                            "--out", str(tmp / "src"), "--version", str(seed),
+                            "--channels", str(args.channels), "--epochs", "0"],
+                           check=True, timeout=600, capture_output=True)
+            sources.append(tmp / "src" / str(seed) / "model.onnx")
+        cnn_base = tmp / "cnn"
+        install(sources[1], cnn_base, 1)
+        config = tmp / "models.config"
+        config.write_text(
+            'model_config_list {\n'
+            f'  config {{ name: "digits" base_path: "{ROOT / "examples" / "models" / "digits"}" }}\n'
+            f'  config {{ name: "cnn" base_path: "{cnn_base}" }}\n'
+            '}\n')
+        script = tmp / "post.lua"
+        script.write_text('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
+                          f"wrk.body = {json.dumps(json.dumps({'instances': [ROW]}))}\n")
+        rest_port = free_port()
+        log = open(tmp / "server.log", "wb")
+        server = subprocess.Popen(
+            [str(binary), f"--model_config_file={config}", f"--rest_api_port={rest_port}",
+             f"--port={free_port()}", "--rest_api_address=127.0.0.1", "--grpc_address=127.0.0.1",
+             "--file_system_poll_wait_seconds=0.2", "--log_level=warning"] + args.server_arg,
+            stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{rest_port}"
+        rows = []
+        try:
+            wait_for(lambda: only_version(url, "cnn", 1) and states(url, "digits"), "both models")
+            print(f"# {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, {os.cpu_count()} cores, "
+                  f"load average {os.getloadavg()[0]:.2f}; model B {sources[0].stat().st_size / 2**20:.1f} MiB; "
+                  f"server flags {' '.join(args.server_arg) or '(defaults)'}",
+                  flush=True)
+            version = 1
+            for round_ in range(1, args.rounds + 1):
+                quiet = wrk(url + PREDICT_PATH, args.clients, args.seconds, script)
+                rows.append((round_, "quiet", quiet, 0))
+                swapper = Swapper(url, cnn_base, sources, version)
+                swapper.start()
+                loading = wrk(url + PREDICT_PATH, args.clients, args.seconds, script)
+                swapper.stop_event.set()
+                swapper.join(timeout=180)
+                if swapper.error:
+                    raise RuntimeError(f"swapping model B failed: {swapper.error}")
+                version = swapper.version
+                rows.append((round_, "B loading", loading, swapper.swaps))
+                print(f"# round {round_} done, load average {os.getloadavg()[0]:.2f}", flush=True)
+            if server.poll() is not None:
+                raise RuntimeError("modelfleet-server died during the run")
+        finally:
+            if server.poll() is None:
+                server.send_signal(signal.SIGTERM)
+                try:
+                    server.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+                    server.wait(timeout=10)
+            log.close()
+
+    print("| round | model B | A requests/s | A p50 ms | A p99 ms | B swaps in phase |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for round_, phase, m, swaps in rows:
+        print(f"| {round_} | {phase} | {m['rps']:.0f} | {m['p50']:.3f} | {m['p99']:.3f} | {swaps} |")
+    quiet_p99 = [m["p99"] for _, phase, m, _ in rows if phase == "quiet"]
+    loading_p99 = [m["p99"] for _, phase, m, _ in rows if phase != "quiet"]
+    ratio = (sum(loading_p99) / len(loading_p99)) / (sum(quiet_p99) / len(quiet_p99))
+    print(f"\nmodel A p99 while B loads / p99 quiet: {ratio:.2f}x (target <= 1.10x)")
+
+
+if __name__ == "__main__":
+    main()
