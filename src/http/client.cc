@@ -266,8 +266,10 @@ class Client::Impl {
   Status DialArmed(Connection& conn, const Url& url, const std::string& where) {
     tcp::resolver resolver(conn.ioc);
     tcp::resolver::results_type endpoints;
+    // The hosts file answers first; TLS still names and verifies url.host.
+    std::string address = hosts_.Lookup(url.host).value_or(url.host);
     beast::error_code ec = conn.Run([&](auto handler) {
-      resolver.async_resolve(url.host, std::to_string(url.port),
+      resolver.async_resolve(address, std::to_string(url.port),
                              [&endpoints, handler](beast::error_code ec, tcp::resolver::results_type r) mutable {
                                endpoints = std::move(r);
                                handler(ec);
@@ -450,6 +452,7 @@ class Client::Impl {
   }
 
   ClientOptions options_;
+  HostsFile hosts_{options_.hosts_file};
   ssl::context tls_;
   Status tls_status_;
   std::mutex mu_;

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "http/hosts_file.h"
 #include "http/message.h"
 
 namespace mf::http {
@@ -38,6 +39,9 @@ struct ClientOptions {
   std::string client_key_pem;
   bool insecure_skip_verify = false;
   std::string user_agent = "modelfleet";
+  // An /etc/hosts-style file consulted before DNS (re-read when it changes); "" for none. The
+  // local cluster's kubelet sets MODELFLEET_HOSTS_FILE for pods so Service names resolve.
+  std::string hosts_file = HostsFileFromEnvironment();
 };
 
 struct ClientRequest {

@@ -239,7 +239,9 @@ void ApiServer::RunStreamThread(std::function<void()> body, std::function<void()
 }
 
 Status ApiServer::Start() {
-  for (const auto& r : *catalog_.snapshot()) store_->RegisterType(r.type);
+  // Built-in kinds are decoded as kube-apiserver decodes them: unknown fields dropped and reported
+  // to the request's fieldValidation.
+  for (const auto& r : *catalog_.snapshot()) store_->RegisterType(r.is_custom ? r.type : WithBuiltinFieldValidation(r.type));
   MF_ASSIGN_OR_RETURN(auto crds, store_->List(kCrds, ""));
   for (const auto& crd : crds.items) SyncCrd(crd["metadata"].value("name", ""));
   return Status::Ok();
@@ -341,7 +343,7 @@ http::Response ApiServer::Serve(Call& call) {
   };
   if (seg.empty()) {
     return get_only([&] {
-      return JsonResponse(200, {{"paths", {"/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3", "/readyz", "/version"}}});
+      return JsonResponse(200, {{"paths", {"/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2", "/openapi/v3", "/readyz", "/version"}}});
     });
   }
   if (seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "livez" || seg[0] == "readyz")) {
@@ -356,7 +358,14 @@ http::Response ApiServer::Serve(Call& call) {
         for (size_t i = 2; i < seg.size(); ++i) rest += (i > 2 ? "/" : "") + seg[i];
         if (auto doc = OpenApiV3Document(*call.snap, rest)) return JsonResponse(200, *doc);
       }
-      // No /openapi/v2: kubectl falls back to v3 or its compiled-in schemas.
+      if (seg.size() == 2 && seg[1] == "v2") {
+        // JSON only: client-go asks for the protobuf form alone and, refused, falls back to v3
+        // or its compiled-in schemas.
+        if (!AcceptsJson(call.request.headers.Get("Accept").value_or(""))) {
+          return ErrorResponse({406, "NotAcceptable", "only application/json is served for /openapi/v2"});
+        }
+        return JsonResponse(200, OpenApiV2Document(*call.snap));
+      }
       return ErrorResponse({404, "NotFound", "the server could not find the requested resource"});
     });
   }

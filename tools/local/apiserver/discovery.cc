@@ -1,8 +1,12 @@
 #include "tools/local/apiserver/discovery.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <set>
+
+#include "tools/local/openapi/builtin_schemas.h"
 
 namespace mf::local {
 namespace {
@@ -55,35 +59,6 @@ std::string SchemaName(const ResourceInfo& r) {
 
 constexpr const char* kObjectMetaName = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
-// Enough of ObjectMeta for kubectl explain and for patch computations to find metadata fields.
-json ObjectMetaSchema() {
-  json string_map = {{"type", "object"}, {"additionalProperties", {{"type", "string"}, {"default", ""}}}};
-  json owner = {{"type", "object"}, {"required", {"apiVersion", "kind", "name", "uid"}},
-                {"properties", {{"apiVersion", {{"type", "string"}}}, {"kind", {{"type", "string"}}}, {"name", {{"type", "string"}}},
-                                {"uid", {{"type", "string"}}}, {"controller", {{"type", "boolean"}}}, {"blockOwnerDeletion", {{"type", "boolean"}}}}},
-                {"x-kubernetes-map-type", "atomic"}};
-  json props = {
-      {"name", {{"type", "string"}, {"description", "Name must be unique within a namespace."}}},
-      {"generateName", {{"type", "string"}, {"description", "GenerateName is an optional prefix used by the server to generate a unique name."}}},
-      {"namespace", {{"type", "string"}, {"description", "Namespace defines the space within which each name must be unique."}}},
-      {"uid", {{"type", "string"}, {"description", "UID is the unique in time and space value for this object."}}},
-      {"resourceVersion", {{"type", "string"}, {"description", "An opaque value that represents the internal version of this object."}}},
-      {"generation", {{"type", "integer"}, {"format", "int64"}, {"description", "A sequence number representing a specific generation of the desired state."}}},
-      {"creationTimestamp", {{"type", "string"}, {"format", "date-time"}, {"description", "The server time when this object was created."}}},
-      {"deletionTimestamp", {{"type", "string"}, {"format", "date-time"}, {"description", "The time at which this resource will be deleted."}}},
-      {"labels", string_map},
-      {"annotations", string_map},
-      {"finalizers", {{"type", "array"}, {"items", {{"type", "string"}, {"default", ""}}}, {"x-kubernetes-list-type", "set"},
-                      {"x-kubernetes-patch-strategy", "merge"}}},
-      {"ownerReferences", {{"type", "array"}, {"items", owner}, {"x-kubernetes-list-type", "map"}, {"x-kubernetes-list-map-keys", {"uid"}},
-                           {"x-kubernetes-patch-merge-key", "uid"}, {"x-kubernetes-patch-strategy", "merge"}}},
-      {"managedFields", {{"type", "array"}, {"items", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}},
-  };
-  props["labels"]["description"] = "Map of string keys and values that can be used to organize and categorize objects.";
-  props["annotations"]["description"] = "Annotations is an unstructured key value map stored with a resource.";
-  return {{"type", "object"}, {"description", "ObjectMeta is metadata that all persisted resources must have."}, {"properties", props}};
-}
-
 // The served schema: the stored one with apiVersion, kind and metadata declared, as
 // kube-apiserver publishes CRD schemas.
 json PublishedSchema(const ResourceInfo& r) {
@@ -122,8 +97,8 @@ json Operation(const ResourceInfo& r, const std::string& action, const std::stri
     json content = json::object();
     if (action == "patch") {
       // No strategic-merge-patch+json: kubectl then computes strategic patches for built-in kinds
-      // from its compiled-in types (our built-in schemas are not itemized) and uses merge patches
-      // for custom resources, as with a real cluster.
+      // from its compiled-in types, which know the lists' merge keys (the generated schemas do
+      // not carry x-kubernetes-patch-merge-key), and uses merge patches for custom resources.
       for (const char* type : {"application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"}) {
         content[type] = {{"schema", {{"type", "object"}}}};
       }
@@ -133,6 +108,113 @@ json Operation(const ResourceInfo& r, const std::string& action, const std::stri
     op["requestBody"] = {{"content", content}, {"required", true}};
   }
   return op;
+}
+
+
+struct SchemaNames {
+  std::string object;  // "#/components/schemas/" target of the kind
+  std::string list;    // of its List
+};
+
+// Adds the kind's schema, its List's and everything they reference to `schemas`. Built-in kinds
+// use the generated schemas; custom resources their CRD's schema, published with apiVersion,
+// kind and metadata declared.
+SchemaNames AddSchemas(const ResourceInfo& r, json& schemas) {
+  const json& builtin = BuiltinSchemas();
+  std::set<std::string> wanted = {kObjectMetaName};
+  SchemaNames names;
+  std::optional<std::string> builtin_name;
+  if (!r.is_custom) builtin_name = BuiltinSchemaName(r.gvr().group, r.gvr().version, r.type.kind);
+  if (builtin_name) {
+    names.object = *builtin_name;
+    wanted.insert(*builtin_name);
+    if (auto list = BuiltinSchemaName(r.gvr().group, r.gvr().version, r.type.kind + "List")) {
+      names.list = *list;
+      wanted.insert(*list);
+    }
+  } else {
+    names.object = SchemaName(r);
+    json schema = PublishedSchema(r);
+    schema["x-kubernetes-group-version-kind"] = json::array({Gvk(r)});
+    schemas[names.object] = std::move(schema);
+  }
+  if (names.list.empty()) {
+    names.list = names.object + "List";
+    schemas[names.list] = {
+        {"type", "object"}, {"description", r.type.kind + "List is a list of " + r.type.kind},
+        {"required", {"items"}},
+        {"properties", {{"items", {{"type", "array"}, {"items", {{"$ref", kComponentsRef + names.object}}}}},
+                        {"apiVersion", {{"type", "string"}}}, {"kind", {{"type", "string"}}},
+                        {"metadata", {{"allOf", {{{"$ref", std::string(kComponentsRef) + "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"}}}}}}}},
+        {"x-kubernetes-group-version-kind", {{{"group", r.gvr().group}, {"version", r.gvr().version}, {"kind", r.type.kind + "List"}}}}};
+    wanted.insert("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta");
+  }
+  AddReferencedSchemas(builtin, wanted);
+  for (const auto& name : wanted) {
+    if (!schemas.contains(name) && builtin.contains(name)) schemas[name] = builtin[name];
+  }
+  return names;
+}
+
+json QueryParamV2(const std::string& name, const std::string& description) {
+  return {{"name", name}, {"in", "query"}, {"description", description}, {"type", "string"}, {"uniqueItems", true}};
+}
+
+// A Swagger 2.0 operation, shaped as kube-apiserver's /openapi/v2 writes them.
+json OperationV2(const ResourceInfo& r, const std::string& action, const std::string& ref, bool with_body) {
+  json op = {{"operationId", action + r.type.kind},
+             {"x-kubernetes-action", action},
+             {"x-kubernetes-group-version-kind", Gvk(r)},
+             {"produces", {"application/json", "application/yaml"}},
+             {"schemes", {"https"}},
+             {"responses", {{"200", {{"description", "OK"}, {"schema", {{"$ref", ref}}}}}, {"401", {{"description", "Unauthorized"}}}}}};
+  json params = json::array({QueryParamV2("pretty", "If 'true', then the output is pretty printed.")});
+  if (action == "patch" || action == "put" || action == "post") {
+    params.push_back(QueryParamV2("dryRun", "When present, indicates that modifications should not be persisted."));
+    params.push_back(QueryParamV2("fieldManager", "fieldManager is a name associated with the actor or entity that is making these changes."));
+    params.push_back(QueryParamV2("fieldValidation", "fieldValidation instructs the server on how to handle objects in the request containing unknown or duplicate fields. Valid values are: Ignore, Warn, Strict."));
+  }
+  if (action == "patch") params.push_back(QueryParamV2("force", "Force is going to \"force\" Apply requests."));
+  if (with_body) {
+    json body_schema = action == "patch" ? json{{"type", "object"}} : json{{"$ref", ref}};
+    params.push_back({{"name", "body"}, {"in", "body"}, {"required", true}, {"schema", body_schema}});
+  }
+  op["parameters"] = params;
+  op["consumes"] = action == "patch" ? json{"application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"}
+                                     : json{"*/*"};
+  return op;
+}
+
+json PathParamsV2(bool namespaced, bool named) {
+  json params = json::array();
+  if (named) params.push_back({{"name", "name"}, {"in", "path"}, {"required", true}, {"type", "string"}, {"uniqueItems", true}, {"description", "name of the " + std::string("object")}});
+  if (namespaced) params.push_back({{"name", "namespace"}, {"in", "path"}, {"required", true}, {"type", "string"}, {"uniqueItems", true}, {"description", "object name and auth scope, such as for teams and projects"}});
+  return params;
+}
+
+// The collection, object and status paths of `r` under `root` ("/api/v1", "/apis/apps/v1").
+void AddPaths(const ResourceInfo& r, const std::string& root, const SchemaNames& names, bool swagger2, json& paths) {
+  std::string ref_prefix = swagger2 ? "#/definitions/" : kComponentsRef;
+  std::string ref = ref_prefix + names.object;
+  std::string list_ref = ref_prefix + names.list;
+  auto op = [&](const std::string& action, const std::string& target, bool with_body) {
+    return swagger2 ? OperationV2(r, action, target, with_body) : Operation(r, action, target, with_body);
+  };
+  std::string prefix = root + (r.type.namespaced ? "/namespaces/{namespace}/" : "/") + r.gvr().resource;
+  json& collection = paths[prefix];
+  collection = {{"get", op("list", list_ref, false)}, {"post", op("post", ref, true)}};
+  json& object = paths[prefix + "/{name}"];
+  object = {{"get", op("get", ref, false)}, {"put", op("put", ref, true)}, {"patch", op("patch", ref, true)},
+            {"delete", op("delete", ref, false)}};
+  if (swagger2) {
+    collection["parameters"] = PathParamsV2(r.type.namespaced, false);
+    object["parameters"] = PathParamsV2(r.type.namespaced, true);
+  }
+  if (r.type.has_status_subresource) {
+    json& status = paths[prefix + "/{name}/status"];
+    status = {{"get", op("get", ref, false)}, {"put", op("put", ref, true)}, {"patch", op("patch", ref, true)}};
+    if (swagger2) status["parameters"] = PathParamsV2(r.type.namespaced, true);
+  }
 }
 
 }  // namespace
@@ -267,30 +349,62 @@ std::optional<json> OpenApiV3Document(const ResourceCatalog::Snapshot& snap, con
   for (const auto& r : snap) {
     if (r.gvr().group != group || r.gvr().version != version) continue;
     any = true;
-    std::string name = SchemaName(r);
-    json schema = PublishedSchema(r);
-    schema["x-kubernetes-group-version-kind"] = json::array({Gvk(r)});
-    schemas[name] = schema;
-    json list_schema = {{"type", "object"}, {"description", r.type.kind + "List is a list of " + r.type.kind},
-                        {"properties", {{"items", {{"type", "array"}, {"items", {{"$ref", "#/components/schemas/" + name}}}}},
-                                        {"apiVersion", {{"type", "string"}}}, {"kind", {{"type", "string"}}},
-                                        {"metadata", {{"type", "object"}}}}},
-                        {"x-kubernetes-group-version-kind", {{{"group", group}, {"version", version}, {"kind", r.type.kind + "List"}}}}};
-    schemas[name + "List"] = list_schema;
-    std::string prefix = "/" + path + (r.type.namespaced ? "/namespaces/{namespace}/" : "/") + r.gvr().resource;
-    std::string ref = "#/components/schemas/" + name;
-    paths[prefix] = {{"get", Operation(r, "list", ref + "List", false)}, {"post", Operation(r, "post", ref, true)}};
-    paths[prefix + "/{name}"] = {{"get", Operation(r, "get", ref, false)}, {"put", Operation(r, "put", ref, true)},
-                                 {"patch", Operation(r, "patch", ref, true)}, {"delete", Operation(r, "delete", ref, false)}};
-    if (r.type.has_status_subresource) {
-      paths[prefix + "/{name}/status"] = {{"get", Operation(r, "get", ref, false)}, {"put", Operation(r, "put", ref, true)},
-                                          {"patch", Operation(r, "patch", ref, true)}};
-    }
+    SchemaNames names = AddSchemas(r, schemas);
+    AddPaths(r, "/" + path, names, /*swagger2=*/false, paths);
   }
   if (!any) return std::nullopt;
-  schemas[kObjectMetaName] = ObjectMetaSchema();
   return json{{"openapi", "3.0.0"}, {"info", {{"title", "Kubernetes"}, {"version", kGitVersion}}},
               {"paths", paths}, {"components", {{"schemas", schemas}}}};
+}
+
+json OpenApiV2Document(const ResourceCatalog::Snapshot& snap) {
+  json schemas = json::object();
+  json paths = json::object();
+  for (const auto& r : snap) {
+    const std::string& group = r.gvr().group;
+    std::string root = group.empty() ? "/api/" + r.gvr().version : "/apis/" + group + "/" + r.gvr().version;
+    SchemaNames names = AddSchemas(r, schemas);
+    AddPaths(r, root, names, /*swagger2=*/true, paths);
+  }
+  json definitions = json::object();
+  for (auto it = schemas.begin(); it != schemas.end(); ++it) definitions[it.key()] = ToSwagger2Schema(*it);
+  return {{"swagger", "2.0"}, {"info", {{"title", "Kubernetes"}, {"version", kGitVersion}}},
+          {"paths", paths}, {"definitions", definitions},
+          {"securityDefinitions", {{"BearerToken", {{"type", "apiKey"}, {"name", "authorization"}, {"in", "header"},
+                                                     {"description", "Bearer Token authentication"}}}}},
+          {"security", {{{"BearerToken", json::array()}}}}};
+}
+
+bool AcceptsJson(std::string_view accept) {
+  if (accept.empty()) return true;
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    return v;
+  };
+  size_t start = 0;
+  while (start <= accept.size()) {
+    size_t comma = std::min(accept.find(',', start), accept.size());
+    std::string_view range = accept.substr(start, comma - start);
+    start = comma + 1;
+    std::string_view type = range;
+    bool refused = false;  // q=0: "not acceptable"
+    if (size_t semi = range.find(';'); semi != std::string_view::npos) {
+      type = range.substr(0, semi);
+      std::string_view params = range.substr(semi + 1);
+      while (!params.empty()) {
+        size_t next = std::min(params.find(';'), params.size());
+        std::string_view param = trim(params.substr(0, next));
+        params = next < params.size() ? params.substr(next + 1) : std::string_view();
+        if (param.size() > 2 && (param[0] == 'q' || param[0] == 'Q') && param[1] == '=') {
+          refused = std::strtod(std::string(param.substr(2)).c_str(), nullptr) <= 0;
+        }
+      }
+    }
+    type = trim(type);
+    if (!refused && (type == "application/json" || type == "application/*" || type == "*/*")) return true;
+  }
+  return false;
 }
 
 }  // namespace mf::local

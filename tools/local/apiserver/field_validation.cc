@@ -1,5 +1,9 @@
 #include "tools/local/apiserver/field_validation.h"
 
+#include <set>
+
+#include "tools/local/openapi/builtin_schemas.h"
+
 namespace mf::local {
 namespace {
 thread_local FieldValidationScope* current_scope = nullptr;
@@ -22,10 +26,15 @@ FieldValidation FieldValidationScope::Current() {
   return current_scope ? current_scope->mode_ : FieldValidation::kIgnore;
 }
 
-Status FieldValidationScope::ReportUnknownFields(const std::vector<std::string>& fields) {
+bool FieldValidationScope::InRequest() { return current_scope != nullptr; }
+
+Status FieldValidationScope::ReportUnknownFields(const std::vector<std::string>& fields, const std::string& decoded_as,
+                                                 const std::string& version) {
   if (fields.empty() || !current_scope) return Status::Ok();
   if (current_scope->mode_ == FieldValidation::kStrict) {
-    std::string message = "strict decoding error: ";
+    std::string message;
+    if (!decoded_as.empty()) message = decoded_as + " in version \"" + version + "\" cannot be handled as a " + decoded_as + ": ";
+    message += "strict decoding error: ";
     for (size_t i = 0; i < fields.size(); ++i) message += (i ? ", " : "") + std::string("unknown field \"") + fields[i] + "\"";
     return FailedPrecondition(message);
   }
@@ -33,6 +42,26 @@ Status FieldValidationScope::ReportUnknownFields(const std::vector<std::string>&
     current_scope->unknown_.insert(current_scope->unknown_.end(), fields.begin(), fields.end());
   }
   return Status::Ok();
+}
+
+ResourceType WithBuiltinFieldValidation(ResourceType type) {
+  auto schema = BuiltinSchemaName(type.gvr.group, type.gvr.version, type.kind);
+  if (!schema) return type;
+  type.admit = [admit = std::move(type.admit), schema = *schema, kind = type.kind, version = type.gvr.version](
+                   nlohmann::json& object, const nlohmann::json* old) -> Status {
+    if (FieldValidationScope::InRequest()) {
+      // Only what this request brings in: unknown fields already stored (written by in-process
+      // controllers, or carried over from the stored status) stay and are not reported.
+      std::set<std::string> stored;
+      if (old) {
+        nlohmann::json copy = *old;
+        for (auto& path : PruneUnknownBuiltinFields(copy, schema)) stored.insert(std::move(path));
+      }
+      MF_RETURN_IF_ERROR(FieldValidationScope::ReportUnknownFields(PruneUnknownBuiltinFields(object, schema, stored), kind, version));
+    }
+    return admit ? admit(object, old) : Status::Ok();
+  };
+  return type;
 }
 
 }  // namespace mf::local
