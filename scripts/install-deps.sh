@@ -9,7 +9,7 @@ packages=(
   # C++ libraries
   libboost1.74-dev libssl-dev zlib1g-dev nlohmann-json3-dev libyaml-cpp-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  prometheus-cpp-dev libonnx-dev libdnnl-dev libsimdjson-dev
+  prometheus-cpp-dev libonnx-dev libdnnl-dev libsimdjson-dev libre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # Python side (always /usr/bin/python3, never a pyenv one)
   python3 python3-pytest python3-pytest-timeout python3-requests python3-grpcio python3-grpc-tools python3-kubernetes

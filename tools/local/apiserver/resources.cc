@@ -247,6 +247,11 @@ Status ValidateCrd(json& crd, const json* old) {
       if (v.is_object() && (!v.contains("schema") || !v["schema"].contains("openAPIV3Schema"))) {
         errors.push_back("spec.versions[" + std::to_string(i) + "].schema.openAPIV3Schema: Required value: schemas are required");
       }
+      if (v.is_object() && v.contains("schema") && v["schema"].contains("openAPIV3Schema")) {
+        for (auto& e : ValidateSchemaRules(v["schema"]["openAPIV3Schema"], "spec.versions[" + std::to_string(i) + "].schema.openAPIV3Schema")) {
+          errors.push_back(std::move(e));
+        }
+      }
     }
   }
   if (versions.is_array() && !versions.empty() && storage != 1) errors.push_back("spec.versions: Invalid value: must have exactly one version marked as storage version");
@@ -298,10 +303,10 @@ StatusOr<std::vector<ResourceInfo>> ResourcesFromCrd(const json& crd) {
     info.schema = v["schema"]["openAPIV3Schema"];
     const std::string kind_group = info.type.kind + "." + info.type.gvr.group;
     const json schema = info.schema;
-    info.type.admit = [schema, kind_group](json& object, const json*) -> Status {
+    info.type.admit = [schema, kind_group](json& object, const json* old) -> Status {
       MF_RETURN_IF_ERROR(FieldValidationScope::ReportUnknownFields(PruneUnknownFields(object, schema)));
       ApplyDefaults(object, schema);
-      std::vector<std::string> errors = ValidateAgainstSchema(object, schema);
+      std::vector<std::string> errors = ValidateAgainstSchema(object, schema, old);
       if (!errors.empty()) return Invalid(object, kind_group, errors);
       return Status::Ok();
     };

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <regex>
 
+#include "tools/local/apiserver/cel/rules.h"
+
 namespace mf::local {
 namespace {
 
@@ -239,10 +241,17 @@ void ApplyDefaults(json& value, const json& schema) {
   }
 }
 
-std::vector<std::string> ValidateAgainstSchema(const json& object, const json& schema) {
+std::vector<std::string> ValidateAgainstSchema(const json& object, const json& schema, const json* old) {
   std::vector<std::string> errors;
   Validate(object, schema, "", &errors);
+  // CEL rules assume the types the schema declares; on a mistyped object they would only add
+  // confusing errors.
+  if (errors.empty()) errors = cel::EvaluateValidationRules(object, old, schema);
   return errors;
+}
+
+std::vector<std::string> ValidateSchemaRules(const json& schema, const std::string& path) {
+  return cel::CheckValidationRules(schema, path);
 }
 
 json EvaluateJsonPath(const json& object, const std::string& path) {
