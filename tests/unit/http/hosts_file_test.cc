@@ -82,7 +82,9 @@ TEST_F(HostsFileTest, DefaultsToTheEnvironment) {
 
 TEST_F(HostsFileTest, ClientResolvesServiceNamesBeforeDns) {
   Router router;
-  router.Add("GET", "/who", Sync([](const Request& r) { return Response::Text(200, std::string(r.headers.Get("Host").value_or(""))); }));
+  router.Add("GET", "/who", Sync([](const Request& r) {
+               return Response::Text(200, std::string(r.headers.Get("Host").value_or("")));
+             }));
   ServerOptions server_options;
   server_options.address = "127.0.0.1";
   server_options.port = 0;

@@ -241,7 +241,9 @@ void ApiServer::RunStreamThread(std::function<void()> body, std::function<void()
 Status ApiServer::Start() {
   // Built-in kinds are decoded as kube-apiserver decodes them: unknown fields dropped and reported
   // to the request's fieldValidation.
-  for (const auto& r : *catalog_.snapshot()) store_->RegisterType(r.is_custom ? r.type : WithBuiltinFieldValidation(r.type));
+  for (const auto& r : *catalog_.snapshot()) {
+    store_->RegisterType(r.is_custom ? r.type : WithBuiltinFieldValidation(r.type));
+  }
   MF_ASSIGN_OR_RETURN(auto crds, store_->List(kCrds, ""));
   for (const auto& crd : crds.items) SyncCrd(crd["metadata"].value("name", ""));
   return Status::Ok();

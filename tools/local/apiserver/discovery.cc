@@ -5,6 +5,8 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "tools/local/openapi/builtin_schemas.h"
 
@@ -76,6 +78,22 @@ json Gvk(const ResourceInfo& r) {
   return {{"group", r.gvr().group}, {"version", r.gvr().version}, {"kind", r.type.kind}};
 }
 
+// The query parameters kube-apiserver documents for an action, as (name, description); the
+// PATCH operation's fieldValidation is what kubectl apply looks for before it sends Strict.
+std::vector<std::pair<std::string, std::string>> QueryParams(const std::string& action) {
+  std::vector<std::pair<std::string, std::string>> params = {{"pretty", "If 'true', then the output is pretty printed."}};
+  if (action == "patch" || action == "put" || action == "post") {
+    params.emplace_back("dryRun", "When present, indicates that modifications should not be persisted.");
+    params.emplace_back("fieldManager",
+                        "fieldManager is a name associated with the actor or entity that is making these changes.");
+    params.emplace_back("fieldValidation",
+                        "fieldValidation instructs the server on how to handle objects in the request containing "
+                        "unknown or duplicate fields. Valid values are: Ignore, Warn, Strict.");
+  }
+  if (action == "patch") params.emplace_back("force", "Force is going to \"force\" Apply requests.");
+  return params;
+}
+
 json QueryParam(const std::string& name, const std::string& description) {
   return {{"name", name}, {"in", "query"}, {"description", description}, {"schema", {{"type", "string"}}}, {"uniqueItems", true}};
 }
@@ -85,13 +103,8 @@ json Operation(const ResourceInfo& r, const std::string& action, const std::stri
              {"x-kubernetes-action", action},
              {"x-kubernetes-group-version-kind", Gvk(r)},
              {"responses", {{"200", {{"description", "OK"}, {"content", {{"application/json", {{"schema", {{"$ref", ref}}}}}}}}}}}};
-  json params = json::array({QueryParam("pretty", "If 'true', then the output is pretty printed.")});
-  if (action == "patch" || action == "put" || action == "post") {
-    params.push_back(QueryParam("dryRun", "When present, indicates that modifications should not be persisted."));
-    params.push_back(QueryParam("fieldManager", "fieldManager is a name associated with the actor or entity that is making these changes."));
-    params.push_back(QueryParam("fieldValidation", "fieldValidation instructs the server on how to handle objects in the request containing unknown or duplicate fields. Valid values are: Ignore, Warn, Strict."));
-  }
-  if (action == "patch") params.push_back(QueryParam("force", "Force is going to \"force\" Apply requests."));
+  json params = json::array();
+  for (const auto& [name, description] : QueryParams(action)) params.push_back(QueryParam(name, description));
   op["parameters"] = params;
   if (with_body) {
     json content = json::object();
@@ -109,7 +122,6 @@ json Operation(const ResourceInfo& r, const std::string& action, const std::stri
   }
   return op;
 }
-
 
 struct SchemaNames {
   std::string object;  // "#/components/schemas/" target of the kind
@@ -141,12 +153,17 @@ SchemaNames AddSchemas(const ResourceInfo& r, json& schemas) {
   if (names.list.empty()) {
     names.list = names.object + "List";
     schemas[names.list] = {
-        {"type", "object"}, {"description", r.type.kind + "List is a list of " + r.type.kind},
+        {"type", "object"},
+        {"description", r.type.kind + "List is a list of " + r.type.kind},
         {"required", {"items"}},
-        {"properties", {{"items", {{"type", "array"}, {"items", {{"$ref", kComponentsRef + names.object}}}}},
-                        {"apiVersion", {{"type", "string"}}}, {"kind", {{"type", "string"}}},
-                        {"metadata", {{"allOf", {{{"$ref", std::string(kComponentsRef) + "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"}}}}}}}},
-        {"x-kubernetes-group-version-kind", {{{"group", r.gvr().group}, {"version", r.gvr().version}, {"kind", r.type.kind + "List"}}}}};
+        {"properties",
+         {{"items", {{"type", "array"}, {"items", {{"$ref", kComponentsRef + names.object}}}}},
+          {"apiVersion", {{"type", "string"}}},
+          {"kind", {{"type", "string"}}},
+          {"metadata",
+           {{"allOf", {{{"$ref", std::string(kComponentsRef) + "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"}}}}}}}},
+        {"x-kubernetes-group-version-kind",
+         {{{"group", r.gvr().group}, {"version", r.gvr().version}, {"kind", r.type.kind + "List"}}}}};
     wanted.insert("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta");
   }
   AddReferencedSchemas(builtin, wanted);
@@ -162,33 +179,43 @@ json QueryParamV2(const std::string& name, const std::string& description) {
 
 // A Swagger 2.0 operation, shaped as kube-apiserver's /openapi/v2 writes them.
 json OperationV2(const ResourceInfo& r, const std::string& action, const std::string& ref, bool with_body) {
-  json op = {{"operationId", action + r.type.kind},
-             {"x-kubernetes-action", action},
-             {"x-kubernetes-group-version-kind", Gvk(r)},
-             {"produces", {"application/json", "application/yaml"}},
-             {"schemes", {"https"}},
-             {"responses", {{"200", {{"description", "OK"}, {"schema", {{"$ref", ref}}}}}, {"401", {{"description", "Unauthorized"}}}}}};
-  json params = json::array({QueryParamV2("pretty", "If 'true', then the output is pretty printed.")});
-  if (action == "patch" || action == "put" || action == "post") {
-    params.push_back(QueryParamV2("dryRun", "When present, indicates that modifications should not be persisted."));
-    params.push_back(QueryParamV2("fieldManager", "fieldManager is a name associated with the actor or entity that is making these changes."));
-    params.push_back(QueryParamV2("fieldValidation", "fieldValidation instructs the server on how to handle objects in the request containing unknown or duplicate fields. Valid values are: Ignore, Warn, Strict."));
-  }
-  if (action == "patch") params.push_back(QueryParamV2("force", "Force is going to \"force\" Apply requests."));
+  json op = {
+      {"operationId", action + r.type.kind},
+      {"x-kubernetes-action", action},
+      {"x-kubernetes-group-version-kind", Gvk(r)},
+      {"produces", {"application/json", "application/yaml"}},
+      {"schemes", {"https"}},
+      {"responses",
+       {{"200", {{"description", "OK"}, {"schema", {{"$ref", ref}}}}}, {"401", {{"description", "Unauthorized"}}}}}};
+  json params = json::array();
+  for (const auto& [name, description] : QueryParams(action)) params.push_back(QueryParamV2(name, description));
   if (with_body) {
     json body_schema = action == "patch" ? json{{"type", "object"}} : json{{"$ref", ref}};
     params.push_back({{"name", "body"}, {"in", "body"}, {"required", true}, {"schema", body_schema}});
   }
   op["parameters"] = params;
-  op["consumes"] = action == "patch" ? json{"application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"}
+  op["consumes"] = action == "patch" ? json{"application/json-patch+json", "application/merge-patch+json",
+                                            "application/apply-patch+yaml"}
                                      : json{"*/*"};
   return op;
 }
 
 json PathParamsV2(bool namespaced, bool named) {
   json params = json::array();
-  if (named) params.push_back({{"name", "name"}, {"in", "path"}, {"required", true}, {"type", "string"}, {"uniqueItems", true}, {"description", "name of the " + std::string("object")}});
-  if (namespaced) params.push_back({{"name", "namespace"}, {"in", "path"}, {"required", true}, {"type", "string"}, {"uniqueItems", true}, {"description", "object name and auth scope, such as for teams and projects"}});
+  if (named)
+    params.push_back({{"name", "name"},
+                      {"in", "path"},
+                      {"required", true},
+                      {"type", "string"},
+                      {"uniqueItems", true},
+                      {"description", "name of the object"}});
+  if (namespaced)
+    params.push_back({{"name", "namespace"},
+                      {"in", "path"},
+                      {"required", true},
+                      {"type", "string"},
+                      {"uniqueItems", true},
+                      {"description", "object name and auth scope, such as for teams and projects"}});
   return params;
 }
 
@@ -204,7 +231,9 @@ void AddPaths(const ResourceInfo& r, const std::string& root, const SchemaNames&
   json& collection = paths[prefix];
   collection = {{"get", op("list", list_ref, false)}, {"post", op("post", ref, true)}};
   json& object = paths[prefix + "/{name}"];
-  object = {{"get", op("get", ref, false)}, {"put", op("put", ref, true)}, {"patch", op("patch", ref, true)},
+  object = {{"get", op("get", ref, false)},
+            {"put", op("put", ref, true)},
+            {"patch", op("patch", ref, true)},
             {"delete", op("delete", ref, false)}};
   if (swagger2) {
     collection["parameters"] = PathParamsV2(r.type.namespaced, false);
@@ -368,10 +397,16 @@ json OpenApiV2Document(const ResourceCatalog::Snapshot& snap) {
   }
   json definitions = json::object();
   for (auto it = schemas.begin(); it != schemas.end(); ++it) definitions[it.key()] = ToSwagger2Schema(*it);
-  return {{"swagger", "2.0"}, {"info", {{"title", "Kubernetes"}, {"version", kGitVersion}}},
-          {"paths", paths}, {"definitions", definitions},
-          {"securityDefinitions", {{"BearerToken", {{"type", "apiKey"}, {"name", "authorization"}, {"in", "header"},
-                                                     {"description", "Bearer Token authentication"}}}}},
+  return {{"swagger", "2.0"},
+          {"info", {{"title", "Kubernetes"}, {"version", kGitVersion}}},
+          {"paths", paths},
+          {"definitions", definitions},
+          {"securityDefinitions",
+           {{"BearerToken",
+             {{"type", "apiKey"},
+              {"name", "authorization"},
+              {"in", "header"},
+              {"description", "Bearer Token authentication"}}}}},
           {"security", {{{"BearerToken", json::array()}}}}};
 }
 

@@ -16,7 +16,8 @@ constexpr std::string_view kRefPrefix = "#/components/schemas/";
 // The name a "$ref" (or an allOf wrapping one) points at; empty when the schema is inline.
 std::string RefName(const json& schema) {
   const json* ref_holder = &schema;
-  if (!schema.contains("$ref") && schema.contains("allOf") && schema["allOf"].is_array() && schema["allOf"].size() == 1) {
+  if (!schema.contains("$ref") && schema.contains("allOf") && schema["allOf"].is_array() &&
+      schema["allOf"].size() == 1) {
     ref_holder = &schema["allOf"][0];
   }
   if (!ref_holder->is_object() || !ref_holder->contains("$ref") || !(*ref_holder)["$ref"].is_string()) return "";
@@ -37,8 +38,8 @@ const json* Resolve(const json& schemas, const json& schema) {
   return nullptr;
 }
 
-void Prune(const json& schemas, json& value, const json& schema, const std::string& path, const std::set<std::string>& keep,
-           std::vector<std::string>& out) {
+void Prune(const json& schemas, json& value, const json& schema, const std::string& path,
+           const std::set<std::string>& keep, std::vector<std::string>& out) {
   const json* s = Resolve(schemas, schema);
   if (!s || !s->is_object()) return;
   if (s->value("x-kubernetes-preserve-unknown-fields", false)) return;
@@ -64,7 +65,8 @@ void Prune(const json& schemas, json& value, const json& schema, const std::stri
       }
     }
   } else if (value.is_array() && s->contains("items") && (*s)["items"].is_object()) {
-    for (size_t i = 0; i < value.size(); ++i) Prune(schemas, value[i], (*s)["items"], path + "[" + std::to_string(i) + "]", keep, out);
+    for (size_t i = 0; i < value.size(); ++i)
+      Prune(schemas, value[i], (*s)["items"], path + "[" + std::to_string(i) + "]", keep, out);
   }
 }
 
@@ -91,7 +93,8 @@ const json& BuiltinSchemas() {
   return *schemas;
 }
 
-std::optional<std::string> BuiltinSchemaName(const std::string& group, const std::string& version, const std::string& kind) {
+std::optional<std::string> BuiltinSchemaName(const std::string& group, const std::string& version,
+                                             const std::string& kind) {
   using Key = std::tuple<std::string, std::string, std::string>;
   static const auto* index = [] {
     auto* out = new std::map<Key, std::string>();

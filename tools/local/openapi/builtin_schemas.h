@@ -4,12 +4,11 @@
 // report unknown fields of built-in objects the way kube-apiserver's strict decoding does.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace mf::local {
 
@@ -20,7 +19,8 @@ const nlohmann::json& BuiltinSchemas();
 
 // The schema name of a built-in kind ("io.k8s.api.apps.v1.Deployment"); nullopt when the
 // generated set has no schema whose x-kubernetes-group-version-kind matches.
-std::optional<std::string> BuiltinSchemaName(const std::string& group, const std::string& version, const std::string& kind);
+std::optional<std::string> BuiltinSchemaName(const std::string& group, const std::string& version,
+                                             const std::string& kind);
 
 // Adds to `names` every schema reachable by $ref from the schemas already in it.
 void AddReferencedSchemas(const nlohmann::json& schemas, std::set<std::string>& names);

@@ -24,14 +24,16 @@ TEST(BuiltinSchemas, ItemizesFieldsWithReferencesAndDescriptions) {
   const json& schemas = BuiltinSchemas();
   const json& spec = schemas.at("io.k8s.api.apps.v1.DeploymentSpec");
   EXPECT_EQ(spec["properties"]["template"]["$ref"], "#/components/schemas/io.k8s.api.core.v1.PodTemplateSpec");
-  EXPECT_NE(spec["properties"]["replicas"]["description"].get<std::string>().find("Number of desired pods"), std::string::npos);
+  EXPECT_NE(spec["properties"]["replicas"]["description"].get<std::string>().find("Number of desired pods"),
+            std::string::npos);
   EXPECT_EQ(spec["required"], json({"selector", "template"}));
   const json& container = schemas.at("io.k8s.api.core.v1.Container");
   EXPECT_EQ(container["required"], json({"name"}));
   // A field newer than the client's Kubernetes 1.22 comes from the generator's supplement.
   EXPECT_TRUE(schemas.at("io.k8s.api.core.v1.Probe")["properties"].contains("grpc"));
-  EXPECT_TRUE(schemas.at("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps")["properties"]
-                  .contains("x-kubernetes-validations"));
+  EXPECT_TRUE(
+      schemas.at("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps")["properties"].contains(
+          "x-kubernetes-validations"));
 }
 
 TEST(BuiltinSchemas, ClosureFollowsReferences) {
@@ -55,8 +57,9 @@ TEST(BuiltinSchemas, PrunesUnknownFieldsWithStrictDecodingPaths) {
   })");
   std::vector<std::string> unknown = PruneUnknownBuiltinFields(deployment, "io.k8s.api.apps.v1.Deployment");
   std::sort(unknown.begin(), unknown.end());
-  EXPECT_EQ(unknown, (std::vector<std::string>{"metadata.bogus", "spec.replica", "spec.strategy.rollingUpdate.maxSurgee",
-                                               "spec.template.spec.containers[1].imagee"}));
+  EXPECT_EQ(unknown,
+            (std::vector<std::string>{"metadata.bogus", "spec.replica", "spec.strategy.rollingUpdate.maxSurgee",
+                                      "spec.template.spec.containers[1].imagee"}));
   EXPECT_FALSE(deployment["spec"].contains("replica"));
   EXPECT_FALSE(deployment["spec"]["template"]["spec"]["containers"][1].contains("imagee"));
   EXPECT_EQ(deployment["spec"]["replicas"], 2);
@@ -65,7 +68,8 @@ TEST(BuiltinSchemas, PrunesUnknownFieldsWithStrictDecodingPaths) {
 
 TEST(BuiltinSchemas, KeepsListedPaths) {
   json rs = {{"spec", {{"replicas", 1}}}, {"status", {{"replicas", 1}, {"selector", "app=x"}, {"extra", 2}}}};
-  std::vector<std::string> unknown = PruneUnknownBuiltinFields(rs, "io.k8s.api.apps.v1.ReplicaSet", {"status.selector"});
+  std::vector<std::string> unknown =
+      PruneUnknownBuiltinFields(rs, "io.k8s.api.apps.v1.ReplicaSet", {"status.selector"});
   EXPECT_EQ(unknown, std::vector<std::string>{"status.extra"});
   EXPECT_EQ(rs["status"]["selector"], "app=x");
   EXPECT_FALSE(rs["status"].contains("extra"));
@@ -81,13 +85,16 @@ TEST(BuiltinSchemas, KeepsArbitraryJsonAndKnownObjectsIntact) {
                                         "x-kubernetes-validations": [{"rule": "self.x > 0", "message": "m"}]}}}}}]}
   })");
   json before = crd;
-  EXPECT_TRUE(PruneUnknownBuiltinFields(crd, "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition").empty());
+  EXPECT_TRUE(PruneUnknownBuiltinFields(
+                  crd, "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition")
+                  .empty());
   EXPECT_EQ(crd, before);
 }
 
 TEST(BuiltinSchemas, Swagger2UnwrapsReferences) {
-  json v3 = {{"properties", {{"spec", {{"allOf", {{{"$ref", "#/components/schemas/X"}}}}, {"description", "d"}}},
-                             {"items", {{"type", "array"}, {"items", {{"$ref", "#/components/schemas/Y"}}}}}}}};
+  json v3 = {{"properties",
+              {{"spec", {{"allOf", {{{"$ref", "#/components/schemas/X"}}}}, {"description", "d"}}},
+               {"items", {{"type", "array"}, {"items", {{"$ref", "#/components/schemas/Y"}}}}}}}};
   json v2 = ToSwagger2Schema(v3);
   EXPECT_EQ(v2["properties"]["spec"], json({{"$ref", "#/definitions/X"}, {"description", "d"}}));
   EXPECT_EQ(v2["properties"]["items"]["items"]["$ref"], "#/definitions/Y");
