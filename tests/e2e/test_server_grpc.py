@@ -219,3 +219,39 @@ def test_many_concurrent_calls_on_few_threads(tmp_path, digits_repo, start_serve
         together.inputs["images"].CopyFrom(tensor_proto(rows))
         expected = to_numpy(stub.Predict(together, timeout=30).outputs["scores"])
     np.testing.assert_allclose(np.concatenate(answers), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_batched_grpc_calls_do_not_hold_the_completion_queue_thread(tmp_path, digits_repo, start_server):
+    """With one completion-queue thread and batching on, 32 concurrent Predict calls still meet
+    in batches larger than one: a call waiting for its batch is answered later from the batch
+    thread instead of blocking the only gRPC thread (which would make every batch a single row)."""
+    import concurrent.futures
+    from server_fixtures import metric_value
+    predict_pb2 = proto_stubs.module("tensorflow_serving.apis.predict_pb2")
+    services = proto_stubs.module("tensorflow_serving.apis.prediction_service_pb2_grpc")
+    params = tmp_path / "batching.config"
+    params.write_text("max_batch_size { value: 32 }\nbatch_timeout_micros { value: 50000 }\n"
+                      "max_enqueued_batches { value: 100 }\nnum_batch_threads { value: 1 }\n")
+    server = start_server([f"--model_base_path={digits_repo}", "--model_name=digits", "--grpc_threads=1",
+                           "--enable_batching", f"--batching_parameters_file={params}"])
+    rows = load_digits().data[:32].astype(np.float32)
+    barrier = __import__("threading").Barrier(32)
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        stub = services.PredictionServiceStub(channel)
+
+        def predict(i):
+            request = predict_pb2.PredictRequest()
+            request.model_spec.name = "digits"
+            request.inputs["images"].CopyFrom(tensor_proto(rows[i:i + 1]))
+            barrier.wait(timeout=30)
+            response = stub.Predict(request, timeout=30)
+            assert response.model_spec.version.value == 2
+            return to_numpy(response.outputs["scores"])
+        with concurrent.futures.ThreadPoolExecutor(max_workers=32) as pool:
+            answers = list(pool.map(predict, range(32)))
+    expected = requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": rows.tolist()},
+                             timeout=30).json()["predictions"]
+    np.testing.assert_allclose(np.concatenate(answers), np.array(expected), rtol=1e-5, atol=1e-5)
+    metrics = server.metrics()
+    batches = metric_value(metrics, "modelfleet_batch_size_count", model="digits")
+    assert 0 < batches <= 16, f"{batches} batches for 32 concurrent gRPC calls and 1 REST call"
