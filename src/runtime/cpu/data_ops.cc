@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "runtime/cpu/cpu_common.h"
+#include "runtime/ops/cast_codes.h"
 #include "runtime/ops/gather_rules.h"
 #include "runtime/ops/input_checks.h"
 #include "runtime/ops/slice_rules.h"
@@ -156,22 +157,11 @@ Status DispatchCastable(DataType t, Fn&& fn) {
 
 StatusOr<BoundKernel> CastFactory(const KernelInit& init) {
   MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, 0));
-  MF_ASSIGN_OR_RETURN(int64_t to_attr, init.attrs().GetInt("to", 0));
-  // ONNX TensorProto codes; 1..13 except 8 (string) and 10 (float16) are handled.
-  static const std::pair<int64_t, DataType> kCodes[] = {
-      {1, DataType::kFloat32}, {2, DataType::kUInt8}, {3, DataType::kInt8}, {4, DataType::kUInt16},
-      {5, DataType::kInt16}, {6, DataType::kInt32}, {7, DataType::kInt64}, {9, DataType::kBool},
-      {11, DataType::kFloat64}, {12, DataType::kUInt32}, {13, DataType::kUInt64}};
-  std::optional<DataType> to;
-  for (const auto& [code, t] : kCodes) {
-    if (code == to_attr) to = t;
-  }
-  if (!to) return init.Error(StatusCode::kUnimplemented, "cast to ONNX type " + std::to_string(to_attr) + " is not supported");
+  MF_ASSIGN_OR_RETURN(DataType dst_type, ops::ReadCastTarget(init));
   DataType from = init.dtype(0);
   if (from != DataType::kBool && !IsNumeric(from)) {
     return init.Error(StatusCode::kUnimplemented, "cast from " + std::string(DataTypeName(from)) + " is not supported");
   }
-  DataType dst_type = *to;
   return Bind(
       [dst_type](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];

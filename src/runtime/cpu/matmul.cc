@@ -3,6 +3,7 @@
 
 #include "runtime/cpu/activation.h"
 #include "runtime/cpu/cpu_common.h"
+#include "runtime/ops/matmul_shapes.h"
 
 namespace mf::runtime::cpu {
 namespace {
@@ -42,23 +43,14 @@ StatusOr<BoundKernel> GemmFactory(const KernelInit& init) {
       [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& A = *in[0];
         const Tensor& B = *in[1];
-        if (A.rank() != 2 || B.rank() != 2) {
-          return InvalidArgument("Gemm needs 2-D A and B, got " + ShapeToString(A.shape()) + " and " +
-                                 ShapeToString(B.shape()));
-        }
-        int64_t m = trans_a ? A.dim(1) : A.dim(0), k = trans_a ? A.dim(0) : A.dim(1);
-        int64_t kb = trans_b ? B.dim(1) : B.dim(0), n = trans_b ? B.dim(0) : B.dim(1);
-        if (k != kb) {
-          return InvalidArgument("Gemm inner dims differ: A " + ShapeToString(A.shape()) + ", B " +
-                                 ShapeToString(B.shape()));
-        }
+        MF_ASSIGN_OR_RETURN(ops::GemmShape g, ops::PlanGemm(A.shape(), B.shape(), trans_a != 0, trans_b != 0));
+        int64_t m = g.m, k = g.k, n = g.n;
         const Tensor* C = in.size() > 2 ? in[2] : nullptr;
         MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, {m, n}));
         float* y = out[0].data<float>();
         float gemm_beta = 0.f;
         if (C && beta != 0.f) {
-          MF_ASSIGN_OR_RETURN(Shape bs, BroadcastShapes(C->shape(), {m, n}));
-          if (bs != Shape{m, n}) return InvalidArgument("Gemm C of shape " + ShapeToString(C->shape()) + " does not broadcast to [M, N]");
+          MF_RETURN_IF_ERROR(ops::CheckGemmC(C->shape(), m, n));
           std::vector<int64_t> st = BroadcastStrides(C->shape(), {m, n});
           const float* c = C->data<float>();
           for (int64_t i = 0; i < m; ++i) {
@@ -82,21 +74,9 @@ StatusOr<BoundKernel> MatMulFactory(const KernelInit& init) {
       [act](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& A = *in[0];
         const Tensor& B = *in[1];
-        if (A.rank() == 0 || B.rank() == 0) return InvalidArgument("MatMul inputs must be at least 1-D");
-        // Promote 1-D operands to matrices as numpy does, remembering to drop the dim after.
-        Shape sa = A.shape(), sb = B.shape();
-        bool drop_m = sa.size() == 1, drop_n = sb.size() == 1;
-        if (drop_m) sa.insert(sa.begin(), 1);
-        if (drop_n) sb.push_back(1);
-        int64_t m = sa[sa.size() - 2], k = sa.back(), kb = sb[sb.size() - 2], n = sb.back();
-        if (k != kb) {
-          return InvalidArgument("MatMul inner dims differ: " + ShapeToString(A.shape()) + " x " + ShapeToString(B.shape()));
-        }
-        Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
-        MF_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes(batch_a, batch_b));
-        Shape out_shape = batch;
-        if (!drop_m) out_shape.push_back(m);
-        if (!drop_n) out_shape.push_back(n);
+        MF_ASSIGN_OR_RETURN(ops::MatMulShape shape, ops::PlanMatMul(A.shape(), B.shape()));
+        int64_t m = shape.m, k = shape.k, n = shape.n;
+        const Shape &batch = shape.batch, &batch_a = shape.batch_a, &batch_b = shape.batch_b, &out_shape = shape.out;
         MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, out_shape));
         float* y = out[0].data<float>();
         const float* pa = A.data<float>();

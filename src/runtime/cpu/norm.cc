@@ -3,29 +3,21 @@
 #include <limits>
 
 #include "runtime/cpu/cpu_common.h"
+#include "runtime/ops/norm_rules.h"
 
 namespace mf::runtime::cpu {
 namespace {
 
 StatusOr<BoundKernel> BatchNormFactory(const KernelInit& init) {
   for (size_t i = 0; i < 5; ++i) MF_RETURN_IF_ERROR(RequireFloat(init, i));
-  MF_ASSIGN_OR_RETURN(float eps, init.attrs().GetFloat("epsilon", 1e-5f));
-  MF_ASSIGN_OR_RETURN(int64_t training, init.attrs().GetInt("training_mode", 0));
-  MF_ASSIGN_OR_RETURN(int64_t spatial, init.attrs().GetInt("spatial", 1));
-  if (training || spatial != 1) return init.Error(StatusCode::kUnimplemented, "only inference mode (spatial) is supported");
-  for (size_t i = 1; i < init.node.outputs.size(); ++i) {
-    if (init.node.outputs[i] != kNoValue) return init.Error(StatusCode::kUnimplemented, "training outputs are not supported");
-  }
+  MF_ASSIGN_OR_RETURN(float eps, ops::ReadBatchNormEpsilon(init));
   std::vector<DataType> outs(init.node.outputs.size(), DataType::kFloat32);
   return Bind(
       [eps](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
-        if (x.rank() < 2) return InvalidArgument("BatchNormalization input must be at least 2-D");
-        int64_t n = x.dim(0), c = x.dim(1);
-        for (size_t i = 1; i < 5; ++i) {
-          if (in[i]->num_elements() != c) return InvalidArgument("BatchNormalization parameter " + std::to_string(i) + " must have C elements");
-        }
-        int64_t inner = n * c == 0 ? 0 : x.num_elements() / (n * c);
+        const Tensor* const params[4] = {in[1], in[2], in[3], in[4]};
+        MF_ASSIGN_OR_RETURN(ops::BatchNormShape bn, ops::CheckBatchNorm(x, params));
+        int64_t n = bn.n, c = bn.c, inner = bn.inner;
         std::vector<float> scale(static_cast<size_t>(c)), shift(static_cast<size_t>(c));
         for (int64_t ch = 0; ch < c; ++ch) {
           float s = in[1]->data<float>()[ch] / std::sqrt(in[4]->data<float>()[ch] + eps);
@@ -56,16 +48,14 @@ StatusOr<BoundKernel> LayerNormFactory(const KernelInit& init) {
   return Bind(
       [axis_attr, eps](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
-        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, x.rank()));
-        int64_t rows = 1, cols = 1;
-        for (int i = 0; i < x.rank(); ++i) (i < axis ? rows : cols) *= x.dim(i);
+        MF_ASSIGN_OR_RETURN(ops::LayerNormPlan plan, ops::PlanLayerNorm(x.shape(), axis_attr));
+        int64_t rows = plan.rows, cols = plan.cols;
+        const Shape& norm_shape = plan.norm_shape;
         // Scale and bias broadcast over the normalised dims ([cols] in the common case).
         auto expand = [&](const Tensor* t, std::vector<float>* v) -> Status {
           v->assign(static_cast<size_t>(cols), 0.f);
           if (!t) return Status::Ok();
-          Shape norm_shape(x.shape().begin() + axis, x.shape().end());
-          MF_ASSIGN_OR_RETURN(Shape bs, BroadcastShapes(t->shape(), norm_shape));
-          if (bs != norm_shape) return InvalidArgument("LayerNormalization scale/bias " + ShapeToString(t->shape()) + " does not broadcast to " + ShapeToString(norm_shape));
+          MF_RETURN_IF_ERROR(ops::CheckLayerNormParameter(t->shape(), norm_shape));
           std::vector<int64_t> st = BroadcastStrides(t->shape(), norm_shape);
           for (int64_t i = 0; i < cols; ++i) {
             int64_t rem = i, off = 0;
@@ -81,8 +71,7 @@ StatusOr<BoundKernel> LayerNormFactory(const KernelInit& init) {
         MF_RETURN_IF_ERROR(expand(in[1], &scale));
         MF_RETURN_IF_ERROR(expand(in.size() > 2 ? in[2] : nullptr, &bias));
         MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, x.shape()));
-        Shape stat_shape = x.shape();
-        for (int i = axis; i < x.rank(); ++i) stat_shape[static_cast<size_t>(i)] = 1;
+        const Shape& stat_shape = plan.stat_shape;
         float* mean_out = nullptr;
         float* inv_out = nullptr;
         if (out.size() > 1) {

@@ -16,6 +16,7 @@
 
 #include "runtime/cuda/dnn_util.h"
 #include "runtime/ops/conv_geometry.h"
+#include "runtime/ops/indexing.h"
 
 namespace mf::runtime::cuda {
 namespace {
@@ -138,7 +139,7 @@ class ConvKernel final : public Kernel {
     }
     Shape out_shape = ops::ConvOutputShape(geo);
     if (addend) {
-      MF_ASSIGN_OR_RETURN(Shape bs, BroadcastShapes(out_shape, addend->shape()));
+      MF_ASSIGN_OR_RETURN(Shape bs, ops::BroadcastShapes(out_shape, addend->shape()));
       if (bs != out_shape) {
         return InvalidArgument("the residual " + ShapeToString(addend->shape()) + " does not broadcast to the output " +
                                ShapeToString(out_shape));

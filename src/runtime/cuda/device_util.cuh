@@ -57,8 +57,6 @@ struct Broadcast {
 // `in` broadcast (numpy rules) to `out`, which has rank >= in's rank. INVALID_ARGUMENT when
 // the shapes do not broadcast or exceed kMaxDims.
 StatusOr<Broadcast> MakeBroadcast(const Shape& in, const Shape& out);
-// The numpy broadcast of two shapes, or INVALID_ARGUMENT.
-StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b);
 
 #define MF_GRID_STRIDE_LOOP(i, n) \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \

@@ -59,10 +59,6 @@ Status CopyBox(DataType dtype, const TensorView& view_src, const void* src, cons
 // with numpy rules (INVALID_ARGUMENT otherwise). dnn_kernels.cu.
 Status BroadcastAxpy(DataType dtype, const Tensor& src, float scale, bool accumulate, const Shape& dst_shape, void* dst);
 
-// The numpy broadcast of two shapes (defined in cuda_common.cu, declared for host-only files
-// here because device_util.cuh needs nvcc).
-StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b);
-
 // MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (pool.cu); called by RegisterConvKernels.
 void RegisterPoolKernels(KernelRegistry* registry);
 

@@ -10,6 +10,7 @@
 
 #include "runtime/cuda/device_util.cuh"
 #include "runtime/cuda/elementwise_internal.cuh"
+#include "runtime/ops/cast_codes.h"
 
 namespace mf::runtime::cuda {
 namespace {
@@ -286,23 +287,13 @@ StatusOr<BoundKernel> IdentityFactory(const KernelInit& init) {
 
 StatusOr<BoundKernel> CastFactory(const KernelInit& init) {
   if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input 0");
-  MF_ASSIGN_OR_RETURN(int64_t to_attr, init.attrs().GetInt("to", 0));
-  // ONNX TensorProto codes the CPU kernel handles: 1..13 except 8 (string) and 10 (float16).
-  // FLOAT becomes the device float type (float16 in FP16 mode).
-  static const std::pair<int64_t, DataType> kCodes[] = {
-      {1, DataType::kFloat32}, {2, DataType::kUInt8}, {3, DataType::kInt8}, {4, DataType::kUInt16},
-      {5, DataType::kInt16}, {6, DataType::kInt32}, {7, DataType::kInt64}, {9, DataType::kBool},
-      {11, DataType::kFloat64}, {12, DataType::kUInt32}, {13, DataType::kUInt64}};
-  std::optional<DataType> to;
-  for (const auto& [code, t] : kCodes) {
-    if (code == to_attr) to = t;
-  }
-  if (!to) return init.Error(StatusCode::kUnimplemented, "cast to ONNX type " + std::to_string(to_attr) + " is not supported");
+  MF_ASSIGN_OR_RETURN(DataType to, ops::ReadCastTarget(init));
   const DataType from = init.dtype(0);
   if (from == DataType::kString || from == DataType::kBFloat16) {
     return init.Error(StatusCode::kUnimplemented, "cast from " + TypeName(from) + " is not supported");
   }
-  const DataType dst = *to == DataType::kFloat32 ? DeviceFloatType(init.precision) : *to;
+  // FLOAT becomes the device float type (float16 in FP16 mode).
+  const DataType dst = to == DataType::kFloat32 ? DeviceFloatType(init.precision) : to;
   return Bind(
       [dst](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(dst, in[0]->shape()));

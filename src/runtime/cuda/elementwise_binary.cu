@@ -10,6 +10,7 @@
 
 #include "runtime/cuda/device_util.cuh"
 #include "runtime/cuda/elementwise_internal.cuh"
+#include "runtime/ops/indexing.h"
 
 namespace mf::runtime::cuda::elementwise {
 namespace {
@@ -279,7 +280,7 @@ KernelFactory BinaryFactory(BinaryOp op) {
     const DataType out_type = ProducesBool(op) ? DataType::kBool : ta;
     return Bind(
         [op, out_type](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-          MF_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(in[0]->shape(), in[1]->shape()));
+          MF_ASSIGN_OR_RETURN(Shape shape, ops::BroadcastShapes(in[0]->shape(), in[1]->shape()));
           MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(out_type, std::move(shape)));
           return LaunchBinary(op, *in[0], *in[1], out[0]);
         },
@@ -296,7 +297,7 @@ StatusOr<BoundKernel> PReluFactory(const KernelInit& init) {
   const DataType t = init.dtype(0);
   return Bind(
       [t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        MF_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(in[0]->shape(), in[1]->shape()));
+        MF_ASSIGN_OR_RETURN(Shape shape, ops::BroadcastShapes(in[0]->shape(), in[1]->shape()));
         if (shape != in[0]->shape()) return InvalidArgument("PRelu slope must broadcast to the input's shape");
         MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(t, std::move(shape)));
         return LaunchBinary(BinaryOp::kPRelu, *in[0], *in[1], out[0]);
@@ -326,7 +327,7 @@ KernelFactory VariadicFactory(BinaryOp op, bool mean) {
           }
           for (size_t i = 1; i < in.size(); ++i) {
             const Tensor& left = i == 1 ? *in[0] : acc;
-            MF_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(left.shape(), in[i]->shape()));
+            MF_ASSIGN_OR_RETURN(Shape shape, ops::BroadcastShapes(left.shape(), in[i]->shape()));
             MF_ASSIGN_OR_RETURN(Tensor next, AllocateDevice(t, std::move(shape)));
             MF_RETURN_IF_ERROR(LaunchBinary(op, left, *in[i], next));
             acc = std::move(next);
@@ -390,8 +391,8 @@ StatusOr<BoundKernel> WhereFactory(const KernelInit& init) {
   }
   return Bind(
       [t, width](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        MF_ASSIGN_OR_RETURN(Shape s01, BroadcastShapes(in[0]->shape(), in[1]->shape()));
-        MF_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(s01, in[2]->shape()));
+        MF_ASSIGN_OR_RETURN(Shape s01, ops::BroadcastShapes(in[0]->shape(), in[1]->shape()));
+        MF_ASSIGN_OR_RETURN(Shape shape, ops::BroadcastShapes(s01, in[2]->shape()));
         MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(t, std::move(shape)));
         switch (width) {
           case 1: return LaunchWhere<uint8_t>(*in[0], *in[1], *in[2], out[0]);

@@ -13,6 +13,8 @@
 #include <mutex>
 
 #include "runtime/cuda/dnn_util.h"
+#include "runtime/ops/indexing.h"
+#include "runtime/ops/matmul_shapes.h"
 
 namespace mf::runtime::cuda {
 namespace {
@@ -183,19 +185,12 @@ class GemmKernel final : public Kernel {
   Status Run(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
     const Tensor& A = *in[0];
     const Tensor& B = *in[1];
-    if (A.rank() != 2 || B.rank() != 2) {
-      return InvalidArgument("Gemm needs 2-D A and B, got " + ShapeToString(A.shape()) + " and " + ShapeToString(B.shape()));
-    }
-    int64_t m = ta_ ? A.dim(1) : A.dim(0), k = ta_ ? A.dim(0) : A.dim(1);
-    int64_t kb = tb_ ? B.dim(1) : B.dim(0), n = tb_ ? B.dim(0) : B.dim(1);
-    if (k != kb) {
-      return InvalidArgument("Gemm inner dims differ: A " + ShapeToString(A.shape()) + ", B " + ShapeToString(B.shape()));
-    }
+    MF_ASSIGN_OR_RETURN(ops::GemmShape g, ops::PlanGemm(A.shape(), B.shape(), ta_, tb_));
+    int64_t m = g.m, k = g.k, n = g.n;
     const Tensor* C = in.size() > 2 ? in[2] : nullptr;
     Shape out_shape{m, n};
     if (C && beta_ != 0.f) {
-      MF_ASSIGN_OR_RETURN(Shape bs, BroadcastShapes(C->shape(), out_shape));
-      if (bs != out_shape) return InvalidArgument("Gemm C of shape " + ShapeToString(C->shape()) + " does not broadcast to [M, N]");
+      MF_RETURN_IF_ERROR(ops::CheckGemmC(C->shape(), m, n));
     }
     MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(dtype_, out_shape));
     Tensor& D = out[0];
@@ -258,21 +253,9 @@ class MatMulKernel final : public Kernel {
   Status Run(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
     const Tensor& A = *in[0];
     const Tensor& B = *in[1];
-    if (A.rank() == 0 || B.rank() == 0) return InvalidArgument("MatMul inputs must be at least 1-D");
-    // Promote 1-D operands to matrices as numpy does, remembering to drop the dim after.
-    Shape sa = A.shape(), sb = B.shape();
-    bool drop_m = sa.size() == 1, drop_n = sb.size() == 1;
-    if (drop_m) sa.insert(sa.begin(), 1);
-    if (drop_n) sb.push_back(1);
-    int64_t m = sa[sa.size() - 2], k = sa.back(), kb = sb[sb.size() - 2], n = sb.back();
-    if (k != kb) {
-      return InvalidArgument("MatMul inner dims differ: " + ShapeToString(A.shape()) + " x " + ShapeToString(B.shape()));
-    }
-    Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
-    MF_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes(batch_a, batch_b));
-    Shape out_shape = batch;
-    if (!drop_m) out_shape.push_back(m);
-    if (!drop_n) out_shape.push_back(n);
+    MF_ASSIGN_OR_RETURN(ops::MatMulShape shape, ops::PlanMatMul(A.shape(), B.shape()));
+    int64_t m = shape.m, k = shape.k, n = shape.n;
+    const Shape &batch = shape.batch, &batch_a = shape.batch_a, &batch_b = shape.batch_b, &out_shape = shape.out;
     MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(dtype_, out_shape));
     Tensor& D = out[0];
     if (D.num_elements() == 0) return Status::Ok();
@@ -317,17 +300,8 @@ class MatMulKernel final : public Kernel {
   // Partial broadcasting (e.g. [2, 1] x [1, 3] batches): one product per output batch.
   Status Loop(Product p, const Shape& batch, const Shape& batch_a, const Shape& batch_b) const {
     size_t rank = batch.size();
-    auto strides = [&](const Shape& s) {  // element strides (in matrices) of s seen from `batch`
-      std::vector<int64_t> st(rank, 0);
-      int64_t acc = 1;
-      for (size_t i = s.size(); i-- > 0;) {
-        size_t d = rank - s.size() + i;
-        st[d] = s[i] == 1 ? 0 : acc;
-        acc *= s[i];
-      }
-      return st;
-    };
-    std::vector<int64_t> st_a = strides(batch_a), st_b = strides(batch_b);
+    // Strides (in matrices) of each operand's batch dims seen from `batch`.
+    std::vector<int64_t> st_a = ops::BroadcastStrides(batch_a, batch), st_b = ops::BroadcastStrides(batch_b, batch);
     size_t esize = ElementSize(dtype_);
     const char* a0 = static_cast<const char*>(p.a);
     const char* b0 = static_cast<const char*>(p.b);

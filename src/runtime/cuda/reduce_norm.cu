@@ -7,6 +7,7 @@
 
 #include "runtime/cuda/data_common.h"
 #include "runtime/cuda/device_util.cuh"
+#include "runtime/ops/norm_rules.h"
 
 namespace mf::runtime::cuda {
 namespace {
@@ -92,24 +93,12 @@ StatusOr<BoundKernel> LayerNormFactory(const KernelInit& init) {
   return Bind(
       [axis_attr, eps](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
-        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, x.rank()));
-        int64_t rows = 1, cols = 1;
-        for (int i = 0; i < x.rank(); ++i) (i < axis ? rows : cols) *= x.dim(i);
-        Shape norm_shape(x.shape().begin() + axis, x.shape().end());
+        MF_ASSIGN_OR_RETURN(ops::LayerNormPlan plan, ops::PlanLayerNorm(x.shape(), axis_attr));
+        int64_t rows = plan.rows, cols = plan.cols;
+        const Shape& norm_shape = plan.norm_shape;
         auto affine = [&](const Tensor* p, Affine* a) -> Status {
           if (!p) return Status::Ok();
-          // The CPU kernel's rule: the parameter broadcasts to the normalised dims, and the
-          // broadcast result is those dims.
-          size_t rank = std::max(p->shape().size(), norm_shape.size());
-          bool ok = rank == norm_shape.size();
-          for (size_t i = 0; ok && i < p->shape().size(); ++i) {
-            int64_t d = p->shape()[i], n = norm_shape[i + (rank - p->shape().size())];
-            ok = d == n || d == 1;
-          }
-          if (!ok) {
-            return InvalidArgument("LayerNormalization scale/bias " + ShapeToString(p->shape()) + " does not broadcast to " +
-                                   ShapeToString(norm_shape));
-          }
+          MF_RETURN_IF_ERROR(ops::CheckLayerNormParameter(p->shape(), norm_shape));
           a->direct = p->num_elements() == cols;
           if (!a->direct) {
             MF_ASSIGN_OR_RETURN(a->index, MakeBroadcast(p->shape(), norm_shape));
@@ -121,10 +110,8 @@ StatusOr<BoundKernel> LayerNormFactory(const KernelInit& init) {
         MF_RETURN_IF_ERROR(affine(in[1], &scale_at));
         MF_RETURN_IF_ERROR(affine(bias, &bias_at));
         MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(x.dtype(), x.shape()));
-        Shape stat_shape = x.shape();
-        for (int i = axis; i < x.rank(); ++i) stat_shape[static_cast<size_t>(i)] = 1;
         for (size_t k = 1; k < out.size() && k < 3; ++k) {
-          MF_ASSIGN_OR_RETURN(out[k], AllocateDevice(x.dtype(), stat_shape));
+          MF_ASSIGN_OR_RETURN(out[k], AllocateDevice(x.dtype(), plan.stat_shape));
         }
         if (rows == 0) return Status::Ok();
         int threads = static_cast<int>(32 * std::clamp<int64_t>((cols + 127) / 128, 1, 16));
@@ -165,13 +152,7 @@ StatusOr<BoundKernel> BatchNormFactory(const KernelInit& init) {
   for (size_t i = 1; i < 5; ++i) {
     if (init.dtype(i) != t) return init.Error(StatusCode::kUnimplemented, "mixed float types are not supported on the GPU");
   }
-  MF_ASSIGN_OR_RETURN(float eps, init.attrs().GetFloat("epsilon", 1e-5f));
-  MF_ASSIGN_OR_RETURN(int64_t training, init.attrs().GetInt("training_mode", 0));
-  MF_ASSIGN_OR_RETURN(int64_t spatial, init.attrs().GetInt("spatial", 1));
-  if (training || spatial != 1) return init.Error(StatusCode::kUnimplemented, "only inference mode (spatial) is supported");
-  for (size_t i = 1; i < init.node.outputs.size(); ++i) {
-    if (init.node.outputs[i] != kNoValue) return init.Error(StatusCode::kUnimplemented, "training outputs are not supported");
-  }
+  MF_ASSIGN_OR_RETURN(float eps, ops::ReadBatchNormEpsilon(init));
   bool in_nhwc = !init.input_nhwc.empty() && init.input_nhwc[0];
   if (in_nhwc != init.output_nhwc) {
     return init.Error(StatusCode::kUnimplemented, "a layout change inside BatchNormalization is not supported on the GPU");
@@ -180,12 +161,9 @@ StatusOr<BoundKernel> BatchNormFactory(const KernelInit& init) {
   return Bind(
       [eps, in_nhwc](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
-        if (x.rank() < 2) return InvalidArgument("BatchNormalization input must be at least 2-D");
-        int64_t n = x.dim(0), c = x.dim(1);
-        for (size_t i = 1; i < 5; ++i) {
-          if (in[i]->num_elements() != c) return InvalidArgument("BatchNormalization parameter " + std::to_string(i) + " must have C elements");
-        }
-        int64_t inner = n * c == 0 ? 0 : x.num_elements() / (n * c);
+        const Tensor* const params[4] = {in[1], in[2], in[3], in[4]};
+        MF_ASSIGN_OR_RETURN(ops::BatchNormShape bn, ops::CheckBatchNorm(x, params));
+        int64_t c = bn.c, inner = bn.inner;
         MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(x.dtype(), x.shape()));
         int64_t total = x.num_elements();
         if (total == 0) return Status::Ok();
