@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "runtime/kernel.h"
+#include "runtime/ops/element_dispatch.h"
 #include "runtime/ops/indexing.h"
 #include "runtime/tensor.h"
 
@@ -25,36 +26,9 @@ void RegisterShapeKernels(KernelRegistry* r);
 void RegisterDataKernels(KernelRegistry* r);
 void RegisterResizeKernels(KernelRegistry* r);
 
-// Calls fn(T{}) with T the C++ type of `dtype`, for the numeric types most ops accept.
-// Returns UNIMPLEMENTED for the others.
-template <typename Fn>
-Status DispatchNumeric(DataType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DataType::kFloat32: return fn(float{});
-    case DataType::kFloat64: return fn(double{});
-    case DataType::kInt32: return fn(int32_t{});
-    case DataType::kInt64: return fn(int64_t{});
-    case DataType::kInt8: return fn(int8_t{});
-    case DataType::kUInt8: return fn(uint8_t{});
-    case DataType::kInt16: return fn(int16_t{});
-    case DataType::kUInt16: return fn(uint16_t{});
-    case DataType::kUInt32: return fn(uint32_t{});
-    case DataType::kUInt64: return fn(uint64_t{});
-    default: return Unimplemented("element type " + std::string(DataTypeName(dtype)) + " is not supported");
-  }
-}
-
-// Same, by byte width only: for ops that move elements without looking at them.
-template <typename Fn>
-Status DispatchBySize(DataType dtype, Fn&& fn) {
-  switch (ElementSize(dtype)) {
-    case 1: return fn(uint8_t{});
-    case 2: return fn(uint16_t{});
-    case 4: return fn(uint32_t{});
-    case 8: return fn(uint64_t{});
-    default: return Unimplemented("element type " + std::string(DataTypeName(dtype)) + " is not supported");
-  }
-}
+// Element-type dispatch (numeric types; by byte width).
+using ops::DispatchBySize;
+using ops::DispatchNumeric;
 
 inline bool IsFloat(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat64; }
 inline bool IsNumeric(DataType t) {

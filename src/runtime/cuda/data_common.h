@@ -11,11 +11,13 @@
 #include <vector>
 
 #include "runtime/cuda/cuda_common.h"
+#include "runtime/ops/element_dispatch.h"
 #include "runtime/ops/indexing.h"
 #include "runtime/ops/input_checks.h"
 
 namespace mf::runtime::cuda {
 
+using ops::DispatchBySize;
 using ops::NormalizeAxis;
 using ops::RequireFixedWidth;
 using ops::RequireInput;
@@ -58,19 +60,6 @@ inline StatusOr<std::vector<double>> ReadFloats(const Tensor& t, const char* wha
     return InvalidArgument(std::string(what) + " must be float32");
   }
   return out;
-}
-
-// Calls fn(T{}) with an unsigned type of the element's width: for ops that move elements
-// without looking at them.
-template <typename Fn>
-Status DispatchBySize(DataType dtype, Fn&& fn) {
-  switch (ElementSize(dtype)) {
-    case 1: return fn(uint8_t{});
-    case 2: return fn(uint16_t{});
-    case 4: return fn(uint32_t{});
-    case 8: return fn(uint64_t{});
-    default: return Unimplemented("element type " + std::string(DataTypeName(dtype)) + " is not supported");
-  }
 }
 
 // Calls fn(T{}) for the device float types.

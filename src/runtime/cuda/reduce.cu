@@ -142,25 +142,6 @@ __global__ void ReduceBlockKernel(const T* __restrict__ x, T* __restrict__ out, 
   }
 }
 
-// Calls fn(T{}) for the numeric types the CPU kernel accepts, plus float16 (device float).
-template <typename Fn>
-Status DispatchReduceType(DataType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DataType::kFloat32: return fn(float{});
-    case DataType::kFloat16: return fn(__half{});
-    case DataType::kFloat64: return fn(double{});
-    case DataType::kInt32: return fn(int32_t{});
-    case DataType::kInt64: return fn(int64_t{});
-    case DataType::kInt8: return fn(int8_t{});
-    case DataType::kUInt8: return fn(uint8_t{});
-    case DataType::kInt16: return fn(int16_t{});
-    case DataType::kUInt16: return fn(uint16_t{});
-    case DataType::kUInt32: return fn(uint32_t{});
-    case DataType::kUInt64: return fn(uint64_t{});
-    default: return Unimplemented("element type " + std::string(DataTypeName(dtype)) + " is not supported");
-  }
-}
-
 bool IsReducibleType(DataType t) {
   return t != DataType::kString && t != DataType::kBool && t != DataType::kBFloat16;
 }
@@ -207,7 +188,7 @@ Status RunReduce(ReduceKind kind, const Tensor& x, const std::vector<bool>& redu
   }
   bool inner_reduced = last == 1;
   cudaStream_t s = Current().stream;
-  return DispatchReduceType(x.dtype(), [&](auto tag) -> Status {
+  return ops::DispatchNumeric<__half>(x.dtype(), [&](auto tag) -> Status {
     using T = decltype(tag);
     if (inner_reduced && count >= 32) {
       int threads = 32;
@@ -332,7 +313,7 @@ KernelFactory ArgFactory(bool is_max) {
           int64_t n_out = plan.outer * inner;
           if (n_out == 0) return Status::Ok();
           cudaStream_t s = Current().stream;
-          return DispatchReduceType(x.dtype(), [&](auto tag) -> Status {
+          return ops::DispatchNumeric<__half>(x.dtype(), [&](auto tag) -> Status {
             using T = decltype(tag);
             if (inner == 1 && len >= 1024) {
               unsigned blocks = static_cast<unsigned>(std::min<int64_t>(n_out, 1 << 20));
