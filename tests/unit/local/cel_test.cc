@@ -123,6 +123,12 @@ TEST(CelTest, FieldsHasIndexAndIn) {
   EXPECT_NE(ErrorOf("self.spec.replicas.x == 1", self).find("does not support field selection"), std::string::npos);
 }
 
+TEST(CelTest, EscapedPropertyNames) {
+  const json self = {{"max-surge", 1}, {"a.b", 2}, {"x/y", 3}, {"if", 4}, {"c__d", 5}};
+  EXPECT_TRUE(True("self.max__dash__surge == 1 && self.a__dot__b == 2 && self.x__slash__y == 3", self));
+  EXPECT_TRUE(True("self.__if__ == 4 && self.c__underscores__d == 5 && has(self.max__dash__surge)", self));
+}
+
 TEST(CelTest, StringFunctions) {
   const json self = {{"name", "model-v1"}};
   EXPECT_TRUE(True("self.name.startsWith('model') && self.name.endsWith('v1') && self.name.contains('l-v')", self));

@@ -260,6 +260,44 @@ Value StringIndexOf(const std::string& fn, const std::string& s, const std::stri
   return Value::Int(static_cast<int64_t>(CodePoints(s.substr(0, at))));
 }
 
+// Kubernetes escapes property names that are not CEL identifiers: "__dash__" is '-', "__dot__"
+// '.', "__slash__" '/', "__underscores__" '__', and "__in__" etc. a reserved word. Only names
+// containing "__" can be escaped.
+std::string UnescapeFieldName(const std::string& name) {
+  if (name.find("__") == std::string::npos) return name;
+  static const std::set<std::string> kReserved = {"as", "break", "const", "continue", "else", "false", "for", "function", "if",
+                                                  "import", "in", "let", "loop", "package", "namespace", "null", "return", "true",
+                                                  "var", "void", "while"};
+  if (name.size() > 4 && name.compare(0, 2, "__") == 0 && name.compare(name.size() - 2, 2, "__") == 0 &&
+      kReserved.count(name.substr(2, name.size() - 4))) {
+    return name.substr(2, name.size() - 4);
+  }
+  static const std::pair<const char*, const char*> kEscapes[] = {
+      {"__underscores__", "__"}, {"__dot__", "."}, {"__dash__", "-"}, {"__slash__", "/"}};
+  std::string out;
+  size_t i = 0;
+  while (i < name.size()) {
+    bool replaced = false;
+    for (const auto& [from, to] : kEscapes) {
+      if (name.compare(i, std::char_traits<char>::length(from), from) == 0) {
+        out += to;
+        i += std::char_traits<char>::length(from);
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out.push_back(name[i++]);
+  }
+  return out;
+}
+
+// Field selection on a map: the name as written, else its Kubernetes-unescaped form.
+const Value* SelectField(const Value& target, const std::string& name) {
+  if (const Value* v = target.Find(Value::String(name))) return v;
+  const std::string unescaped = UnescapeFieldName(name);
+  return unescaped == name ? nullptr : target.Find(Value::String(unescaped));
+}
+
 Value Index(const Value& target, const Value& index) {
   if (target.kind() == K::kList) {
     int64_t i = 0;
@@ -303,14 +341,14 @@ class Interpreter {
         Value target = Eval(*e.args[0]);
         if (target.is_error()) return target;
         if (target.kind() != K::kMap) return Value::Error("type '" + target.TypeName() + "' does not support field selection");
-        if (const Value* v = target.Find(Value::String(e.name))) return *v;
+        if (const Value* v = SelectField(target, e.name)) return *v;
         return Value::Error("no such key: " + e.name);
       }
       case Expr::Kind::kHas: {
         Value target = Eval(*e.args[0]);
         if (target.is_error()) return target;
         if (target.kind() != K::kMap) return Value::Error("invalid type for field selection: " + target.TypeName());
-        return Value::Bool(target.Find(Value::String(e.name)) != nullptr);
+        return Value::Bool(SelectField(target, e.name) != nullptr);
       }
       case Expr::Kind::kAnd:
       case Expr::Kind::kOr: return Logical(e);
