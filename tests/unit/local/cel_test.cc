@@ -268,8 +268,34 @@ TEST(CelRulesTest, EvaluationErrorsAndCostAreReported) {
   for (int i = 0; i < 200; ++i) object["items"].push_back(i);
   auto errors = EvaluateValidationRules(object, nullptr, schema);
   ASSERT_EQ(errors.size(), 2u);
-  EXPECT_EQ(errors[0], "<nil>: Invalid value: \"object\": needs missing: no such key: missing");
-  EXPECT_NE(errors[1].find("call cost exceeds limit for rule: failed rule: self.items.all("), std::string::npos) << errors[1];
+  EXPECT_EQ(errors[0], "<nil>: Invalid value: \"object\": no such key: missing evaluating rule: needs missing");
+  EXPECT_EQ(errors[1].rfind("<nil>: Invalid value: \"object\": 'operation cancelled: actual cost limit exceeded': no further "
+                            "validation rules will be run due to call cost exceeds limit for rule: self.items.all(", 0), 0u) << errors[1];
+}
+
+TEST(CelRulesTest, OverloadErrorsNonBoolResultsAndTheRequestBudget) {
+  const json schema = json::parse(R"json({"type": "object", "x-kubernetes-validations": [
+      {"rule": "self.port + 1.0 > 0.0"}, {"rule": "self.port"}],
+      "properties": {"port": {"x-kubernetes-int-or-string": true}}})json");
+  auto errors = EvaluateValidationRules(json{{"port", 80}}, nullptr, schema);
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0], "<nil>: Invalid value: \"object\": 'no such overload: _+_(int, double)': call arguments did not match a "
+                       "supported operator, function or macro signature for rule: self.port + 1.0 > 0.0");
+  EXPECT_EQ(errors[1], "<nil>: Invalid value: \"object\": failed rule: self.port");
+
+  // Sixteen rules of ~650k each: the per-request budget of 10M runs out on the sixteenth.
+  json expensive = {{"type", "object"}, {"x-kubernetes-validations", json::array()},
+                    {"properties", {{"items", {{"type", "array"}, {"items", {{"type", "integer"}}}}}}}};
+  for (int i = 0; i < 16; ++i) {
+    expensive["x-kubernetes-validations"].push_back(
+        {{"rule", "self.items.all(a, self.items.all(b, a + b >= " + std::to_string(-i) + "))"}});
+  }
+  json object = {{"items", json::array()}};
+  for (int i = 0; i < 330; ++i) object["items"].push_back(i);
+  errors = EvaluateValidationRules(object, nullptr, expensive);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0], "<nil>: Invalid value: \"object\": validation failed due to running out of cost budget, no further "
+                       "validation rules will be run");
 }
 
 TEST(CelRulesTest, UnsupportedFunctionsAreSkippedAndBadRulesRefuseTheCrd) {

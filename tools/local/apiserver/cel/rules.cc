@@ -20,12 +20,20 @@ std::string Trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
-// kube-apiserver's ruleErrorString: the rule's message, else "failed rule: <rule>".
+std::string RuleText(const json& rule) {
+  return rule.is_object() && rule.contains("rule") && rule["rule"].is_string() ? rule["rule"].get<std::string>() : "";
+}
+
+// kube-apiserver's ruleErrorString: the rule's message, else the rule itself.
 std::string RuleErrorString(const json& rule) {
   std::string message = rule.is_object() && rule.contains("message") && rule["message"].is_string() ? Trim(rule["message"].get<std::string>()) : "";
-  if (!message.empty()) return message;
-  std::string text = rule.is_object() && rule.contains("rule") && rule["rule"].is_string() ? rule["rule"].get<std::string>() : "";
-  return "failed rule: " + Trim(text);
+  return message.empty() ? Trim(RuleText(rule)) : message;
+}
+
+// kube-apiserver's ruleMessageOrDefault, the error of a rule that is not true.
+std::string RuleMessageOrDefault(const json& rule) {
+  std::string message = rule.is_object() && rule.contains("message") && rule["message"].is_string() ? Trim(rule["message"].get<std::string>()) : "";
+  return message.empty() ? "failed rule: " + Trim(RuleText(rule)) : message;
 }
 
 void LogUnsupportedOnce(const std::string& rule, const std::string& why) {
@@ -127,24 +135,26 @@ class RuleWalker {
       uint64_t used = 0;
       auto result = (*program)->Evaluate(self, (*program)->uses_old_self() ? &old_self : nullptr, limit, &used);
       spent_ += std::min(used, remaining);
+      // kube-apiserver's wording for each outcome (apiextensions-apiserver schema/cel/validation.go).
       if (!result.ok()) {
+        const std::string& err = result.status().message();
         if (result.status().code() == StatusCode::kResourceExhausted) {
+          out_of_budget_ = true;  // no further rules run, anywhere in the object
           if (limit < kPerCallCostLimit) {
             fail("validation failed due to running out of cost budget, no further validation rules will be run");
-            out_of_budget_ = true;
-            return;
+          } else {
+            fail("'" + err + "': no further validation rules will be run due to call cost exceeds limit for rule: " + RuleErrorString(rule));
           }
-          fail("call cost exceeds limit for rule: " + RuleErrorString(rule));
+          return;
+        }
+        if (err.rfind("no such overload", 0) == 0) {
+          fail("'" + err + "': call arguments did not match a supported operator, function or macro signature for rule: " + RuleErrorString(rule));
         } else {
-          fail(RuleErrorString(rule) + ": " + result.status().message());
+          fail(err + " evaluating rule: " + RuleErrorString(rule));
         }
         continue;
       }
-      if (result->kind() != Value::Kind::kBool) {
-        fail(RuleErrorString(rule) + ": rule evaluated to " + result->TypeName() + ", not bool");
-      } else if (!result->bool_value()) {
-        fail(RuleErrorString(rule));
-      }
+      if (result->kind() != Value::Kind::kBool || !result->bool_value()) fail(RuleMessageOrDefault(rule));
     }
   }
 
