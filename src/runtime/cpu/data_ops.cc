@@ -52,16 +52,7 @@ StatusOr<BoundKernel> SliceFactory(const KernelInit& init) {
   return Bind(
       [](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
-        MF_ASSIGN_OR_RETURN(std::vector<int64_t> starts, ReadInts(*in[1], "starts"));
-        MF_ASSIGN_OR_RETURN(std::vector<int64_t> ends, ReadInts(*in[2], "ends"));
-        std::vector<int64_t> axes, steps;
-        if (in.size() > 3 && in[3]) {
-          MF_ASSIGN_OR_RETURN(axes, ReadInts(*in[3], "axes"));
-        }
-        if (in.size() > 4 && in[4]) {
-          MF_ASSIGN_OR_RETURN(steps, ReadInts(*in[4], "steps"));
-        }
-        MF_ASSIGN_OR_RETURN(ops::SlicePlan plan, ops::PlanSlice(x.shape(), starts, ends, std::move(axes), std::move(steps)));
+        MF_ASSIGN_OR_RETURN(ops::SlicePlan plan, ops::PlanSlice(in));
         const Shape& shape = plan.shape;
         const std::vector<int64_t>&start = plan.start, &step = plan.step;
         int rank = x.rank();

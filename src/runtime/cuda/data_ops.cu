@@ -148,16 +148,9 @@ StatusOr<BoundKernel> SliceFactory(const KernelInit& init) {
   return Bind(
       [](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
-        MF_ASSIGN_OR_RETURN(std::vector<int64_t> starts, ReadInts(*in[1], "starts"));
-        MF_ASSIGN_OR_RETURN(std::vector<int64_t> ends, ReadInts(*in[2], "ends"));
-        std::vector<int64_t> axes, steps;
-        if (in.size() > 3 && in[3]) {
-          MF_ASSIGN_OR_RETURN(axes, ReadInts(*in[3], "axes"));
-        }
-        if (in.size() > 4 && in[4]) {
-          MF_ASSIGN_OR_RETURN(steps, ReadInts(*in[4], "steps"));
-        }
-        MF_ASSIGN_OR_RETURN(ops::SlicePlan plan, ops::PlanSlice(x.shape(), starts, ends, std::move(axes), std::move(steps)));
+        static const char* const kNames[] = {"data", "starts", "ends", "axes", "steps"};
+        for (size_t i = 1; i < in.size() && i < 5; ++i) MF_RETURN_IF_ERROR(RequireHost(in[i], kNames[i]));
+        MF_ASSIGN_OR_RETURN(ops::SlicePlan plan, ops::PlanSlice(in));
         const Shape& shape = plan.shape;
         size_t rank = shape.size();
         MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(x.dtype(), shape));

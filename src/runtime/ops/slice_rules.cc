@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "runtime/ops/indexing.h"
 
@@ -46,6 +47,19 @@ StatusOr<SlicePlan> PlanSlice(const Shape& input, const std::vector<int64_t>& st
     plan.step[a] = n <= 1 ? 1 : st;
   }
   return plan;
+}
+
+StatusOr<SlicePlan> PlanSlice(const std::vector<const Tensor*>& in) {
+  MF_ASSIGN_OR_RETURN(std::vector<int64_t> starts, ReadInts(*in[1], "starts"));
+  MF_ASSIGN_OR_RETURN(std::vector<int64_t> ends, ReadInts(*in[2], "ends"));
+  std::vector<int64_t> axes, steps;
+  if (in.size() > 3 && in[3]) {
+    MF_ASSIGN_OR_RETURN(axes, ReadInts(*in[3], "axes"));
+  }
+  if (in.size() > 4 && in[4]) {
+    MF_ASSIGN_OR_RETURN(steps, ReadInts(*in[4], "steps"));
+  }
+  return PlanSlice(in[0]->shape(), starts, ends, std::move(axes), std::move(steps));
 }
 
 StatusOr<PadMode> ParsePadMode(const std::string& mode) {

@@ -23,6 +23,10 @@ struct SlicePlan {
 StatusOr<SlicePlan> PlanSlice(const Shape& input, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
                               std::vector<int64_t> axes, std::vector<int64_t> steps);
 
+// The same from the node's inputs: data, starts, ends and the optional axes and steps (host
+// tensors; nullptr or absent when omitted).
+StatusOr<SlicePlan> PlanSlice(const std::vector<const Tensor*>& inputs);
+
 enum class PadMode { kConstant, kReflect, kEdge };
 
 // The mode attribute of Pad; INVALID_ARGUMENT (without the node prefix) for an unknown one.
