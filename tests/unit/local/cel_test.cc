@@ -65,7 +65,7 @@ TEST(CelTest, SyntaxErrorsDoNotCompile) {
 }
 
 TEST(CelTest, UnsupportedFunctionIsUnimplemented) {
-  auto p = Program::Compile("self.name.lowerAscii() == 'x'");
+  auto p = Program::Compile("self.name.quantity() == 'x'");
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kUnimplemented);
   EXPECT_EQ(Program::Compile("size(1, 2)").status().code(), StatusCode::kUnimplemented);
@@ -135,6 +135,23 @@ TEST(CelTest, StringFunctions) {
   EXPECT_TRUE(True("self.name.matches('^[a-z]+-v[0-9]+$') && matches(self.name, 'v1') && !self.name.matches('^v')", self));
   EXPECT_TRUE(True("'héllo'.indexOf('l') == 2 && [1, 2, 1].lastIndexOf(1) == 2"));
   EXPECT_NE(ErrorOf("'a'.matches('(')").find("invalid regular expression"), std::string::npos);
+}
+
+TEST(CelTest, KubernetesStringLibrary) {
+  EXPECT_TRUE(True("'MiXed'.lowerAscii() == 'mixed' && 'MiXed'.upperAscii() == 'MIXED' && '  x \\t'.trim() == 'x'"));
+  EXPECT_TRUE(True("'héllo'.charAt(1) == 'é' && 'héllo'.charAt(5) == '' && 'héllo'.substring(1, 3) == 'él' && 'abc'.substring(1) == 'bc'"));
+  EXPECT_TRUE(True("'a-b-c'.replace('-', '+') == 'a+b+c' && 'a-b-c'.replace('-', '', 1) == 'ab-c' && 'ab'.replace('', '.') == '.a.b.'"));
+  EXPECT_TRUE(True("'a,b,,c'.split(',') == ['a', 'b', '', 'c'] && 'a,b,c'.split(',', 2) == ['a', 'b,c'] && 'ab'.split('') == ['a', 'b']"));
+  EXPECT_TRUE(True("['a', 'b'].join() == 'ab' && ['a', 'b'].join(', ') == 'a, b' && [].join('-') == ''"));
+  EXPECT_NE(ErrorOf("'abc'.charAt(4) == ''").find("index out of range"), std::string::npos);
+  EXPECT_NE(ErrorOf("'abc'.substring(2, 1) == ''").find("invalid substring range"), std::string::npos);
+  EXPECT_NE(ErrorOf("[1].join() == ''").find("no such overload"), std::string::npos);
+  // A replacement that would multiply the text beyond the budget is refused before it is built.
+  auto p = Program::Compile("self.s.replace('', self.s) == ''");
+  ASSERT_TRUE(p.ok());
+  auto big = (*p)->Evaluate(FromJson(json{{"s", std::string(100000, 'x')}}, nullptr), nullptr);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted);
 }
 
 TEST(CelTest, Conversions) {
@@ -300,7 +317,7 @@ TEST(CelRulesTest, OverloadErrorsNonBoolResultsAndTheRequestBudget) {
 
 TEST(CelRulesTest, UnsupportedFunctionsAreSkippedAndBadRulesRefuseTheCrd) {
   const json schema = json::parse(R"json({"type": "object", "properties": {"spec": {"type": "object",
-      "x-kubernetes-validations": [{"rule": "self.name.lowerAscii() == self.name"}, {"rule": "self.name =="}]}}})json");
+      "x-kubernetes-validations": [{"rule": "url(self.name).getHost() == self.name"}, {"rule": "self.name =="}]}}})json");
   auto crd_errors = CheckValidationRules(schema, "spec.versions[0].schema.openAPIV3Schema");
   ASSERT_EQ(crd_errors.size(), 1u);
   EXPECT_EQ(crd_errors[0].rfind("spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule: "

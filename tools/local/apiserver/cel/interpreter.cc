@@ -260,6 +260,132 @@ Value StringIndexOf(const std::string& fn, const std::string& s, const std::stri
   return Value::Int(static_cast<int64_t>(CodePoints(s.substr(0, at))));
 }
 
+// Byte offsets of each code point of `s`, plus s.size() at the end.
+std::vector<size_t> CodePointOffsets(const std::string& s) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) out.push_back(i);
+  }
+  out.push_back(s.size());
+  return out;
+}
+
+bool AsInt(const Value& v, int64_t* out) {
+  if (v.kind() != K::kInt) return false;
+  *out = v.int_value();
+  return true;
+}
+
+// Kubernetes strings library (k8s.io/apiserver/pkg/cel/library, cel-go ext.Strings):
+// charAt, lowerAscii, upperAscii, replace, split, substring, trim, and join on lists.
+Value StringFunction(const std::string& fn, const std::vector<Value>& args) {
+  const std::string& s = args[0].text();
+  if (fn == "lowerAscii" || fn == "upperAscii") {
+    std::string out = s;
+    for (char& c : out) {
+      if (fn == "lowerAscii" && c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      if (fn == "upperAscii" && c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+    }
+    return Value::String(std::move(out));
+  }
+  if (fn == "trim") {
+    const char* ws = " \t\n\v\f\r";
+    size_t b = s.find_first_not_of(ws);
+    if (b == std::string::npos) return Value::String("");
+    return Value::String(s.substr(b, s.find_last_not_of(ws) - b + 1));
+  }
+  if (fn == "charAt" || fn == "substring") {
+    const std::vector<size_t> cps = CodePointOffsets(s);
+    const int64_t n = static_cast<int64_t>(cps.size()) - 1;
+    int64_t start = 0, end = 0;
+    if (!AsInt(args[1], &start)) return NoOverload(fn, args);
+    if (fn == "charAt") {
+      if (start < 0 || start > n) return Value::Error("index out of range: " + std::to_string(start));
+      if (start == n) return Value::String("");
+      return Value::String(s.substr(cps[static_cast<size_t>(start)], cps[static_cast<size_t>(start) + 1] - cps[static_cast<size_t>(start)]));
+    }
+    end = n;
+    if (args.size() == 3 && !AsInt(args[2], &end)) return NoOverload(fn, args);
+    if (start < 0 || start > n) return Value::Error("index out of range: " + std::to_string(start));
+    if (end < 0 || end > n) return Value::Error("index out of range: " + std::to_string(end));
+    if (start > end) return Value::Error("invalid substring range. start: " + std::to_string(start) + ", end: " + std::to_string(end));
+    return Value::String(s.substr(cps[static_cast<size_t>(start)], cps[static_cast<size_t>(end)] - cps[static_cast<size_t>(start)]));
+  }
+  if (fn == "replace") {
+    if (args[1].kind() != K::kString || args[2].kind() != K::kString) return NoOverload(fn, args);
+    int64_t limit = -1;
+    if (args.size() == 4 && !AsInt(args[3], &limit)) return NoOverload(fn, args);
+    const std::string& from = args[1].text();
+    const std::string& to = args[2].text();
+    if (from.empty()) {
+      // Go's strings.Replace with an empty old string inserts `to` around every code point.
+      const std::vector<size_t> cps = CodePointOffsets(s);
+      std::string out;
+      int64_t done = 0;
+      for (size_t i = 0; i < cps.size(); ++i) {
+        if (limit < 0 || done < limit) out += to, ++done;
+        if (i + 1 < cps.size()) out += s.substr(cps[i], cps[i + 1] - cps[i]);
+      }
+      return Value::String(std::move(out));
+    }
+    std::string out;
+    size_t pos = 0;
+    int64_t done = 0;
+    while (limit < 0 || done < limit) {
+      size_t at = s.find(from, pos);
+      if (at == std::string::npos) break;
+      out += s.substr(pos, at - pos) + to;
+      pos = at + from.size();
+      ++done;
+    }
+    out += s.substr(pos);
+    return Value::String(std::move(out));
+  }
+  if (fn == "split") {
+    if (args[1].kind() != K::kString) return NoOverload(fn, args);
+    int64_t limit = -1;
+    if (args.size() == 3 && !AsInt(args[2], &limit)) return NoOverload(fn, args);
+    const std::string& sep = args[1].text();
+    Value::ListRep out;
+    if (limit == 0) return Value::List(std::move(out));
+    if (sep.empty()) {  // one element per code point, the last holding the rest
+      const std::vector<size_t> cps = CodePointOffsets(s);
+      for (size_t i = 0; i + 1 < cps.size(); ++i) {
+        if (limit > 0 && static_cast<int64_t>(out.size()) == limit - 1) {
+          out.push_back(Value::String(s.substr(cps[i])));
+          break;
+        }
+        out.push_back(Value::String(s.substr(cps[i], cps[i + 1] - cps[i])));
+      }
+      return Value::List(std::move(out));
+    }
+    size_t pos = 0;
+    while (limit < 0 || static_cast<int64_t>(out.size()) < limit - 1) {
+      size_t at = s.find(sep, pos);
+      if (at == std::string::npos) break;
+      out.push_back(Value::String(s.substr(pos, at - pos)));
+      pos = at + sep.size();
+    }
+    out.push_back(Value::String(s.substr(pos)));
+    return Value::List(std::move(out));
+  }
+  return Value::Error("no such function: " + fn);
+}
+
+Value Join(const std::vector<Value>& args) {
+  std::string sep = args.size() == 2 && args[1].kind() == K::kString ? args[1].text() : "";
+  if (args.size() == 2 && args[1].kind() != K::kString) return NoOverload("join", args);
+  std::string out;
+  bool first = true;
+  for (const auto& item : args[0].list()) {
+    if (item.kind() != K::kString) return NoOverload("join", args);
+    if (!first) out += sep;
+    out += item.text();
+    first = false;
+  }
+  return Value::String(std::move(out));
+}
+
 // Kubernetes escapes property names that are not CEL identifiers: "__dash__" is '-', "__dot__"
 // '.', "__slash__" '/', "__underscores__" '__', and "__in__" etc. a reserved word. Only names
 // containing "__" can be escaped.
@@ -567,6 +693,29 @@ class Interpreter {
       }
       return NoOverload(fn, args);
     }
+    if (fn == "lowerAscii" || fn == "upperAscii" || fn == "trim" || fn == "charAt" || fn == "substring" || fn == "replace" ||
+        fn == "split") {
+      if (args[0].kind() != K::kString) return NoOverload(fn, args);
+      size_t touched = args[0].text().size();
+      for (size_t i = 1; i < args.size(); ++i) touched += args[i].kind() == K::kString ? args[i].text().size() : 0;
+      uint64_t units = touched / 10 + (fn == "replace" || fn == "split" ? args[0].text().size() : 0);
+      if (fn == "replace" && args[1].kind() == K::kString && args[2].kind() == K::kString) {
+        // replace() can multiply the text: charge the largest result before building it.
+        const uint64_t n = args[0].text().size();
+        const uint64_t matches = args[1].text().empty() ? n + 1 : n / args[1].text().size();
+        units += (n + matches * args[2].text().size()) / 10;
+      }
+      if (!cost_->Add(units)) return Exceeded();
+      return StringFunction(fn, args);
+    }
+    if (fn == "join") {
+      if (args[0].kind() != K::kList) return NoOverload(fn, args);
+      size_t touched = 0;
+      for (const auto& item : args[0].list()) touched += item.kind() == K::kString ? item.text().size() + 1 : 1;
+      if (args.size() == 2 && args[1].kind() == K::kString) touched += args[1].text().size() * args[0].list().size();
+      if (!cost_->Add(touched / 10 + args[0].list().size())) return Exceeded();
+      return Join(args);
+    }
     return Value::Error("no such function: " + fn);
   }
 
@@ -597,6 +746,10 @@ bool IsSupportedFunction(const std::string& name, bool receiver_style, size_t ar
       {"type", {{true, false, 1}}},
       {"sum", {{false, true, 1}}}, {"min", {{false, true, 1}}}, {"max", {{false, true, 1}}},
       {"isSorted", {{false, true, 1}}}, {"indexOf", {{false, true, 2}}}, {"lastIndexOf", {{false, true, 2}}},
+      {"lowerAscii", {{false, true, 1}}}, {"upperAscii", {{false, true, 1}}}, {"trim", {{false, true, 1}}},
+      {"charAt", {{false, true, 2}}}, {"substring", {{false, true, 2}, {false, true, 3}}},
+      {"replace", {{false, true, 3}, {false, true, 4}}}, {"split", {{false, true, 2}, {false, true, 3}}},
+      {"join", {{false, true, 1}, {false, true, 2}}},
   };
   auto it = kFunctions.find(name);
   if (it == kFunctions.end()) return false;
