@@ -220,20 +220,6 @@ Status ApplyActivation(const Activation& act, DataType dtype, void* data, int64_
   return CudaError(cudaGetLastError(), "activation");
 }
 
-StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
-  size_t rank = std::max(a.size(), b.size());
-  Shape out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1) {
-      return InvalidArgument("shapes " + ShapeToString(a) + " and " + ShapeToString(b) + " do not broadcast");
-    }
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
 StatusOr<Broadcast> MakeBroadcast(const Shape& in, const Shape& out) {
   if (out.size() > static_cast<size_t>(kMaxDims)) {
     return Unimplemented("tensors of rank " + std::to_string(out.size()) + " on the GPU (at most " +
