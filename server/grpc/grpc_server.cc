@@ -156,6 +156,9 @@ Status GrpcServer::Start(const GrpcServerOptions& options) {
   // TF Serving accepts messages up to INT32_MAX bytes; large tensors are normal here.
   builder.SetMaxReceiveMessageSize(INT_MAX);
   builder.SetMaxSendMessageSize(INT_MAX);
+  // gRPC sets SO_REUSEPORT by default, so a second server on a taken port would start and
+  // silently share its connections; a taken port must be a start-up error, as it is for REST.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&methods_->prediction);
   builder.RegisterService(&methods_->model);
   builder.RegisterService(&methods_->inference);
@@ -165,7 +168,13 @@ Status GrpcServer::Start(const GrpcServerOptions& options) {
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) {
     server_.reset();
-    for (auto& queue : queues_) queue->Shutdown();
+    for (auto& queue : queues_) {
+      queue->Shutdown();
+      void* tag = nullptr;
+      bool ok = false;
+      while (queue->Next(&tag, &ok)) {
+      }
+    }
     queues_.clear();
     return Unavailable("cannot listen on " + endpoint + " (address in use or invalid)");
   }

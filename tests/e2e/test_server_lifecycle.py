@@ -87,3 +87,15 @@ def test_model_config_file_is_polled(tmp_path, start_server):
     wait_for(lambda: "model config reload refused" in server.log(), timeout=20,
              what="the broken config to be refused")
     assert stable_version() == "2"
+
+
+def test_taken_grpc_port_is_refused(tmp_path, start_server):
+    """gRPC's default SO_REUSEPORT would let a second server share the port silently."""
+    base = tmp_path / "digits"
+    copy_version(EXAMPLES / "digits", 1, base)
+    first = start_server(["--model_name=digits", f"--model_base_path={base}"])
+    done = subprocess.run([str(server_binary()), "--model_name=digits", f"--model_base_path={base}",
+                           "--rest_api_port=0", "--grpc_address=127.0.0.1", f"--port={first.grpc_port}"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0
+    assert "cannot listen on 127.0.0.1:%d" % first.grpc_port in done.stdout + done.stderr
