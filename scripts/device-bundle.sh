@@ -11,8 +11,8 @@ BINARIES=(tests/unit/runtime_cuda/runtime_cuda_test tests/unit/runtime/runtime_o
           tools/run/modelfleet-run)
 TARGETS=(runtime_cuda_test runtime_onnx_conformance_test modelfleet-run)
 if [ "${1:-}" = "--server" ]; then
-  BINARIES+=(server/main/modelfleet-server)
-  TARGETS+=(modelfleet-server)
+  BINARIES+=(server/main/modelfleet-server bench/server/grpc_predict_load)
+  TARGETS+=(modelfleet-server grpc_predict_load)
 fi
 say "Building the binaries a GPU machine runs"
 build_tree "${TARGETS[@]}"

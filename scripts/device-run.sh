@@ -4,6 +4,7 @@
 #   scripts/device-run.sh tests        # CUDA unit tests + the ONNX conformance suite on the GPU
 #   scripts/device-run.sh models       # ResNet/MobileNet/BERT on the GPU vs PyTorch
 #   scripts/device-run.sh bench        # bench/runtime/bench_gpu.py
+#   scripts/device-run.sh serve        # bench/server/gpu_batching.py (bundle made with --server)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/mf-out}
@@ -34,6 +35,9 @@ for what in "${@:-tests}"; do
       ;;
     bench)
       python3 bench/runtime/bench_gpu.py --bin "$MODELFLEET_BIN" 2>&1 | tee "$OUT/bench_gpu.log" || status=1
+      ;;
+    serve)
+      python3 bench/server/gpu_batching.py --bin "$MODELFLEET_BIN" 2>&1 | tee "$OUT/gpu_batching.log" || status=1
       ;;
     *) echo "unknown: $what"; status=2 ;;
   esac

@@ -8,6 +8,7 @@
 // transport with no model work, i.e. this client's and gRPC's own ceiling.
 //
 //   grpc_predict_load <host:port> <clients> <seconds> [model (digits) | @health] [input (images)]
+//                     [shape (1,64), e.g. 1,3,224,224 for an image model]
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -29,17 +30,20 @@ namespace tfs = tensorflow::serving;
 using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
 
-tfs::PredictRequest MakeRequest(const std::string& model, const std::string& input) {
+tfs::PredictRequest MakeRequest(const std::string& model, const std::string& input, const std::vector<int64_t>& shape) {
   tfs::PredictRequest request;
   request.mutable_model_spec()->set_name(model);
   tensorflow::TensorProto& tensor = (*request.mutable_inputs())[input];
   tensor.set_dtype(tensorflow::DT_FLOAT);
-  tensor.mutable_tensor_shape()->add_dim()->set_size(1);
-  tensor.mutable_tensor_shape()->add_dim()->set_size(64);
-  // The same row the REST benchmark posts, (3 * i) % 17, as tensor_content (little-endian
-  // floats), the form tf.make_tensor_proto and the Python client send.
+  int64_t elements = 1;
+  for (int64_t d : shape) {
+    tensor.mutable_tensor_shape()->add_dim()->set_size(d);
+    elements *= d;
+  }
+  // For the digits row, the same values the REST benchmark posts, (3 * i) % 17, as
+  // tensor_content (little-endian floats), the form tf.make_tensor_proto and the Python client send.
   std::string content;
-  for (int i = 0; i < 64; ++i) {
+  for (int64_t i = 0; i < elements; ++i) {
     const float value = static_cast<float>((3 * i) % 17);
     content.append(reinterpret_cast<const char*>(&value), sizeof(value));
   }
@@ -70,7 +74,7 @@ struct Client {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s <host:port> <clients> <seconds> [model] [input]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <host:port> <clients> <seconds> [model] [input] [shape]\n", argv[0]);
     return 2;
   }
   const std::string target = argv[1];
@@ -78,11 +82,24 @@ int main(int argc, char** argv) {
   const int seconds = std::atoi(argv[3]);
   const std::string model = argc > 4 ? argv[4] : "digits";
   const std::string input = argc > 5 ? argv[5] : "images";
+  std::vector<int64_t> shape{1, 64};
+  if (argc > 6) {
+    shape.clear();
+    for (const char* p = argv[6]; *p;) {
+      char* end = nullptr;
+      shape.push_back(std::strtoll(p, &end, 10));
+      if (end == p || shape.back() < 1) {
+        std::fprintf(stderr, "shape must be positive dims separated by commas, e.g. 1,3,224,224\n");
+        return 2;
+      }
+      p = *end == ',' ? end + 1 : end;
+    }
+  }
   if (clients < 1 || seconds < 1) {
     std::fprintf(stderr, "clients and seconds must be >= 1\n");
     return 2;
   }
-  const tfs::PredictRequest request = MakeRequest(model, input);
+  const tfs::PredictRequest request = MakeRequest(model, input, shape);
   const HealthCheckRequest health_request;
   const bool health_only = model == "@health";
 

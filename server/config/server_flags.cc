@@ -38,6 +38,9 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
   f.Add("device", &o->device,
         "where models run: auto (the GPU when one is visible, else the CPU) | cpu | cuda");
   f.Add("backend", &o->backend, "older name of --device (cpu | cuda)");
+  f.Add("precision", &o->precision,
+        "fp32 | tf32 | fp16: what models on a GPU compute in (fp16: float16 on the device, float32 at the API; "
+        "the CPU always computes in float32)");
   f.Add("gpu_memory_fraction", &o->gpu_memory_fraction,
         "share of each GPU's memory the server may use, (0, 1]; 0: no limit");
   f.Add("intra_op_threads", &o->intra_op_threads, "CPU threads per model run (0: one per core)");

@@ -34,6 +34,7 @@ struct ServerFlags {
   int64_t malloc_mmap_threshold_bytes = 0;
   int load_thread_nice = 10;
   std::string device = "auto";
+  std::string precision = "fp32";  // fp32 | tf32 | fp16: what the GPU may compute in
   std::string backend;  // the older name of --device (cpu | cuda)
   double gpu_memory_fraction = 0;
   int intra_op_threads = 0;

@@ -67,6 +67,10 @@ int Main(int argc, char** argv) {
 
   runtime::SessionOptions session_options;
   session_options.threads = flags.intra_op_threads;
+  if (!runtime::PrecisionFromName(flags.precision, &session_options.precision) ||
+      session_options.precision == runtime::Precision::kBf16) {
+    return fail(InvalidArgument("--precision must be fp32, tf32 or fp16, got '" + flags.precision + "'"));
+  }
   if (flag_set.IsSet("backend")) {
     if (flag_set.IsSet("device")) return fail(InvalidArgument("give --device or its older name --backend, not both"));
     runtime::Backend backend;

@@ -46,6 +46,15 @@ bool BackendFromName(std::string_view name, Backend* backend) {
   return true;
 }
 
+bool PrecisionFromName(std::string_view name, Precision* precision) {
+  if (name == "fp32") *precision = Precision::kFp32;
+  else if (name == "tf32") *precision = Precision::kTf32;
+  else if (name == "fp16") *precision = Precision::kFp16;
+  else if (name == "bf16") *precision = Precision::kBf16;
+  else return false;
+  return true;
+}
+
 std::string_view BackendName(Backend backend) { return backend == Backend::kCpu ? "cpu" : "cuda"; }
 
 }  // namespace mf::runtime

@@ -31,6 +31,8 @@ enum class Precision : uint8_t {
   kFp16,  // allows float16 compute where the backend has it (CUDA); CPU treats it as kFp32
   kBf16,  // allows bfloat16 compute where the backend has it; CPU treats it as kFp32 for now
 };
+// "fp32" | "tf32" | "fp16" | "bf16"; false when unknown.
+bool PrecisionFromName(std::string_view name, Precision* precision);
 
 struct SessionOptions {
   Backend backend = Backend::kCpu;

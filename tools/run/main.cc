@@ -109,10 +109,9 @@ int main(int argc, char** argv) {
   if (iterations < 1 || warmup < 0 || threads < 0) return Fail(mf::InvalidArgument("--iterations must be >= 1, --warmup and --threads >= 0"));
   options.threads = threads;
   options.optimize = !no_optimize;
-  if (precision_name == "fp32") options.precision = mf::runtime::Precision::kFp32;
-  else if (precision_name == "tf32") options.precision = mf::runtime::Precision::kTf32;
-  else if (precision_name == "fp16") options.precision = mf::runtime::Precision::kFp16;
-  else return Fail(mf::InvalidArgument("unknown precision '" + precision_name + "' (fp32 | tf32 | fp16)"));
+  if (!mf::runtime::PrecisionFromName(precision_name, &options.precision)) {
+    return Fail(mf::InvalidArgument("unknown precision '" + precision_name + "' (fp32 | tf32 | fp16 | bf16)"));
+  }
 
   auto t0 = std::chrono::steady_clock::now();
   auto session = mf::runtime::Session::Load(flags.positional()[0], options);

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""On a GPU machine: ResNet-50 served by modelfleet-server on the CUDA backend (FP16) with dynamic
+batching, against the runtime's own best batch throughput, in the same run.
+
+- The runtime's ceiling: `modelfleet-run --backend cuda --precision fp16` on batches of 32, 64 and
+  128 images (host memory in and out, after warm-up); the best images/s.
+- The server: one-image gRPC Predict requests (tensor_content) from `grpc_predict_load`, a closed
+  loop of N clients, with `--enable_batching` (max_batch_size 128, allowed sizes 1..128 in powers
+  of two, 2 ms timeout); and the same load without batching for reference.
+Prints a Markdown table; ratio = server images/s / runtime best images/s (target ≥ 0.8).
+
+    python3 bench/server/gpu_batching.py --bin DIR_WITH_BINARIES [--clients 256] [--seconds 15]
+"""
+import argparse
+import pathlib
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+import runtime_fixtures as rf  # noqa: E402
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def runtime_images_per_second(binary, model, work, batch):
+    x, _ = rf.reference("resnet50", batch)
+    path = work / f"x{batch}.npy"
+    np.save(path, x)
+    out = subprocess.run([str(binary), str(model), "--input", str(path), "--backend", "cuda", "--precision", "fp16",
+                          "--warmup", "5", "--iterations", "20", "--show", "0"],
+                         capture_output=True, text=True, timeout=600, check=True).stdout
+    mean_ms = float(re.search(r"mean ([0-9.]+) ms", out).group(1))
+    return batch * 1000 / mean_ms
+
+
+def serve(binary, repo, batching_file, log):
+    grpc_port, rest_port = free_port(), free_port()
+    args = [str(binary), f"--port={grpc_port}", f"--rest_api_port={rest_port}", "--rest_api_address=127.0.0.1",
+            "--model_name=resnet50", f"--model_base_path={repo}", "--device=cuda", "--precision=fp16"]
+    if batching_file:
+        args += ["--enable_batching", f"--batching_parameters_file={batching_file}"]
+    proc = subprocess.Popen(args, stdout=log, stderr=log)
+    for _ in range(1200):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{rest_port}/v2/health/ready", timeout=1) as r:
+                if r.status == 200:
+                    return proc, grpc_port
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            raise RuntimeError("modelfleet-server exited early; see its log")
+        time.sleep(0.1)
+    proc.kill()
+    raise TimeoutError("modelfleet-server not ready")
+
+
+def drive(load_binary, port, clients, seconds):
+    out = subprocess.run([str(load_binary), f"127.0.0.1:{port}", str(clients), str(seconds), "resnet50", "input",
+                          "1,3,224,224"], capture_output=True, text=True, timeout=seconds + 300, check=True).stdout
+    fields = dict(item.split("=") for item in out.split())
+    return float(fields["rps"]), float(fields["p50_ms"]), float(fields["p99_ms"]), int(fields["errors"])
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", required=True, help="folder with modelfleet-run, modelfleet-server, grpc_predict_load")
+    parser.add_argument("--clients", type=int, default=256)
+    parser.add_argument("--seconds", type=int, default=15)
+    args = parser.parse_args()
+    bindir = pathlib.Path(args.bin)
+    work = pathlib.Path(tempfile.mkdtemp(prefix="mf-gpu-serving-"))
+    repo = work / "resnet50"
+    (repo / "1").mkdir(parents=True)
+    exported = rf.export("resnet50", work)
+    exported.rename(repo / "1" / "model.onnx")
+    model = repo / "1" / "model.onnx"
+
+    best = max((runtime_images_per_second(bindir / "modelfleet-run", model, work, b), b) for b in (32, 64, 128))
+    print(f"runtime best: {best[0]:.0f} images/s at batch {best[1]}", flush=True)
+
+    batching = work / "batching.config"
+    batching.write_text("max_batch_size { value: 128 }\nbatch_timeout_micros { value: 2000 }\n"
+                        "max_enqueued_batches { value: 64 }\nnum_batch_threads { value: 4 }\n"
+                        + "".join(f"allowed_batch_sizes: {n}\n" for n in (1, 2, 4, 8, 16, 32, 64, 128)))
+    rows = []
+    for name, batching_file in (("batching on", batching), ("batching off", None)):
+        with open(work / f"server-{name.replace(' ', '_')}.log", "w") as log:
+            proc, port = serve(bindir / "modelfleet-server", repo, batching_file, log)
+            try:
+                drive(bindir / "grpc_predict_load", port, args.clients, 3)  # warm up every batch size
+                rps, p50, p99, errors = drive(bindir / "grpc_predict_load", port, args.clients, args.seconds)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=60)
+        rows.append((name, rps, p50, p99, errors))
+        print(f"server {name}: {rps:.0f} images/s, p50 {p50:.1f} ms, p99 {p99:.1f} ms, errors {errors}", flush=True)
+
+    print(f"\n| server ({args.clients} gRPC clients, 1 image per request) | images/s | p50 ms | p99 ms | errors | "
+          f"vs runtime best ({best[0]:.0f} images/s at batch {best[1]}) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, rps, p50, p99, errors in rows:
+        print(f"| {name} | {rps:.0f} | {p50:.1f} | {p99:.1f} | {errors} | {rps / best[0]:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
