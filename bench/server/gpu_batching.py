@@ -67,9 +67,11 @@ def serve(binary, repo, batching_file, log):
 
 
 def drive(load_binary, port, clients, seconds):
-    out = subprocess.run([str(load_binary), f"127.0.0.1:{port}", str(clients), str(seconds), "resnet50", "input",
-                          "1,3,224,224"], capture_output=True, text=True, timeout=seconds + 300, check=True).stdout
-    fields = dict(item.split("=") for item in out.split())
+    proc = subprocess.run([str(load_binary), f"127.0.0.1:{port}", str(clients), str(seconds), "resnet50", "input",
+                           "1,3,224,224"], capture_output=True, text=True, timeout=seconds + 300)
+    if not proc.stdout.startswith("rps="):
+        raise RuntimeError(f"grpc_predict_load failed: {proc.stderr[-2000:]}")
+    fields = dict(item.split("=") for item in proc.stdout.split())
     return float(fields["rps"]), float(fields["p50_ms"]), float(fields["p99_ms"]), int(fields["errors"])
 
 

@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
   while (in_flight > 0 && queue.Next(&tag, &ok)) {
     Client& client = *static_cast<Client*>(tag);
     const Clock::time_point now = Clock::now();
-    if (!ok || !client.status.ok() || (!health_only && client.predict_response.outputs().count("scores") == 0)) {
+    if (!ok || !client.status.ok() || (!health_only && client.predict_response.outputs().empty())) {
       ++errors;
     } else {
       latencies.push_back(std::chrono::duration<double, std::milli>(now - client.sent).count());
