@@ -9,6 +9,7 @@
 
 #include "common/logging.h"
 #include "runtime/backend.h"
+#include "runtime/cuda/cublaslt_loader.h"
 #include "runtime/cuda/cuda_common.h"
 #include "runtime/graph/bind.h"
 
@@ -550,6 +551,7 @@ StatusOr<std::unique_ptr<CudaPlan>> CudaPlan::Create(Graph graph, const SessionO
                            std::to_string(count) + " visible GPUs");
   }
   if (options.precision == Precision::kBf16) return Unimplemented("bfloat16 precision on the CUDA backend");
+  MF_RETURN_IF_ERROR(LoadCublasLt());
   MF_CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device_id));
   // Stream-ordered allocations come from the device's default pool; keep what it holds between
   // runs so steady-state runs never go back to the driver.
