@@ -111,10 +111,39 @@ Status AdmitPod(json& o, const json*) {
   return Status::Ok();
 }
 
-Status AdmitService(json& o, const json*) {
+// A Service's cluster IP, as kube-apiserver allocates it at creation. Ours come from 127.128.0.0/10
+// (loopback, so the kubelet's Service proxy can listen on it), picked by a hash of
+// namespace/name: stable across restarts, and a collision (the proxy then picks another
+// address) is rare among the Services of one machine.
+std::string ClusterIpFor(const json& o) {
+  std::string key = o["metadata"].value("namespace", "") + "/" + o["metadata"].value("name", "");
+  uint32_t h = 2166136261u;  // FNV-1a
+  for (unsigned char c : key) h = (h ^ c) * 16777619u;
+  uint32_t ip = (127u << 24) | (128u << 16) | (h & ((1u << 22) - 1));
+  if ((ip & 255) == 0) ip |= 1;
+  if ((ip & 255) == 255) ip &= ~1u;
+  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 255) + "." + std::to_string((ip >> 8) & 255) +
+         "." + std::to_string(ip & 255);
+}
+
+Status AdmitService(json& o, const json* old) {
   json& spec = o["spec"];
   if (!spec.is_object()) spec = json::object();
   if (!spec.contains("type")) spec["type"] = "ClusterIP";
+  if (spec["type"] != "ExternalName") {
+    auto ip_of = [](const json& s) { return s.contains("clusterIP") && s["clusterIP"].is_string() ? s["clusterIP"].get<std::string>() : ""; };
+    std::string ip = ip_of(spec);
+    const std::string previous = old && old->contains("spec") ? ip_of((*old)["spec"]) : "";
+    if (!previous.empty()) {
+      if (ip.empty()) ip = previous;
+      if (ip != previous) {
+        return Invalid(o, "Service", {"spec.clusterIP: Invalid value: \"" + ip + "\": field is immutable"});
+      }
+    }
+    if (ip.empty()) ip = ClusterIpFor(o);
+    spec["clusterIP"] = ip;
+    if (!spec.contains("clusterIPs")) spec["clusterIPs"] = json::array({ip});
+  }
   if (spec.contains("ports") && spec["ports"].is_array()) {
     for (auto& p : spec["ports"]) {
       if (!p.is_object() || !p.contains("port") || !p["port"].is_number_integer()) {
