@@ -6,6 +6,7 @@
 
 #include "runtime/cpu/cpu_common.h"
 #include "runtime/ops/input_checks.h"
+#include "runtime/ops/reshape_kernels.h"
 #include "runtime/ops/shape_rules.h"
 
 namespace mf::runtime::cpu {
@@ -22,53 +23,6 @@ StatusOr<Tensor> CopyWithShape(const Tensor& x, Shape shape) {
   if (x.byte_size()) std::memcpy(t.raw_data(), x.raw_data(), x.byte_size());
   if (x.dtype() == DataType::kString) t.strings() = x.strings();
   return t;
-}
-
-StatusOr<BoundKernel> ReshapeFactory(const KernelInit& init) {
-  MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
-  MF_RETURN_IF_ERROR(RequireInput(init, 1));
-  MF_ASSIGN_OR_RETURN(int64_t allowzero, init.attrs().GetInt("allowzero", 0));
-  return Bind(
-      [allowzero](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        const Tensor& x = *in[0];
-        MF_ASSIGN_OR_RETURN(std::vector<int64_t> req, ReadInts(*in[1], "shape"));
-        MF_ASSIGN_OR_RETURN(Shape shape, ops::ReshapeShape(x.shape(), x.num_elements(), req, allowzero != 0));
-        MF_ASSIGN_OR_RETURN(out[0], CopyWithShape(x, std::move(shape)));
-        return Status::Ok();
-      },
-      {init.dtype(0)});
-}
-
-StatusOr<BoundKernel> FlattenFactory(const KernelInit& init) {
-  MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
-  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 1));
-  return Bind(
-      [axis_attr](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        const Tensor& x = *in[0];
-        MF_ASSIGN_OR_RETURN(Shape shape, ops::FlattenShape(x.shape(), axis_attr));
-        MF_ASSIGN_OR_RETURN(out[0], CopyWithShape(x, std::move(shape)));
-        return Status::Ok();
-      },
-      {init.dtype(0)});
-}
-
-// Squeeze and Unsqueeze: axes from an attribute before opset 13, from input 1 after.
-StatusOr<BoundKernel> SqueezeFactory(const KernelInit& init, bool unsqueeze) {
-  MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
-  bool from_input = init.opset >= 13;
-  MF_ASSIGN_OR_RETURN(std::vector<int64_t> attr_axes, init.attrs().GetInts("axes", {}));
-  return Bind(
-      [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        const Tensor& x = *in[0];
-        std::vector<int64_t> axes = attr_axes;
-        if (from_input && in.size() > 1 && in[1]) {
-          MF_ASSIGN_OR_RETURN(axes, ReadInts(*in[1], "axes"));
-        }
-        MF_ASSIGN_OR_RETURN(Shape shape, unsqueeze ? ops::UnsqueezeShape(x.shape(), axes) : ops::SqueezeShape(x.shape(), axes));
-        MF_ASSIGN_OR_RETURN(out[0], CopyWithShape(x, std::move(shape)));
-        return Status::Ok();
-      },
-      {init.dtype(0)});
 }
 
 StatusOr<BoundKernel> IdentityFactory(const KernelInit& init) {
@@ -294,10 +248,7 @@ StatusOr<BoundKernel> TileFactory(const KernelInit& init) {
 }  // namespace
 
 void RegisterShapeKernels(KernelRegistry* r) {
-  r->Register({"Reshape", 5, ReshapeFactory, "any fixed-width"});
-  r->Register({"Flatten", 1, FlattenFactory, "any fixed-width"});
-  r->Register({"Squeeze", 1, [](const KernelInit& i) { return SqueezeFactory(i, false); }, "any fixed-width"});
-  r->Register({"Unsqueeze", 1, [](const KernelInit& i) { return SqueezeFactory(i, true); }, "any fixed-width"});
+  ops::RegisterReshapeKernels(r, &CopyWithShape, /*device=*/false);
   r->Register({"Identity", 1, IdentityFactory, "any"});
   r->Register({"Dropout", 1, IdentityFactory, "any (inference: identity)"});
   r->Register({"Transpose", 1, TransposeFactory, "any fixed-width"});

@@ -7,58 +7,12 @@
 #include <vector>
 
 #include "runtime/cuda/data_common.h"
+#include "runtime/ops/reshape_kernels.h"
 #include "runtime/ops/shape_rules.h"
 #include "runtime/ops/slice_rules.h"
 
 namespace mf::runtime::cuda {
 namespace {
-
-StatusOr<BoundKernel> ReshapeFactory(const KernelInit& init) {
-  MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
-  MF_RETURN_IF_ERROR(RequireInput(init, 1));
-  MF_ASSIGN_OR_RETURN(int64_t allowzero, init.attrs().GetInt("allowzero", 0));
-  return Bind(
-      [allowzero](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        const Tensor& x = *in[0];
-        MF_ASSIGN_OR_RETURN(std::vector<int64_t> req, ReadInts(*in[1], "shape"));
-        MF_ASSIGN_OR_RETURN(Shape shape, ops::ReshapeShape(x.shape(), x.num_elements(), req, allowzero != 0));
-        MF_ASSIGN_OR_RETURN(out[0], CopyOnDevice(x, std::move(shape)));
-        return Status::Ok();
-      },
-      {init.dtype(0)});
-}
-
-StatusOr<BoundKernel> FlattenFactory(const KernelInit& init) {
-  MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
-  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 1));
-  return Bind(
-      [axis_attr](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        const Tensor& x = *in[0];
-        MF_ASSIGN_OR_RETURN(Shape shape, ops::FlattenShape(x.shape(), axis_attr));
-        MF_ASSIGN_OR_RETURN(out[0], CopyOnDevice(x, std::move(shape)));
-        return Status::Ok();
-      },
-      {init.dtype(0)});
-}
-
-// Squeeze and Unsqueeze: axes from an attribute before opset 13, from (host) input 1 after.
-StatusOr<BoundKernel> SqueezeFactory(const KernelInit& init, bool unsqueeze) {
-  MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
-  bool from_input = init.opset >= 13;
-  MF_ASSIGN_OR_RETURN(std::vector<int64_t> attr_axes, init.attrs().GetInts("axes", {}));
-  return Bind(
-      [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
-        const Tensor& x = *in[0];
-        std::vector<int64_t> axes = attr_axes;
-        if (from_input && in.size() > 1 && in[1]) {
-          MF_ASSIGN_OR_RETURN(axes, ReadInts(*in[1], "axes"));
-        }
-        MF_ASSIGN_OR_RETURN(Shape shape, unsqueeze ? ops::UnsqueezeShape(x.shape(), axes) : ops::SqueezeShape(x.shape(), axes));
-        MF_ASSIGN_OR_RETURN(out[0], CopyOnDevice(x, std::move(shape)));
-        return Status::Ok();
-      },
-      {init.dtype(0)});
-}
 
 StatusOr<BoundKernel> TransposeFactory(const KernelInit& init) {
   MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
@@ -208,10 +162,7 @@ StatusOr<BoundKernel> TileFactory(const KernelInit& init) {
 }  // namespace
 
 void RegisterDataKernels(KernelRegistry* r) {
-  r->Register({"Reshape", 5, ReshapeFactory, "any fixed-width", {1}});
-  r->Register({"Flatten", 1, FlattenFactory, "any fixed-width"});
-  r->Register({"Squeeze", 1, [](const KernelInit& i) { return SqueezeFactory(i, false); }, "any fixed-width", {1}});
-  r->Register({"Unsqueeze", 1, [](const KernelInit& i) { return SqueezeFactory(i, true); }, "any fixed-width", {1}});
+  ops::RegisterReshapeKernels(r, &CopyOnDevice, /*device=*/true);
   r->Register({"Transpose", 1, TransposeFactory, "any fixed-width"});
   r->Register({"Concat", 4, ConcatFactory, "any fixed-width"});
   r->Register({"Split", 2, SplitFactory, "any fixed-width", {1}});
