@@ -14,7 +14,6 @@ Prints a Markdown table; ratio = server images/s / runtime best images/s (target
 import argparse
 import pathlib
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,14 +23,11 @@ import urllib.request
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "server"))
+from bench_common import free_port  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 import runtime_fixtures as rf  # noqa: E402
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def runtime_images_per_second(binary, model, work, batch):

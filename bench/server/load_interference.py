@@ -20,7 +20,6 @@ import pathlib
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,24 +29,12 @@ import time
 import requests
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "server"))
+from bench_common import free_port, install, make_cnn_versions, server_binary, wait_for  # noqa: E402
 ROW = [float((3 * i) % 17) for i in range(64)]
 PREDICT_PATH = "/v1/models/digits:predict"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(predicate, what: str, timeout: float = 120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
 
 
 def states(url: str, model: str) -> dict:
@@ -64,13 +51,6 @@ def only_version(url: str, model: str, version: int) -> bool:
     s = states(url, model)
     return s.get(version) == "AVAILABLE" and all(v == "END" for k, v in s.items() if k != version)
 
-
-def install(src: pathlib.Path, base: pathlib.Path, version: int) -> None:
-    """Copies a model.onnx into <base>/<version>/ under a temporary name, then renames it."""
-    target = base / str(version)
-    target.mkdir(parents=True)
-    shutil.copyfile(src, target / "model.onnx.partial")
-    os.replace(target / "model.onnx.partial", target / "model.onnx")
 
 
 class Swapper(threading.Thread):
@@ -117,20 +97,11 @@ def main() -> None:
     args = parser.parse_args()
     if min(args.seconds, args.rounds, args.clients, args.channels) < 1:
         parser.error("every argument must be >= 1")
-    build = pathlib.Path(os.environ.get("MODELFLEET_BUILD_DIR", ROOT / "build"))
-    binary = build / "server" / "main" / "modelfleet-server"
-    if not binary.exists():
-        sys.exit(f"{binary} is not built (build_tree modelfleet-server)")
+    binary = server_binary()
 
     with tempfile.TemporaryDirectory(prefix="mf_load_interference_") as tmp_name:
         tmp = pathlib.Path(tmp_name)
-        sources = []
-        for seed in (1, 2):
-            subprocess.run([sys.executable, str(ROOT / "examples" / "models" / "make_cnn.py"),
-                            "--out", str(tmp / "src"), "--version", str(seed),
-                            "--channels", str(args.channels), "--epochs", "0"],
-                           check=True, timeout=600, capture_output=True)
-            sources.append(tmp / "src" / str(seed) / "model.onnx")
+        sources = make_cnn_versions(tmp / "src", args.channels)
         cnn_base = tmp / "cnn"
         install(sources[1], cnn_base, 1)
         config = tmp / "models.config"

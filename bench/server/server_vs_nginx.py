@@ -22,7 +22,6 @@ import os
 import pathlib
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,8 @@ import numpy as np
 import requests
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "server"))
+from bench_common import free_port  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 import proto_stubs  # noqa: E402  (the stubs generated from our .proto files)
 
@@ -40,11 +41,6 @@ ROW = [float((3 * i) % 17) for i in range(64)]
 BODY = json.dumps({"instances": [ROW]})
 PREDICT_PATH = "/v1/models/digits:predict"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_http(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:

@@ -18,7 +18,6 @@ import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,13 +27,10 @@ import time
 import requests
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "server"))
+from bench_common import free_port, install, make_cnn_versions, server_binary, wait_for  # noqa: E402
 MIB = 1024 * 1024
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def proc_kib(pid: int, field: str) -> int:
@@ -43,15 +39,6 @@ def proc_kib(pid: int, field: str) -> int:
             return int(line.split()[1])
     raise KeyError(field)
 
-
-def wait_for(predicate, what: str, timeout: float = 120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
 
 
 def settle_rss(pid: int, seconds: float = 1.0) -> int:
@@ -83,13 +70,6 @@ class Sampler(threading.Thread):
                 return
             time.sleep(0.005)
 
-
-def install(src: pathlib.Path, base: pathlib.Path, version: int) -> None:
-    """Copies a model.onnx into <base>/<version>/ under a temporary name, then renames it."""
-    target = base / str(version)
-    target.mkdir(parents=True)
-    shutil.copyfile(src, target / "model.onnx.partial")
-    os.replace(target / "model.onnx.partial", target / "model.onnx")
 
 
 def loaded_versions(url: str) -> dict:
@@ -166,20 +146,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.swaps < 1 or args.channels < 1:
         parser.error("--swaps and --channels must be >= 1")
-    build = pathlib.Path(os.environ.get("MODELFLEET_BUILD_DIR", ROOT / "build"))
-    binary = build / "server" / "main" / "modelfleet-server"
-    if not binary.exists():
-        sys.exit(f"{binary} is not built (build_tree modelfleet-server)")
+    binary = server_binary()
 
     with tempfile.TemporaryDirectory(prefix="mf_swap_memory_") as tmp_name:
         tmp = pathlib.Path(tmp_name)
-        models = []
-        for seed in (1, 2):  # untrained weights: memory does not depend on accuracy
-            subprocess.run([sys.executable, str(ROOT / "examples" / "models" / "make_cnn.py"),
-                            "--out", str(tmp / "src"), "--version", str(seed),
-                            "--channels", str(args.channels), "--epochs", "0"],
-                           check=True, timeout=600, capture_output=True)
-            models.append(tmp / "src" / str(seed) / "model.onnx")
+        models = make_cnn_versions(tmp / "src", args.channels)
         size = models[0].stat().st_size
         print(f"# {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, {os.cpu_count()} "
               f"cores, load average {os.getloadavg()[0]:.2f}; model.onnx {size / MIB:.1f} MiB, "
