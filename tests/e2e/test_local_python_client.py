@@ -234,3 +234,22 @@ def test_list_at_an_exact_or_a_future_version(local_cluster):
     with pytest.raises(ApiException) as too_large:
         api.list_namespaced_config_map("default", resource_version=str(int(rv) + 1000))
     assert too_large.value.status == 504 and "Too large resource version" in too_large.value.body
+
+
+def test_services_get_an_immutable_loopback_cluster_ip(local_cluster):
+    api = core_api(local_cluster)
+    svc = client.V1Service(metadata=client.V1ObjectMeta(name="web"),
+                           spec=client.V1ServiceSpec(selector={"app": "web"},
+                                                     ports=[client.V1ServicePort(port=80)]))
+    created = api.create_namespaced_service("default", svc)
+    ip = created.spec.cluster_ip
+    assert ip.startswith("127.") and 128 <= int(ip.split(".")[1]) < 192, ip
+    assert created.spec.cluster_i_ps == [ip]
+    # Kept when an update leaves it out, refused when an update changes it.
+    again = api.patch_namespaced_service("web", "default", {"metadata": {"labels": {"tier": "front"}}})
+    assert again.spec.cluster_ip == ip
+    other = "127.128.0.9" if ip != "127.128.0.9" else "127.128.0.10"
+    with pytest.raises(ApiException) as changed:
+        api.patch_namespaced_service("web", "default", {"spec": {"clusterIP": other}})
+    assert changed.value.status == 422 and "field is immutable" in changed.value.body
+    assert api.read_namespaced_service("web", "default").spec.cluster_ip == ip

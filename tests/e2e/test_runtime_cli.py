@@ -51,3 +51,13 @@ def test_named_inputs_and_timings(tmp_path):
     assert "output: FP32 [4, 10]" in proc.stdout
     assert "5 runs: mean" in proc.stdout
     assert rf.max_relative_error(np.load(tmp_path / "output_0.npy"), want) <= 1e-4
+
+
+def test_unknown_precision_is_a_clear_error(tmp_path):
+    model = rf.export("mlp", tmp_path)
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((1, 256), np.float32))
+    proc = subprocess.run([str(cli()), str(model), "--input", str(x), "--precision", "fp8"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "unknown precision 'fp8'" in proc.stderr

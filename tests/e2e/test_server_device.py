@@ -1,9 +1,11 @@
 """Model placement: --device=auto serves on the GPU when the runtime has one and on the CPU
 otherwise; --device=cuda never falls back silently; --gpu_memory_fraction is exported."""
 import pathlib
+import subprocess
 
 import requests
 
+from conftest import build_dir
 from server_fixtures import metric_value, start_server, digits_repo, wait_for  # noqa: F401
 
 
@@ -58,3 +60,11 @@ def test_cpu_never_touches_the_gpu(digits_repo, start_server):
     server = start_server([f"--model_base_path={digits_repo}", "--model_name=digits", "--device=cpu"])
     assert "no usable GPU" not in server.log()
     assert "device=cpu" in server.log()
+
+
+def test_unknown_precision_is_refused_at_start(tmp_path):
+    proc = subprocess.run([str(build_dir() / "server" / "main" / "modelfleet-server"), "--precision=fp8",
+                           "--model_name=digits", f"--model_base_path={tmp_path}", "--port=0", "--rest_api_port=0"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode != 0
+    assert "--precision must be fp32, tf32 or fp16, got 'fp8'" in proc.stderr + proc.stdout
