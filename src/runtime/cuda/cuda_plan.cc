@@ -441,7 +441,14 @@ Status CudaPlan::Impl::Execute(Context& ctx, const std::vector<const Tensor*>& i
     size_t v = static_cast<size_t>(g.outputs[o]);
     if (mode == Mode::kEager) {
       MF_ASSIGN_OR_RETURN(const Tensor* host, to_host(v));
-      outputs->push_back(host->Clone());
+      // A downloaded output this run owns is handed over, unless another output names it again.
+      const bool owned = host == &f.host_owned[v];
+      if (owned && std::count(g.outputs.begin() + static_cast<std::ptrdiff_t>(o) + 1, g.outputs.end(), g.outputs[o]) == 0) {
+        outputs->push_back(std::move(f.host_owned[v]));
+        f.host[v] = nullptr;
+      } else {
+        outputs->push_back(host->Clone());
+      }
       continue;
     }
     // Capture: host-computed outputs are the same on every replay of this signature; device
