@@ -6,6 +6,9 @@
 
 #include <array>
 #include <cmath>
+#include <initializer_list>
+#include <string>
+#include <unordered_map>
 
 #include "metrics/metrics.h"
 
@@ -88,57 +91,127 @@ bool IsInference(std::string_view api) {
 // Triton's duration counters are whole microseconds (nanoseconds / 1000 per request).
 double WholeMicros(double seconds) { return seconds > 0 ? std::floor(seconds * 1e6) : 0; }
 
-}  // namespace
+// The series a request, execution or queue wait updates, looked up once per label set and
+// thread, then kept: Family::Add per update would take the family's lock and build a label map
+// every time. The pointers stay valid because nothing ever removes series from these families.
+struct RequestSeries {
+  prometheus::Counter* tf_count;
+  prometheus::Histogram* tf_latency;
+  prometheus::Counter* requests;
+  prometheus::Histogram* latency;
+  prometheus::Counter* nv_outcome = nullptr;  // success or failure; null when not an inference
+  prometheus::Counter* nv_request_us = nullptr;
+};
 
-void RecordRequest(const RequestRecord& record) {
+struct ExecutionSeries {
+  prometheus::Histogram* tf_runtime;
+  prometheus::Histogram* compute;
+  prometheus::Counter* nv_executions = nullptr;  // Triton's series: null without a version
+  prometheus::Counter* nv_inferences = nullptr;
+  prometheus::Counter* nv_compute_us = nullptr;
+};
+
+struct QueueSeries {
+  prometheus::Histogram* queue;
+  prometheus::Counter* nv_queue_us = nullptr;
+};
+
+template <typename Series, typename Make>
+const Series& Cached(std::string key, Make make) {
+  thread_local std::unordered_map<std::string, Series> cache;
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(std::move(key), make()).first;
+  return it->second;
+}
+
+std::string Key(std::initializer_list<std::string_view> parts) {
+  std::string key;
+  for (std::string_view part : parts) {
+    key.append(part);
+    key.push_back('\0');
+  }
+  return key;
+}
+
+RequestSeries MakeRequestSeries(const RequestRecord& record) {
   Families& f = Get();
   const std::string model(record.model);
   const std::string api(record.api);
   const std::string status(StatusCodeName(record.code));
-  f.tf_request_count.Add({{"model_name", model}, {"status", status}}).Increment();
-  f.tf_request_latency
-      .Add({{"model_name", model},
-            {"API", api},
-            {"entrypoint", record.entrypoint == Entrypoint::kRest ? "REST" : "GRPC"}},
-           TfMicrosBuckets())
-      .Observe(record.total_seconds * 1e6);
-  f.requests
-      .Add({{"model", model},
-            {"version", record.version >= 0 ? std::to_string(record.version) : ""},
-            {"api", api},
-            {"status", status}})
-      .Increment();
-  f.request_latency.Add({{"model", model}, {"api", api}}, metrics::LatencySecondsBuckets())
-      .Observe(record.total_seconds);
-  if (record.version < 0 || !IsInference(record.api)) return;
-  const prometheus::Labels labels = TritonLabels(record.model, record.version);
-  if (record.code == StatusCode::kOk) {
-    f.nv_success.Add(labels).Increment();
-    f.nv_request_us.Add(labels).Increment(WholeMicros(record.total_seconds));
-  } else {
-    f.nv_failure.Add(labels).Increment();
+  RequestSeries series{
+      &f.tf_request_count.Add({{"model_name", model}, {"status", status}}),
+      &f.tf_request_latency.Add({{"model_name", model},
+                                 {"API", api},
+                                 {"entrypoint", record.entrypoint == Entrypoint::kRest ? "REST" : "GRPC"}},
+                                TfMicrosBuckets()),
+      &f.requests.Add({{"model", model},
+                       {"version", record.version >= 0 ? std::to_string(record.version) : ""},
+                       {"api", api},
+                       {"status", status}}),
+      &f.request_latency.Add({{"model", model}, {"api", api}}, metrics::LatencySecondsBuckets()),
+  };
+  if (record.version >= 0 && IsInference(record.api)) {
+    const prometheus::Labels labels = TritonLabels(record.model, record.version);
+    if (record.code == StatusCode::kOk) {
+      series.nv_outcome = &f.nv_success.Add(labels);
+      series.nv_request_us = &f.nv_request_us.Add(labels);
+    } else {
+      series.nv_outcome = &f.nv_failure.Add(labels);
+    }
   }
+  return series;
+}
+
+}  // namespace
+
+void RecordRequest(const RequestRecord& record) {
+  const std::string version = std::to_string(record.version);
+  const RequestSeries& series =
+      Cached<RequestSeries>(Key({record.model, version, record.api, StatusCodeName(record.code),
+                                 record.entrypoint == Entrypoint::kRest ? "REST" : "GRPC"}),
+                            [&] { return MakeRequestSeries(record); });
+  series.tf_count->Increment();
+  series.tf_latency->Observe(record.total_seconds * 1e6);
+  series.requests->Increment();
+  series.latency->Observe(record.total_seconds);
+  if (series.nv_outcome) series.nv_outcome->Increment();
+  if (series.nv_request_us) series.nv_request_us->Increment(WholeMicros(record.total_seconds));
 }
 
 void RecordExecution(const ExecutionRecord& record) {
-  Families& f = Get();
-  const std::string model(record.model);
-  f.tf_runtime_latency.Add({{"model_name", model}, {"API", "Predict"}, {"runtime", "onnx"}}, TfMicrosBuckets())
-      .Observe(record.compute_seconds * 1e6);
-  f.compute_latency.Add({{"model", model}}, metrics::LatencySecondsBuckets()).Observe(record.compute_seconds);
-  if (!record.ok || record.version < 0) return;
-  const prometheus::Labels labels = TritonLabels(record.model, record.version);
-  f.nv_executions.Add(labels).Increment();
-  f.nv_inferences.Add(labels).Increment(static_cast<double>(record.rows));
+  const ExecutionSeries& series = Cached<ExecutionSeries>(Key({record.model, std::to_string(record.version)}), [&] {
+    Families& f = Get();
+    const std::string model(record.model);
+    ExecutionSeries made{
+        &f.tf_runtime_latency.Add({{"model_name", model}, {"API", "Predict"}, {"runtime", "onnx"}}, TfMicrosBuckets()),
+        &f.compute_latency.Add({{"model", model}}, metrics::LatencySecondsBuckets()),
+    };
+    if (record.version >= 0) {
+      const prometheus::Labels labels = TritonLabels(record.model, record.version);
+      made.nv_executions = &f.nv_executions.Add(labels);
+      made.nv_inferences = &f.nv_inferences.Add(labels);
+      made.nv_compute_us = &f.nv_compute_infer_us.Add(labels);
+    }
+    return made;
+  });
+  series.tf_runtime->Observe(record.compute_seconds * 1e6);
+  series.compute->Observe(record.compute_seconds);
+  if (!record.ok || !series.nv_executions) return;
+  series.nv_executions->Increment();
+  series.nv_inferences->Increment(static_cast<double>(record.rows));
   // Each request of a batch spent the whole execution computing (Triton's per-request sum).
-  f.nv_compute_infer_us.Add(labels).Increment(WholeMicros(record.compute_seconds) *
-                                              static_cast<double>(record.requests));
+  series.nv_compute_us->Increment(WholeMicros(record.compute_seconds) * static_cast<double>(record.requests));
 }
 
 void RecordQueueWait(std::string_view model, int64_t version, double seconds) {
-  Families& f = Get();
-  f.queue_latency.Add({{"model", std::string(model)}}, metrics::LatencySecondsBuckets()).Observe(seconds);
-  if (version >= 0) f.nv_queue_us.Add(TritonLabels(model, version)).Increment(WholeMicros(seconds));
+  const QueueSeries& series = Cached<QueueSeries>(Key({model, std::to_string(version)}), [&] {
+    Families& f = Get();
+    QueueSeries made{&f.queue_latency.Add({{"model", std::string(model)}}, metrics::LatencySecondsBuckets())};
+    if (version >= 0) made.nv_queue_us = &f.nv_queue_us.Add(TritonLabels(model, version));
+    return made;
+  });
+  series.queue->Observe(seconds);
+  if (series.nv_queue_us) series.nv_queue_us->Increment(WholeMicros(seconds));
 }
 
 }  // namespace mf::server

@@ -209,9 +209,10 @@ void ModelManager::ApplyPendingConfig() {
     for (const auto& [v, tracked] : it->second->versions) {
       repository_metrics::RemoveVersion(it->first, v);
     }
+    decltype(snapshots_)::node_type removed;  // destroyed after the lock (see Publish)
     {
       std::unique_lock lock(snapshots_mu_);
-      snapshots_.erase(it->first);
+      removed = snapshots_.extract(it->first);
     }
     it = models_.erase(it);
   }
@@ -403,8 +404,14 @@ void ModelManager::Publish(const ModelState& model) {
   }
   snapshot->labels = model.config.version_labels;
   snapshot->storage_status = model.storage_status;
-  std::unique_lock lock(snapshots_mu_);
-  snapshots_[model.config.name] = std::move(snapshot);
+  // The old snapshot may hold the last reference to an unloaded version: swap it out under the
+  // lock and let it (and the model's memory) go after, so that requests for other models never
+  // wait on the lock while a model is torn down.
+  std::shared_ptr<const Snapshot> previous = std::move(snapshot);
+  {
+    std::unique_lock lock(snapshots_mu_);
+    snapshots_[model.config.name].swap(previous);
+  }
 }
 
 StatusOr<ServableHandle> ModelManager::GetServable(std::string_view model, const VersionRequest& request) const {

@@ -37,6 +37,10 @@ class DeadlineTimer {
   // Keyed by (deadline, id): ordered by time, unique per entry.
   std::map<std::pair<Clock::time_point, uint64_t>, std::function<void()>> pending_;
   std::map<uint64_t, Clock::time_point> deadlines_;
+  // When the loop's current wait ends (max: it waits for work). Cancel leaves it alone, so the
+  // loop may wake once for a deadline already cancelled; that is cheaper than a wake-up per
+  // Schedule.
+  Clock::time_point wake_at_ = Clock::time_point::max();
   uint64_t next_id_ = 1;
   bool stopping_ = false;
   std::thread thread_;

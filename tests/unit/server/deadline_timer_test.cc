@@ -52,5 +52,24 @@ TEST(DeadlineTimerTest, CancelAfterFiringReportsFalse) {
   EXPECT_FALSE(timer.Cancel(id));
 }
 
+// The loop is only woken for a deadline sooner than its planned wake-up: one scheduled before a
+// cancelled, later one must still wake it, and one after a cancelled, sooner one must still run.
+TEST(DeadlineTimerTest, FiresOnTimeAroundCancelledDeadlines) {
+  DeadlineTimer timer;
+  auto now = Clock::now();
+  EXPECT_TRUE(timer.Cancel(timer.Schedule(now + std::chrono::seconds(3600), [] {})));
+  std::promise<Clock::time_point> sooner;
+  timer.Schedule(now + milliseconds(20), [&] { sooner.set_value(Clock::now()); });
+  auto sooner_future = sooner.get_future();
+  ASSERT_EQ(sooner_future.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_LT(sooner_future.get() - now, std::chrono::seconds(5));
+
+  now = Clock::now();
+  EXPECT_TRUE(timer.Cancel(timer.Schedule(now + milliseconds(10), [] {})));
+  std::promise<void> after;
+  timer.Schedule(now + milliseconds(40), [&] { after.set_value(); });
+  ASSERT_EQ(after.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+}
+
 }  // namespace
 }  // namespace mf::server::rest
