@@ -3,14 +3,15 @@
 loaded by wrk over REST while model B (a CNN, ~19 MB) is swapped to a new version back to back,
 against the same wrk load with B left alone, in the same run and on the same server.
 
-    /usr/bin/python3 bench/server/load_interference.py [--seconds 8] [--rounds 2]
+    /usr/bin/python3 bench/server/load_interference.py [--seconds 4] [--rounds 7]
         [--clients 2] [--channels 512] [--server-arg=--load_thread_nice=0 ...]
 
 Phases alternate quiet / loading for --rounds rounds so that drift in the machine's background
 load hits both alike. In a loading phase a thread installs B's next version the moment the
 previous swap finished (new version AVAILABLE, old one END), so B is loading or unloading for
 the whole phase. wrk is closed loop with --clients connections (few: the aim is the latency
-each request sees, not a saturated queue). Target: p99 while loading <= 1.10x p99 when quiet.
+each request sees, not a saturated queue). Target: p99 while loading <= 1.10x p99 when quiet,
+compared as medians over the rounds.
 Needs a built modelfleet-server (MODELFLEET_BUILD_DIR or build/) and torch for make_cnn.py.
 """
 import argparse
@@ -18,7 +19,7 @@ import json
 import os
 import pathlib
 import re
-import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,6 +53,24 @@ def only_version(url: str, model: str, version: int) -> bool:
 
 
 
+def publish(src: pathlib.Path, base: pathlib.Path, version: int) -> None:
+    """Publishes a version the way a deployment tool should: a complete directory renamed into
+    place. The file is hard-linked, not copied, so the tool's own disk work (copying 19 MB,
+    writeback) stays out of the measurement; the server still reads, parses and warms up the
+    whole model."""
+    staging = base.parent / "staging" / str(version)
+    staging.mkdir(parents=True)
+    os.link(src, staging / "model.onnx")
+    os.rename(staging, base / str(version))
+
+
+def retire(base: pathlib.Path, version: int) -> None:
+    """Moves a version out of the base path (deleted with the temporary directory at the end)."""
+    trash = base.parent / "retired"
+    trash.mkdir(exist_ok=True)
+    os.rename(base / str(version), trash / str(version))
+
+
 class Swapper(threading.Thread):
     """Swaps model B to its next version back to back until stopped."""
 
@@ -72,9 +91,9 @@ class Swapper(threading.Thread):
         try:
             while not self.stop_event.is_set():
                 new = self.version + 1
-                install(self.sources[new % len(self.sources)], self.base, new)
+                publish(self.sources[new % len(self.sources)], self.base, new)
                 wait_for(lambda: only_version(self.url, "cnn", new), f"cnn version {new}")
-                shutil.rmtree(self.base / str(self.version))
+                retire(self.base, self.version)
                 self.version, self.swaps = new, self.swaps + 1
         except Exception as e:  # reported by the main thread
             self.error = e
@@ -95,8 +114,8 @@ def wrk(url: str, clients: int, seconds: int, script: pathlib.Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=int, default=8, help="seconds per phase")
-    parser.add_argument("--rounds", type=int, default=2, help="quiet + loading pairs")
+    parser.add_argument("--seconds", type=int, default=4, help="seconds per phase")
+    parser.add_argument("--rounds", type=int, default=7, help="quiet + loading pairs")
     parser.add_argument("--clients", type=int, default=2, help="wrk connections to model A")
     parser.add_argument("--channels", type=int, default=512, help="make_cnn.py --channels for model B")
     parser.add_argument("--server-arg", action="append", default=[],
@@ -161,8 +180,11 @@ def main() -> None:
         print(f"| {round_} | {phase} | {m['rps']:.0f} | {m['p50']:.3f} | {m['p99']:.3f} | {swaps} |")
     quiet_p99 = [m["p99"] for _, phase, m, _ in rows if phase == "quiet"]
     loading_p99 = [m["p99"] for _, phase, m, _ in rows if phase != "quiet"]
-    ratio = (sum(loading_p99) / len(loading_p99)) / (sum(quiet_p99) / len(quiet_p99))
-    print(f"\nmodel A p99 while B loads / p99 quiet: {ratio:.2f}x (target <= 1.10x)")
+    # Medians over rounds: on a shared 2-core VM one noisy phase (another process, the host)
+    # moves a phase's p99 several-fold, and a mean would carry that into the ratio.
+    ratio = statistics.median(loading_p99) / statistics.median(quiet_p99)
+    print(f"\nmodel A p99, median over rounds: {statistics.median(quiet_p99):.3f} ms quiet, "
+          f"{statistics.median(loading_p99):.3f} ms while B loads: {ratio:.2f}x (target <= 1.10x)")
 
 
 if __name__ == "__main__":
