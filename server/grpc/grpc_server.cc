@@ -1,6 +1,12 @@
 #include "server/grpc/grpc_server.h"
 
+#include <google/protobuf/arena.h>
+
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -10,6 +16,7 @@
 #include "http2/server.h"
 #include "server/grpc/grpc_services.h"
 #include "server/grpc/health_watchers.h"
+#include "server/repository/deadline_timer.h"
 
 namespace mf::server {
 namespace {
@@ -30,6 +37,17 @@ class Http2CallContext final : public CallContext {
  private:
   const http2::GrpcCall& call_;
 };
+
+// Room for a small predict call's request and response (a digits row and its answer) before
+// the arena asks malloc for more.
+constexpr size_t kArenaFirstBlockBytes = 2048;
+
+google::protobuf::ArenaOptions ArenaOptions(char* first_block, size_t bytes) {
+  google::protobuf::ArenaOptions options;
+  options.initial_block = first_block;
+  options.initial_block_size = bytes;
+  return options;
+}
 
 // Parses the call's request message; INTERNAL when it is not one (as gRPC servers answer).
 template <class Request>
@@ -63,23 +81,40 @@ http2::GrpcHandler Inline(Impl* impl, Status (Impl::*method)(const CallContext&,
 }
 
 // A method that answers through `finish`, now or later from another thread (a batch).
+// A call with a deadline is answered DEADLINE_EXCEEDED when it passes, even while its request
+// still waits in a batch queue or runs; the late answer is then dropped (GrpcCall answers once).
 template <class Impl, class Request, class Response>
-http2::GrpcHandler Deferred(Impl* impl,
-                            void (Impl::*method)(const CallContext&, const Request*, Response*, RpcFinish)) {
+http2::GrpcHandler Deferred(Impl* impl, void (Impl::*method)(const CallContext&, const Request*, Response*, RpcFinish),
+                            std::shared_ptr<DeadlineTimer> timer) {
+  // The request and response live on an arena that starts in the state's own block: their maps,
+  // strings and tensors cost no malloc each, and all of it goes with the state at once.
   struct State {
-    explicit State(std::shared_ptr<http2::GrpcCall> c) : call(std::move(c)), context(*call) {}
+    explicit State(std::shared_ptr<http2::GrpcCall> c)
+        : call(std::move(c)), context(*call), arena(ArenaOptions(first_block, sizeof(first_block))),
+          request(google::protobuf::Arena::CreateMessage<Request>(&arena)),
+          response(google::protobuf::Arena::CreateMessage<Response>(&arena)) {}
     std::shared_ptr<http2::GrpcCall> call;
     Http2CallContext context;
-    Request request;
-    Response response;
+    alignas(std::max_align_t) char first_block[kArenaFirstBlockBytes];
+    google::protobuf::Arena arena;
+    Request* request;
+    Response* response;
   };
-  return [impl, method](std::shared_ptr<http2::GrpcCall> call) {
+  return [impl, method, timer](std::shared_ptr<http2::GrpcCall> call) {
     auto state = std::make_shared<State>(std::move(call));
-    if (Status parsed = ParseRequest(*state->call, &state->request); !parsed.ok()) {
+    if (Status parsed = ParseRequest(*state->call, state->request); !parsed.ok()) {
       return state->call->Finish(parsed);
     }
-    (impl->*method)(state->context, &state->request, &state->response,
-                    [state](const Status& status) { Answer(*state->call, status, state->response); });
+    std::optional<uint64_t> expiry;
+    if (state->call->deadline() != http2::GrpcCall::Clock::time_point::max()) {
+      expiry = timer->Schedule(state->call->deadline(), [call = std::weak_ptr<http2::GrpcCall>(state->call)] {
+        if (auto alive = call.lock()) alive->Finish(DeadlineExceeded("Deadline Exceeded"));
+      });
+    }
+    (impl->*method)(state->context, state->request, state->response, [state, timer, expiry](const Status& status) {
+      if (expiry && !timer->Cancel(*expiry)) return;  // already answered DEADLINE_EXCEEDED
+      Answer(*state->call, status, *state->response);
+    });
   };
 }
 
@@ -97,7 +132,7 @@ struct GrpcServer::Services {
     using I = InferenceServiceImpl;
     http2::GrpcRouter router(max_message_bytes);
     const std::string tfs_prediction = "/tensorflow.serving.PredictionService/";
-    router.Add(tfs_prediction + "Predict", Deferred(&prediction, &P::Predict))
+    router.Add(tfs_prediction + "Predict", Deferred(&prediction, &P::Predict, timer))
         .Add(tfs_prediction + "GetModelMetadata", Inline(&prediction, &P::GetModelMetadata))
         .Add(tfs_prediction + "Classify", Inline(&prediction, &P::Classify))
         .Add(tfs_prediction + "Regress", Inline(&prediction, &P::Regress))
@@ -111,7 +146,7 @@ struct GrpcServer::Services {
         .Add(v2 + "ModelReady", Inline(&inference, &I::ModelReady))
         .Add(v2 + "ServerMetadata", Inline(&inference, &I::ServerMetadata))
         .Add(v2 + "ModelMetadata", Inline(&inference, &I::ModelMetadata))
-        .Add(v2 + "ModelInfer", Deferred(&inference, &I::ModelInfer));
+        .Add(v2 + "ModelInfer", Deferred(&inference, &I::ModelInfer, timer));
     const std::string health_service = "/grpc.health.v1.Health/";
     router.Add(health_service + "Check", Inline(&health, &HealthServiceImpl::Check))
         .Add(health_service + "Watch", [watchers](std::shared_ptr<http2::GrpcCall> call) {
@@ -122,6 +157,7 @@ struct GrpcServer::Services {
     return router;
   }
 
+  std::shared_ptr<DeadlineTimer> timer = std::make_shared<DeadlineTimer>();
   PredictionServiceImpl prediction;
   ModelServiceImpl model;
   InferenceServiceImpl inference;

@@ -27,6 +27,13 @@ Status Finish(const Status& status, std::string_view model, int64_t version, std
   return status;
 }
 
+// A run that ended after the call's deadline answered nothing in time: the client has been told
+// DEADLINE_EXCEEDED (by the deadline timer, or by the call itself), so that is what is counted.
+Status InTime(Status status, Clock::time_point deadline) {
+  if (status.ok() && Clock::now() > deadline) return DeadlineExceeded("Deadline Exceeded");
+  return status;
+}
+
 VersionRequest FromModelSpec(const tfs::ModelSpec& spec) {
   switch (spec.version_choice_case()) {
     case tfs::ModelSpec::kVersion:
@@ -110,7 +117,8 @@ void PredictionServiceImpl::Predict(const CallContext& context, const tfs::Predi
   std::shared_ptr<const Servable> servable = handle->servable;
   DispatchRun(*runs_, servable, std::move(inputs).value(),
                      [handle = std::move(handle).value(), wanted = std::move(wanted), response,
-                      finish = std::move(finish), start](Status status, Servable::Outputs outputs) {
+                      finish = std::move(finish), start,
+                      deadline = context.deadline()](Status status, Servable::Outputs outputs) {
                        if (status.ok()) {
                          const runtime::Signature& signature = handle.servable->signature();
                          for (size_t i = 0; i < outputs.size() && i < signature.outputs.size(); ++i) {
@@ -121,7 +129,7 @@ void PredictionServiceImpl::Predict(const CallContext& context, const tfs::Predi
                          }
                          FillModelSpec(handle, response->mutable_model_spec());
                        }
-                       finish(Finish(status, handle.model, handle.version, "Predict", start));
+                       finish(Finish(InTime(status, deadline), handle.model, handle.version, "Predict", start));
                      });
 }
 
@@ -276,7 +284,8 @@ void InferenceServiceImpl::ModelInfer(const CallContext& context, const inferenc
   std::shared_ptr<const Servable> servable = handle->servable;
   DispatchRun(*runs_, servable, std::move(inputs).value(), [handle = std::move(handle).value(), selected = std::move(selected),
                                                  request, response, finish = std::move(finish),
-                                                 start](Status status, Servable::Outputs outputs) {
+                                                 start, deadline = context.deadline()](Status status,
+                                                                                     Servable::Outputs outputs) {
     auto encode = [&]() -> Status {
       MF_RETURN_IF_ERROR(status);
       const runtime::Signature& signature = handle.servable->signature();
@@ -295,7 +304,7 @@ void InferenceServiceImpl::ModelInfer(const CallContext& context, const inferenc
       response->set_id(request->id());
       return Status::Ok();
     };
-    finish(Finish(encode(), handle.model, handle.version, "ModelInfer", start));
+    finish(Finish(InTime(encode(), deadline), handle.model, handle.version, "ModelInfer", start));
   });
 }
 

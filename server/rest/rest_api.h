@@ -12,7 +12,7 @@
 #include "http/server.h"
 #include "server/config/monitoring_config.h"
 #include "server/repository/model_manager.h"
-#include "server/rest/deadline_timer.h"
+#include "server/repository/deadline_timer.h"
 #include "server/repository/run_pool.h"
 
 namespace mf::server::rest {

@@ -1,8 +1,10 @@
 """Dynamic batching: 64 concurrent clients on a CNN get the same numbers as unbatched requests,
 and the batch size metrics show that batches of more than one request really ran."""
+import re
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import requests
@@ -83,3 +85,44 @@ def test_rest_timeout_answers_504(tmp_path, start_server):
     full = requests.post(f"{server.url}/v1/models/digits:predict",
                          json={"instances": [[0.0] * 64] * 8}, timeout=30)
     assert full.status_code == 200, "a full batch runs at once"
+
+
+def test_grpc_deadline_answered_while_queued(tmp_path, start_server):
+    """A gRPC call whose grpc-timeout passes while its request waits in a batch queue is answered
+    DEADLINE_EXCEEDED at its deadline, not when the batch finally runs. h2load is the client: a
+    grpcio client would give up on its own at the deadline and hide when the server answered."""
+    base = tmp_path / "digits"
+    base.mkdir()
+    (base / "1").symlink_to(EXAMPLES / "digits" / "1", target_is_directory=True)
+    params = tmp_path / "batching.config"
+    params.write_text("max_batch_size { value: 8 }\nbatch_timeout_micros { value: 3000000 }\n")  # 3 s
+    server = start_server(["--model_name=digits", f"--model_base_path={base}", "--enable_batching",
+                           f"--batching_parameters_file={params}"])
+    import proto_stubs
+    predict_pb2 = proto_stubs.module("tensorflow_serving.apis.predict_pb2")
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "digits"
+    images = request.inputs["images"]
+    images.dtype = 1  # DT_FLOAT
+    images.tensor_shape.dim.add().size = 1
+    images.tensor_shape.dim.add().size = 64
+    images.float_val.extend([0.0] * 64)
+    message = request.SerializeToString()
+    body = tmp_path / "call.bin"
+    body.write_bytes(b"\x00" + len(message).to_bytes(4, "big") + message)
+    out = subprocess.run(
+        ["h2load", "-n1", "-c1", "-d", str(body), "-H", "content-type: application/grpc", "-H", "te: trailers",
+         "-H", "grpc-timeout: 300m", f"http://{server.grpc_target}/tensorflow.serving.PredictionService/Predict"],
+        capture_output=True, text=True, timeout=30, check=True).stdout
+    assert "1 succeeded" in out, out
+    value, unit = re.search(r"time for request:\s+([\d.]+)(us|ms|s)\b", out).groups()
+    seconds = float(value) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[unit]
+    assert 0.25 < seconds < 1.5, f"answered after {seconds:.3f} s, the deadline was 0.3 s and the batch waits 3 s"
+
+    def counted():
+        return metric_value(server.metrics(), "modelfleet_requests_total", model="digits", api="Predict",
+                            status="DEADLINE_EXCEEDED")
+    deadline = time.monotonic() + 20
+    while counted() < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert counted() == 1, "the late run is counted as the DEADLINE_EXCEEDED the client got"

@@ -1,4 +1,4 @@
-#include "server/rest/deadline_timer.h"
+#include "server/repository/deadline_timer.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <future>
 #include <vector>
 
-namespace mf::server::rest {
+namespace mf::server {
 namespace {
 
 using Clock = DeadlineTimer::Clock;
@@ -72,4 +72,4 @@ TEST(DeadlineTimerTest, FiresOnTimeAroundCancelledDeadlines) {
 }
 
 }  // namespace
-}  // namespace mf::server::rest
+}  // namespace mf::server

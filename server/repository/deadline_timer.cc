@@ -1,6 +1,6 @@
-#include "server/rest/deadline_timer.h"
+#include "server/repository/deadline_timer.h"
 
-namespace mf::server::rest {
+namespace mf::server {
 
 DeadlineTimer::DeadlineTimer() : thread_([this] { Loop(); }) {}
 
@@ -63,4 +63,4 @@ void DeadlineTimer::Loop() {
   }
 }
 
-}  // namespace mf::server::rest
+}  // namespace mf::server

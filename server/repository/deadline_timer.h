@@ -1,7 +1,9 @@
 // DeadlineTimer: runs callbacks at deadlines on one thread of its own, and lets the caller
-// cancel them (the usual case: the work finished in time). Used for --rest_api_timeout_in_ms:
-// a prediction still running at its deadline is answered 504 DEADLINE_EXCEEDED, as TF Serving
-// does. Callbacks must be short; they run without the timer's lock held.
+// cancel them (the usual case: the work finished in time). Used for --rest_api_timeout_in_ms (a
+// prediction still running at its deadline is answered 504, as TF Serving does) and for gRPC
+// deadlines (a call still queued or running at its grpc-timeout is answered DEADLINE_EXCEEDED
+// then, not when its batch finishes). Callbacks must be short; they run without the timer's
+// lock held.
 #pragma once
 
 #include <chrono>
@@ -13,7 +15,7 @@
 #include <thread>
 #include <utility>
 
-namespace mf::server::rest {
+namespace mf::server {
 
 class DeadlineTimer {
  public:
@@ -46,4 +48,4 @@ class DeadlineTimer {
   std::thread thread_;
 };
 
-}  // namespace mf::server::rest
+}  // namespace mf::server
