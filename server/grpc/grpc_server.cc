@@ -38,9 +38,9 @@ class Http2CallContext final : public CallContext {
   const http2::GrpcCall& call_;
 };
 
-// Room for a small predict call's request and response (a digits row and its answer) before
-// the arena asks malloc for more.
-constexpr size_t kArenaFirstBlockBytes = 2048;
+// Room for a small predict call's request and response (a digits row and its answer, about
+// 2.5 KB with the arena's own bookkeeping) before the arena asks malloc for more.
+constexpr size_t kArenaFirstBlockBytes = 4096;
 
 google::protobuf::ArenaOptions ArenaOptions(char* first_block, size_t bytes) {
   google::protobuf::ArenaOptions options;

@@ -2,8 +2,12 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <boost/container/small_vector.hpp>
+
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <utility>
 
 namespace mf::http2 {
@@ -25,15 +29,16 @@ struct Session::Stream {
 
 namespace {
 
-std::vector<nghttp2_nv> ToNv(const Headers& headers) {
-  std::vector<nghttp2_nv> nv;
-  nv.reserve(headers.size());
-  for (const auto& [name, value] : headers) {
-    nv.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-                  reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-                  NGHTTP2_NV_FLAG_NONE});
-  }
-  return nv;
+// Header lists handed to nghttp2 (which copies them): on the stack for the usual few headers.
+using NvList = boost::container::small_vector<nghttp2_nv, 8>;
+
+nghttp2_nv Nv(std::string_view name, std::string_view value) {
+  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(), NGHTTP2_NV_FLAG_NONE};
+}
+
+void AppendNv(const Headers& headers, NvList* nv) {
+  for (const auto& [name, value] : headers) nv->push_back(Nv(name, value));
 }
 
 }  // namespace
@@ -48,6 +53,7 @@ struct Session::Callbacks {
     auto stream = std::make_unique<Stream>();
     stream->id = frame->hd.stream_id;
     stream->request.peer = self->peer_;
+    stream->request.headers.reserve(8);  // a gRPC client sends about 5: one allocation, not four
     nghttp2_session_set_stream_user_data(session, stream->id, stream.get());
     self->streams_[stream->id] = std::move(stream);
     return 0;
@@ -163,7 +169,8 @@ struct Session::Callbacks {
       *data_flags |= NGHTTP2_DATA_FLAG_EOF;
       if (!stream->trailers.empty()) {
         // Trailers end the stream instead of this DATA frame.
-        std::vector<nghttp2_nv> nv = ToNv(stream->trailers);
+        NvList nv;
+        AppendNv(stream->trailers, &nv);
         if (nghttp2_submit_trailer(session, stream_id, nv.data(), nv.size()) == 0) {
           *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
         }
@@ -256,11 +263,9 @@ void Session::DeliverEvents() {
 }
 
 void Session::SubmitResponse(Stream& stream, const ResponsePart& part) {
-  Headers head;
-  head.reserve(part.headers.size() + 1);
-  head.emplace_back(":status", std::to_string(part.status));
-  head.insert(head.end(), part.headers.begin(), part.headers.end());
-  std::vector<nghttp2_nv> nv = ToNv(head);
+  const std::string status = std::to_string(part.status);
+  NvList nv{Nv(":status", status)};
+  AppendNv(part.headers, &nv);
   stream.response_started = true;
   if (part.end && part.data.empty() && part.trailers.empty()) {
     nghttp2_submit_response(session_, stream.id, nv.data(), nv.size(), nullptr);
