@@ -4,7 +4,7 @@ loaded by wrk over REST while model B (a CNN, ~19 MB) is swapped to a new versio
 against the same wrk load with B left alone, in the same run and on the same server.
 
     /usr/bin/python3 bench/server/load_interference.py [--seconds 4] [--rounds 7]
-        [--clients 2] [--channels 512] [--server-arg=--load_thread_nice=0 ...]
+        [--clients 2] [--channels 512] [--client wrk|exact] [--server-arg=--load_thread_nice=0 ...]
 
 Phases alternate quiet / loading for --rounds rounds so that drift in the machine's background
 load hits both alike. In a loading phase a thread installs B's next version the moment the
@@ -112,18 +112,34 @@ def wrk(url: str, clients: int, seconds: int, script: pathlib.Path) -> dict:
             "p50": ms("50"), "p99": ms("99")}
 
 
+def exact(binary: pathlib.Path, port: int, clients: int, seconds: int, body: pathlib.Path) -> dict:
+    """bench/server/rest_predict_load: the same closed loop as wrk, every request timed."""
+    out = subprocess.run([str(binary), str(port), str(clients), str(seconds), PREDICT_PATH, str(body)],
+                         capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
+    fields = dict(item.split("=") for item in out.split())
+    if int(fields["errors"]):
+        raise RuntimeError(f"rest_predict_load saw failed requests: {out}")
+    return {"rps": float(fields["rps"]), "p50": float(fields["p50_ms"]), "p99": float(fields["p99_ms"])}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=4, help="seconds per phase")
     parser.add_argument("--rounds", type=int, default=7, help="quiet + loading pairs")
     parser.add_argument("--clients", type=int, default=2, help="wrk connections to model A")
     parser.add_argument("--channels", type=int, default=512, help="make_cnn.py --channels for model B")
+    parser.add_argument("--client", choices=["wrk", "exact"], default="wrk",
+                        help="load generator for model A: wrk, or bench/server/rest_predict_load (same closed "
+                             "loop, every request timed)")
     parser.add_argument("--server-arg", action="append", default=[],
                         help="extra modelfleet-server flag (repeatable), e.g. --server-arg=--load_thread_nice=0")
     args = parser.parse_args()
     if min(args.seconds, args.rounds, args.clients, args.channels) < 1:
         parser.error("every argument must be >= 1")
     binary = server_binary()
+    probe = binary.parents[2] / "bench" / "server" / "rest_predict_load"
+    if args.client == "exact" and not probe.exists():
+        sys.exit(f"{probe} is not built (build_tree rest_predict_load)")
 
     with tempfile.TemporaryDirectory(prefix="mf_load_interference_") as tmp_name:
         tmp = pathlib.Path(tmp_name)
@@ -136,6 +152,8 @@ def main() -> None:
             f'  config {{ name: "digits" base_path: "{ROOT / "examples" / "models" / "digits"}" }}\n'
             f'  config {{ name: "cnn" base_path: "{cnn_base}" }}\n'
             '}\n')
+        body = tmp / "body.json"
+        body.write_text(json.dumps({"instances": [ROW]}))
         script = tmp / "post.lua"
         script.write_text('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
                           f"wrk.body = {json.dumps(json.dumps({'instances': [ROW]}))}\n")
@@ -147,20 +165,25 @@ def main() -> None:
              "--file_system_poll_wait_seconds=0.2", "--log_level=warning"] + args.server_arg,
             stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{rest_port}"
+
+        def load() -> dict:
+            if args.client == "exact":
+                return exact(probe, rest_port, args.clients, args.seconds, body)
+            return wrk(url + PREDICT_PATH, args.clients, args.seconds, script)
         rows = []
         try:
             wait_for(lambda: only_version(url, "cnn", 1) and states(url, "digits"), "both models")
             print(f"# {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, {os.cpu_count()} cores, "
                   f"load average {os.getloadavg()[0]:.2f}; model B {sources[0].stat().st_size / 2**20:.1f} MiB; "
-                  f"server flags {' '.join(args.server_arg) or '(defaults)'}",
+                  f"client {args.client}; server flags {' '.join(args.server_arg) or '(defaults)'}",
                   flush=True)
             version = 1
             for round_ in range(1, args.rounds + 1):
-                quiet = wrk(url + PREDICT_PATH, args.clients, args.seconds, script)
+                quiet = load()
                 rows.append((round_, "quiet", quiet, 0))
                 swapper = Swapper(url, cnn_base, sources, version)
                 swapper.start()
-                loading = wrk(url + PREDICT_PATH, args.clients, args.seconds, script)
+                loading = load()
                 swapper.stop_event.set()
                 swapper.join(timeout=180)
                 if swapper.error:

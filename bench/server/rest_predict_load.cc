@@ -1,0 +1,142 @@
+// Closed-loop REST load generator that times every request exactly: one poll() thread keeps one
+// POST in flight on each of N keep-alive connections and re-sends the moment the answer is
+// complete, like `wrk -t1 -cN`, but records each request's own latency (write to last byte) and
+// reports percentiles over all of them. load_interference.py uses it next to wrk: on the shared
+// 2-core VM wrk's p99 and this client's disagree while another model loads (docs/benchmarks.md).
+// Every answer must be HTTP 200 with a complete Content-Length body, or it counts as an error.
+// Prints one line: "rps=<r> p50_ms=<x> p99_ms=<y> errors=<n>".
+//
+//   rest_predict_load <port> <clients> <seconds> <path> <body file>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Connection {
+  int fd = -1;
+  Clock::time_point sent;
+  std::string in;
+};
+
+int Connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    std::perror("connect");
+    std::exit(1);
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+bool SendAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// The length of the first complete response in `in` (0: not complete yet); `ok` tells whether it
+// was a 200 with a Content-Length (the server always sends one).
+size_t CompleteResponse(const std::string& in, bool* ok) {
+  size_t head_end = in.find("\r\n\r\n");
+  if (head_end == std::string::npos) return 0;
+  std::string_view head(in.data(), head_end);
+  size_t length_at = head.find("Content-Length:");
+  if (length_at == std::string_view::npos) length_at = head.find("content-length:");
+  *ok = head.substr(0, 12) == "HTTP/1.1 200" && length_at != std::string_view::npos;
+  size_t body = length_at == std::string_view::npos ? 0 : std::strtoul(head.data() + length_at + 15, nullptr, 10);
+  size_t total = head_end + 4 + body;
+  return in.size() >= total ? total : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 6) {
+    std::fprintf(stderr, "usage: %s <port> <clients> <seconds> <path> <body file>\n", argv[0]);
+    return 2;
+  }
+  const int port = std::atoi(argv[1]);
+  const int clients = std::atoi(argv[2]);
+  const double seconds = std::atof(argv[3]);
+  std::ifstream body_file(argv[5], std::ios::binary);
+  std::stringstream body;
+  body << body_file.rdbuf();
+  if (port <= 0 || clients <= 0 || seconds <= 0 || !body_file) {
+    std::fprintf(stderr, "bad arguments\n");
+    return 2;
+  }
+  const std::string request = "POST " + std::string(argv[4]) +
+                              " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                              std::to_string(body.str().size()) + "\r\n\r\n" + body.str();
+
+  std::vector<Connection> connections(static_cast<size_t>(clients));
+  std::vector<pollfd> polls(connections.size());
+  for (size_t i = 0; i < connections.size(); ++i) {
+    connections[i].fd = Connect(port);
+    polls[i] = {connections[i].fd, POLLIN, 0};
+  }
+  std::vector<double> latencies_ms;
+  latencies_ms.reserve(1 << 20);
+  long errors = 0;
+  const auto start = Clock::now();
+  const auto end = start + std::chrono::duration<double>(seconds);
+  for (Connection& c : connections) {
+    c.sent = Clock::now();
+    if (!SendAll(c.fd, request)) return 1;
+  }
+  char buffer[65536];
+  while (Clock::now() < end) {
+    if (poll(polls.data(), polls.size(), 1000) < 0) return 1;
+    for (size_t i = 0; i < polls.size(); ++i) {
+      if ((polls[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      Connection& c = connections[i];
+      ssize_t n = recv(c.fd, buffer, sizeof(buffer), 0);
+      if (n <= 0) {
+        std::fprintf(stderr, "connection %zu closed by the server\n", i);
+        return 1;
+      }
+      c.in.append(buffer, static_cast<size_t>(n));
+      bool ok = false;
+      size_t length = CompleteResponse(c.in, &ok);
+      if (length == 0) continue;
+      const auto now = Clock::now();
+      latencies_ms.push_back(std::chrono::duration<double, std::milli>(now - c.sent).count());
+      errors += ok ? 0 : 1;
+      c.in.erase(0, length);
+      c.sent = now;
+      if (!SendAll(c.fd, request)) return 1;
+    }
+  }
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  for (Connection& c : connections) close(c.fd);
+  if (latencies_ms.empty()) return 1;
+  std::sort(latencies_ms.begin(), latencies_ms.end());
+  auto percentile = [&](double q) { return latencies_ms[static_cast<size_t>(q * (latencies_ms.size() - 1))]; };
+  std::printf("rps=%.1f p50_ms=%.4f p99_ms=%.4f errors=%ld\n", static_cast<double>(latencies_ms.size()) / elapsed,
+              percentile(0.50), percentile(0.99), errors);
+  return 0;
+}
