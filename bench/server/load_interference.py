@@ -4,7 +4,8 @@ loaded by wrk over REST while model B (a CNN, ~19 MB) is swapped to a new versio
 against the same wrk load with B left alone, in the same run and on the same server.
 
     /usr/bin/python3 bench/server/load_interference.py [--seconds 4] [--rounds 7]
-        [--clients 2] [--channels 512] [--client wrk|exact] [--server-arg=--load_thread_nice=0 ...]
+        [--clients 2] [--channels 512] [--client wrk|exact] [--client-fifo]
+        [--server-arg=--load_thread_nice=0 ...]
 
 Phases alternate quiet / loading for --rounds rounds so that drift in the machine's background
 load hits both alike. In a loading phase a thread installs B's next version the moment the
@@ -99,8 +100,8 @@ class Swapper(threading.Thread):
             self.error = e
 
 
-def wrk(url: str, clients: int, seconds: int, script: pathlib.Path) -> dict:
-    out = subprocess.run(["wrk", "-t1", f"-c{clients}", f"-d{seconds}s", "--latency", "-s", str(script), url],
+def wrk(url: str, clients: int, seconds: int, script: pathlib.Path, prefix: list) -> dict:
+    out = subprocess.run(prefix + ["wrk", "-t1", f"-c{clients}", f"-d{seconds}s", "--latency", "-s", str(script), url],
                          capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
     if re.search(r"Non-2xx or 3xx responses: (\d+)", out) or "Socket errors" in out:
         raise RuntimeError(f"wrk saw failed requests:\n{out}")
@@ -112,9 +113,9 @@ def wrk(url: str, clients: int, seconds: int, script: pathlib.Path) -> dict:
             "p50": ms("50"), "p99": ms("99")}
 
 
-def exact(binary: pathlib.Path, port: int, clients: int, seconds: int, body: pathlib.Path) -> dict:
+def exact(binary: pathlib.Path, port: int, clients: int, seconds: int, body: pathlib.Path, prefix: list) -> dict:
     """bench/server/rest_predict_load: the same closed loop as wrk, every request timed."""
-    out = subprocess.run([str(binary), str(port), str(clients), str(seconds), PREDICT_PATH, str(body)],
+    out = subprocess.run(prefix + [str(binary), str(port), str(clients), str(seconds), PREDICT_PATH, str(body)],
                          capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
     fields = dict(item.split("=") for item in out.split())
     if int(fields["errors"]):
@@ -131,6 +132,9 @@ def main() -> None:
     parser.add_argument("--client", choices=["wrk", "exact"], default="wrk",
                         help="load generator for model A: wrk, or bench/server/rest_predict_load (same closed "
                              "loop, every request timed)")
+    parser.add_argument("--client-fifo", action="store_true",
+                        help="run the client under chrt -f 1 (SCHED_FIFO, needs root): separates delays the "
+                             "client itself suffers on the shared cores from the server's")
     parser.add_argument("--server-arg", action="append", default=[],
                         help="extra modelfleet-server flag (repeatable), e.g. --server-arg=--load_thread_nice=0")
     args = parser.parse_args()
@@ -166,16 +170,18 @@ def main() -> None:
             stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{rest_port}"
 
+        prefix = ["chrt", "-f", "1"] if args.client_fifo else []
+
         def load() -> dict:
             if args.client == "exact":
-                return exact(probe, rest_port, args.clients, args.seconds, body)
-            return wrk(url + PREDICT_PATH, args.clients, args.seconds, script)
+                return exact(probe, rest_port, args.clients, args.seconds, body, prefix)
+            return wrk(url + PREDICT_PATH, args.clients, args.seconds, script, prefix)
         rows = []
         try:
             wait_for(lambda: only_version(url, "cnn", 1) and states(url, "digits"), "both models")
             print(f"# {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, {os.cpu_count()} cores, "
                   f"load average {os.getloadavg()[0]:.2f}; model B {sources[0].stat().st_size / 2**20:.1f} MiB; "
-                  f"client {args.client}; server flags {' '.join(args.server_arg) or '(defaults)'}",
+                  f"client {args.client}{' (SCHED_FIFO)' if args.client_fifo else ''}; server flags {' '.join(args.server_arg) or '(defaults)'}",
                   flush=True)
             version = 1
             for round_ in range(1, args.rounds + 1):
