@@ -126,6 +126,9 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
     if (closed_) return;
     if (!received_bytes_ && now - created_ > o.handshake_timeout) return Close();
     if (writing_ && now - write_started_ > o.write_timeout) return Close();
+    // Flow control stalls a write without a socket write pending: a peer that neither reads
+    // (WINDOW_UPDATE) nor sends anything for write_timeout would hold the answers forever.
+    if (session_->output_blocked() && now - last_activity_ > o.write_timeout) return Close();
     if (session_->open_streams() == 0 && now - last_activity_ > o.idle_timeout && !draining_) {
       mf::log::Debug("http2 connection idle; sending GOAWAY");
       Drain();

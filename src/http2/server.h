@@ -52,7 +52,8 @@ struct ServerOptions {
   SessionOptions session;
   // A connection must send its preface within this; later, one with no open stream and no
   // traffic for idle_timeout gets a GOAWAY and is closed; a write that makes no progress for
-  // write_timeout closes the connection.
+  // write_timeout closes the connection, as does an answer the peer's flow-control window
+  // holds back while the peer stays silent for write_timeout.
   std::chrono::milliseconds handshake_timeout{10'000};
   std::chrono::milliseconds idle_timeout{15 * 60'000};
   std::chrono::milliseconds write_timeout{60'000};

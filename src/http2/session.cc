@@ -306,6 +306,11 @@ void Session::Send(int32_t stream_id, ResponsePart part) {
   }
 }
 
+bool Session::output_blocked() const {
+  return std::any_of(streams_.begin(), streams_.end(),
+                     [](const auto& entry) { return entry.second->out.size() > entry.second->out_offset; });
+}
+
 void Session::Reset(int32_t stream_id, uint32_t error_code) {
   if (Find(stream_id) == nullptr) return;
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, error_code);

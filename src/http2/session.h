@@ -72,6 +72,9 @@ class Session {
   void Goaway();
 
   size_t open_streams() const { return streams_.size(); }
+  // True while some stream has response body that the peer's flow-control window keeps queued
+  // here (a client that stops reading and never opens its window again).
+  bool output_blocked() const;
 
  private:
   struct Stream;

@@ -132,6 +132,25 @@ TEST_F(Http2ConnectionTest, IdleConnectionGetsGoawayThenClose) {
   EXPECT_TRUE(HasFrame(received, kGoaway));
 }
 
+TEST_F(Http2ConnectionTest, PeerThatNeverOpensItsWindowIsClosedAfterTheWriteTimeout) {
+  ServerOptions options;
+  options.write_timeout = 300ms;
+  Start(options);
+  RawSocket socket(server_->port());
+  ASSERT_TRUE(socket.connected());
+  // SETTINGS_INITIAL_WINDOW_SIZE (0x4) = 0: the answer's DATA can never be sent. Then GET / on
+  // stream 1 (HPACK: static entries :method GET, :scheme http, :path /, then :authority "x";
+  // END_STREAM|END_HEADERS).
+  const std::string zero_window("\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x04\x00\x00\x00\x00", 15);
+  const std::string get("\x00\x00\x06\x01\x05\x00\x00\x00\x01\x82\x86\x84\x41\x01x", 15);
+  socket.Send(std::string(kPreface) + zero_window + get);
+  auto started = std::chrono::steady_clock::now();
+  std::string received;
+  EXPECT_TRUE(socket.ReadUntilClosed(&received)) << "still open after 5 s of silence";
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 4s);
+  EXPECT_EQ(server_->stats().streams, 1u);
+}
+
 TEST_F(Http2ConnectionTest, StartRejectsBadOptionsAndTakenPorts) {
   EXPECT_EQ(Server({.address = "not an ip"}, [](Request, std::shared_ptr<ResponseStream>) {}).Start().code(),
             StatusCode::kInvalidArgument);
