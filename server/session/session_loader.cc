@@ -48,8 +48,12 @@ StatusOr<std::unique_ptr<runtime::Session>> SessionLoader::LoadSession(const std
 StatusOr<std::shared_ptr<const Servable>> SessionLoader::Load(const LoadRequest& request) {
   MF_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Session> session,
                       LoadSession(request.model_path, request.device.value_or(placement_.choice)));
+  const bool warmed_up = session->warmed_up();
   auto servable = std::make_shared<const SessionServable>(std::move(session));
-  MF_RETURN_IF_ERROR(WarmUp(*servable));  // unwrapped: the warm-up is no execution in the metrics
+  // The runtime's own load already ran this very inference (zeros, dynamic dims 1) unless it
+  // could not; running it twice would double every load's compute. Unwrapped: the warm-up is
+  // no execution in the metrics.
+  if (!warmed_up) MF_RETURN_IF_ERROR(WarmUp(*servable));
   if (!scheduler_) {
     return std::shared_ptr<const Servable>(
         std::make_shared<MeteredServable>(servable, request.model_name, request.version));

@@ -37,6 +37,7 @@ class Session::Impl {
   std::unique_ptr<cuda::CudaPlan> cuda_plan;  // Backend::kCuda
 #endif
   size_t arena_bytes = 0;
+  bool warmed_up = false;
   NodePlacement placement;
 
   Status RunPlan(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs, size_t* peak) const {
@@ -181,6 +182,7 @@ StatusOr<std::unique_ptr<Session::Impl>> Session::Build(Graph graph, const Sessi
     for (const Tensor& t : *example) ptrs.push_back(&t);
     std::vector<Tensor> outs;
     Status s = impl->RunPlan(ptrs, &outs, &impl->arena_bytes);
+    impl->warmed_up = s.ok();
     if (!s.ok()) {
       impl->arena_bytes = 0;
       // Expected for models whose inputs are shapes or indices; not a load failure.
@@ -224,6 +226,8 @@ StatusOr<Tensor> Session::AllocateInput(DataType dtype, Shape shape) const {
 #endif
   return Tensor::AllocateUninitialized(dtype, std::move(shape));
 }
+
+bool Session::warmed_up() const { return impl_->warmed_up; }
 
 size_t Session::memory_bytes() const {
 #ifdef MODELFLEET_HAVE_CUDA

@@ -116,6 +116,9 @@ class Session {
   // for a batch of one (the server's memory accounting; a Run with batch N uses ~N times the
   // arena part on top).
   size_t memory_bytes() const;
+  // True when loading ran the model once on zero inputs (every dynamic dim 1) and it succeeded:
+  // the warm-up a server must do before a version takes requests has happened.
+  bool warmed_up() const;
 
   class Impl;
 
