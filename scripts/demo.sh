@@ -129,7 +129,9 @@ run kubectl rollout status deployment/digits-server --timeout=90s
 run kubectl get pods -o wide
 run kubectl get endpoints digits-server -o jsonpath='{.subsets[*].addresses[*].ip}{"\n"}'
 vip=$(kubectl get service digits-server -o jsonpath='{.spec.clusterIP}')
-echo "(the Service's virtual IP $vip is served by the local kubelet's proxy)"
+echo "(the Service's virtual IP $vip is served by the local kubelet's proxy, which picks up a new"
+echo " endpoint within about 200 ms, as kube-proxy does within a moment: wait for it to answer)"
+wait_http "http://$vip:8501/v1/models/digits" 10
 run curl -s "http://$vip:8501/v1/models/digits"; echo
 run kubectl scale deployment/digits-server --replicas=2
 run kubectl rollout status deployment/digits-server --timeout=90s
