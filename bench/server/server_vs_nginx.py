@@ -11,9 +11,9 @@ by bench/server/grpc_predict_load (C++, one event-loop thread keeping N calls in
 connections, as wrk does) twice: with its nghttp2 client (gRPC framing on nghttp2, about as
 cheap per call as wrk; it checks HTTP 200, grpc-status 0 and the parsed answer of every call),
 and with h2load (nghttp2's C load generator, the gRPC counterpart of wrk; every call is checked
-through the server's own OK/failure counters), the peers REST is compared with, and with grpc++'s generated stub (a real gRPC client, whose own
-per-call cost is more than the server's on 2 cores); plus the health Check, the transport's
-own ceiling. --python-client adds a Python grpc.aio client and its health-Check ceiling.
+through the server's own OK/failure counters), the peers REST is compared with, and with
+grpc++'s generated stub (a real gRPC client, whose own per-call cost is more than the server's
+on 2 cores); plus the health Check, the transport's own ceiling. --python-client adds a Python grpc.aio client and its health-Check ceiling.
 Every server row also shows the server's own CPU time per request (utime + stime from /proc),
 which the shared cores do not blur as much as requests/s. --server runs another
 modelfleet-server binary; --baseline measures a second binary (e.g. an older build) in the same

@@ -10,6 +10,7 @@ import numpy as np
 import requests
 from sklearn.datasets import load_digits
 
+import proto_stubs
 from server_fixtures import EXAMPLES, metric_value, start_server  # noqa: F401
 
 CLIENTS = 64
@@ -98,12 +99,12 @@ def test_grpc_deadline_answered_while_queued(tmp_path, start_server):
     params.write_text("max_batch_size { value: 8 }\nbatch_timeout_micros { value: 3000000 }\n")  # 3 s
     server = start_server(["--model_name=digits", f"--model_base_path={base}", "--enable_batching",
                            f"--batching_parameters_file={params}"])
-    import proto_stubs
     predict_pb2 = proto_stubs.module("tensorflow_serving.apis.predict_pb2")
+    types_pb2 = proto_stubs.module("tensorflow.core.framework.types_pb2")
     request = predict_pb2.PredictRequest()
     request.model_spec.name = "digits"
     images = request.inputs["images"]
-    images.dtype = 1  # DT_FLOAT
+    images.dtype = types_pb2.DT_FLOAT
     images.tensor_shape.dim.add().size = 1
     images.tensor_shape.dim.add().size = 64
     images.float_val.extend([0.0] * 64)
