@@ -1,8 +1,13 @@
 // Closed-loop gRPC load generator for TF Serving's PredictionService/Predict, built like wrk:
-// one event-loop thread keeps N calls in flight over N HTTP/2 connections (as wrk gives each
-// client its own TCP connection); each call is re-sent the moment its answer arrives. One
-// thread, not N blocking threads, so that on a small machine the client takes as little CPU
-// from the server as wrk does for REST.
+// one event-loop thread keeps N calls in flight (N clients, each re-sending its call the moment
+// the answer arrives). One thread, not N blocking threads, so that on a small machine the client
+// takes as little CPU from the server as wrk does for REST.
+//
+// Where the calls travel, --connections=K:
+//   default (K = N): each client has its own HTTP/2 connection, as wrk gives each REST client
+//     its own TCP connection;
+//   K < N: the N calls are multiplexed over K connections, as N threads sharing one gRPC
+//     channel (or a pool of K) send them, and as ghz does by default (one connection).
 //
 // Two clients speak the same protocol:
 //   --client=nghttp2 (default): gRPC framing written by hand on nghttp2's client session, as
@@ -15,7 +20,7 @@
 // With model "@health" it calls grpc.health.v1.Health/Check instead: the same client and
 // transport with no model work, i.e. this client's and the transport's own ceiling.
 //
-//   grpc_predict_load [--client=nghttp2|grpcpp] <host:port> <clients> <seconds>
+//   grpc_predict_load [--client=nghttp2|grpcpp] [--connections=K] <host:port> <clients> <seconds>
 //                     [model (digits) | @health] [input (images)]
 //                     [shape (1,64), e.g. 1,3,224,224 for an image model]
 #include <grpcpp/grpcpp.h>
@@ -49,6 +54,7 @@ using grpc::health::v1::HealthCheckResponse;
 struct Options {
   std::string target;
   int clients = 1;
+  int connections = 0;  // the clients' calls spread over this many connections; 0: one each
   int seconds = 1;
   bool health_only = false;
   tfs::PredictRequest request;
@@ -90,10 +96,10 @@ double Percentile(const std::vector<double>& sorted, double q) {
 
 // ---- grpc++ client ---------------------------------------------------------------------------
 
-// One client: a channel and the call it has in flight. The client itself is the CQ tag.
+// One client: the stubs of its channel and the call it has in flight. The client is the CQ tag.
 struct GrpcppClient {
-  std::unique_ptr<tfs::PredictionService::Stub> predict;
-  std::unique_ptr<grpc::health::v1::Health::Stub> health;
+  tfs::PredictionService::Stub* predict = nullptr;
+  grpc::health::v1::Health::Stub* health = nullptr;
   std::unique_ptr<grpc::ClientContext> context;
   std::unique_ptr<grpc::ClientAsyncResponseReader<tfs::PredictResponse>> predict_call;
   std::unique_ptr<grpc::ClientAsyncResponseReader<HealthCheckResponse>> health_call;
@@ -103,28 +109,40 @@ struct GrpcppClient {
   Clock::time_point sent;
 };
 
+// One channel (one HTTP/2 connection) and the stubs its clients share.
+struct GrpcppChannel {
+  std::unique_ptr<tfs::PredictionService::Stub> predict;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health;
+};
+
 bool RunGrpcpp(const Options& o, Result* result) {
   const HealthCheckRequest health_request;
-  std::vector<GrpcppClient> all(static_cast<size_t>(o.clients));
-  for (int i = 0; i < o.clients; ++i) {
+  std::vector<GrpcppChannel> channels(static_cast<size_t>(o.connections));
+  for (int i = 0; i < o.connections; ++i) {
     grpc::ChannelArguments args;
     // A distinct argument per channel keeps gRPC from sharing one connection among them.
     args.SetInt("mf.bench.channel", i);
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     auto channel = grpc::CreateCustomChannel(o.target, grpc::InsecureChannelCredentials(), args);
-    GrpcppClient& client = all[static_cast<size_t>(i)];
-    client.predict = tfs::PredictionService::NewStub(channel);
-    client.health = grpc::health::v1::Health::NewStub(channel);
+    GrpcppChannel& c = channels[static_cast<size_t>(i)];
+    c.predict = tfs::PredictionService::NewStub(channel);
+    c.health = grpc::health::v1::Health::NewStub(channel);
     // Warm-up call: connect before the clock starts, and fail early on a wrong target.
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    const grpc::Status status = o.health_only
-                                    ? client.health->Check(&context, health_request, &client.health_response)
-                                    : client.predict->Predict(&context, o.request, &client.predict_response);
+    tfs::PredictResponse predict_response;
+    HealthCheckResponse health_response;
+    const grpc::Status status = o.health_only ? c.health->Check(&context, health_request, &health_response)
+                                              : c.predict->Predict(&context, o.request, &predict_response);
     if (!status.ok()) {
       std::fprintf(stderr, "warm-up call failed: %s\n", status.error_message().c_str());
       return false;
     }
+  }
+  std::vector<GrpcppClient> all(static_cast<size_t>(o.clients));
+  for (size_t i = 0; i < all.size(); ++i) {
+    all[i].predict = channels[i % channels.size()].predict.get();
+    all[i].health = channels[i % channels.size()].health.get();
   }
 
   grpc::CompletionQueue queue;
@@ -178,14 +196,23 @@ struct H2Run {
   std::string frame;  // the request message behind its 5-byte gRPC prefix
   Clock::time_point deadline;
   Result* result;
-  int in_flight = 0;
   std::string failure;  // a connection-level error ends the run
 };
 
-// One HTTP/2 connection with one call in flight at a time.
+// One call in flight: its stream's answer as it arrives. Stream user data in nghttp2.
+struct H2Call {
+  Clock::time_point sent;
+  size_t sent_offset = 0;
+  int http_status = 0;
+  std::string grpc_status;
+  std::string body;
+};
+
+// One HTTP/2 connection carrying `calls` concurrent calls, as a gRPC channel multiplexes its
+// callers' calls; each finished call is re-sent on the same connection.
 class H2Connection {
  public:
-  H2Connection(asio::io_context& io, H2Run* run) : socket_(io), run_(run) {
+  H2Connection(asio::io_context& io, H2Run* run, int calls) : socket_(io), run_(run), calls_(static_cast<size_t>(calls)) {
     nghttp2_session_callbacks* callbacks = nullptr;
     nghttp2_session_callbacks_new(&callbacks);
     nghttp2_session_callbacks_set_on_header_callback(callbacks, &OnHeader);
@@ -213,13 +240,18 @@ class H2Connection {
 
   void Start() {
     Read();
-    Send();
+    for (H2Call& call : calls_) Send(call);
+    Flush();
   }
 
  private:
   static H2Connection* Self(void* user_data) { return static_cast<H2Connection*>(user_data); }
+  H2Call* CallOf(int32_t stream_id) {
+    return static_cast<H2Call*>(nghttp2_session_get_stream_user_data(session_, stream_id));
+  }
 
-  void Send() {
+  // Queues the call's request; Flush() writes it.
+  void Send(H2Call& call) {
     const std::string& authority = run_->options->target;
     auto nv = [](const std::string& name, const std::string& value) {
       return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
@@ -234,81 +266,82 @@ class H2Connection {
                                   nv(kAuthority, authority),  nv(kType, kGrpc),   nv(kTe, kTrailers),
                                   nv(kTimeout, k30s)};
     nghttp2_data_provider provider;
-    provider.source.ptr = this;
+    provider.source.ptr = &call;
     provider.read_callback = &ReadRequest;
-    sent_offset_ = 0;
-    http_status_ = 0;
-    grpc_status_.clear();
-    body_.clear();
-    sent_ = Clock::now();
-    if (nghttp2_submit_request(session_, nullptr, headers, std::size(headers), &provider, this) < 0) {
+    call.sent_offset = 0;
+    call.http_status = 0;
+    call.grpc_status.clear();
+    call.body.clear();
+    call.sent = Clock::now();
+    if (nghttp2_submit_request(session_, nullptr, headers, std::size(headers), &provider, &call) < 0) {
       Fail("cannot submit a request");
       return;
     }
-    ++run_->in_flight;
-    Flush();
+    ++active_;
   }
 
   static ssize_t ReadRequest(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint32_t* flags,
-                             nghttp2_data_source* source, void*) {
-    auto* self = static_cast<H2Connection*>(source->ptr);
-    const std::string& frame = self->run_->frame;
-    const size_t n = std::min(length, frame.size() - self->sent_offset_);
-    std::memcpy(buf, frame.data() + self->sent_offset_, n);
-    self->sent_offset_ += n;
-    if (self->sent_offset_ == frame.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+                             nghttp2_data_source* source, void* user_data) {
+    auto* call = static_cast<H2Call*>(source->ptr);
+    const std::string& frame = Self(user_data)->run_->frame;
+    const size_t n = std::min(length, frame.size() - call->sent_offset);
+    std::memcpy(buf, frame.data() + call->sent_offset, n);
+    call->sent_offset += n;
+    if (call->sent_offset == frame.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
     return static_cast<ssize_t>(n);
   }
 
-  static int OnHeader(nghttp2_session*, const nghttp2_frame*, const uint8_t* name, size_t namelen,
+  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
                       const uint8_t* value, size_t valuelen, uint8_t, void* user_data) {
+    H2Call* call = Self(user_data)->CallOf(frame->hd.stream_id);
+    if (call == nullptr) return 0;
     std::string_view key(reinterpret_cast<const char*>(name), namelen);
     std::string_view val(reinterpret_cast<const char*>(value), valuelen);
     // grpc-status comes in the trailers, or in the headers of a trailers-only answer.
-    if (key == ":status") Self(user_data)->http_status_ = std::atoi(std::string(val).c_str());
-    if (key == "grpc-status") Self(user_data)->grpc_status_ = std::string(val);
+    if (key == ":status") call->http_status = std::atoi(std::string(val).c_str());
+    if (key == "grpc-status") call->grpc_status = std::string(val);
     return 0;
   }
 
-  static int OnData(nghttp2_session*, uint8_t, int32_t, const uint8_t* data, size_t len, void* user_data) {
-    Self(user_data)->body_.append(reinterpret_cast<const char*>(data), len);
+  static int OnData(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data, size_t len, void* user_data) {
+    if (H2Call* call = Self(user_data)->CallOf(stream_id)) call->body.append(reinterpret_cast<const char*>(data), len);
     return 0;
   }
 
-  static int OnStreamClose(nghttp2_session*, int32_t, uint32_t error_code, void* user_data) {
+  static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t error_code, void* user_data) {
     H2Connection* self = Self(user_data);
-    self->Completed(error_code == NGHTTP2_NO_ERROR && self->AnswerIsGood());
+    H2Call* call = self->CallOf(stream_id);
+    if (call == nullptr) return 0;
+    --self->active_;
+    self->Completed(*call, error_code == NGHTTP2_NO_ERROR && self->AnswerIsGood(*call));
     return 0;
   }
 
   // What a gRPC client accepts: HTTP 200, grpc-status 0 and exactly one message that parses.
-  bool AnswerIsGood() const {
-    if (http_status_ != 200 || grpc_status_ != "0" || body_.size() < 5 || body_[0] != 0) return false;
-    const size_t length = (size_t{static_cast<uint8_t>(body_[1])} << 24) |
-                          (size_t{static_cast<uint8_t>(body_[2])} << 16) |
-                          (size_t{static_cast<uint8_t>(body_[3])} << 8) | static_cast<uint8_t>(body_[4]);
-    if (length != body_.size() - 5) return false;
+  bool AnswerIsGood(const H2Call& call) const {
+    const std::string& body = call.body;
+    if (call.http_status != 200 || call.grpc_status != "0" || body.size() < 5 || body[0] != 0) return false;
+    const size_t length = (size_t{static_cast<uint8_t>(body[1])} << 24) |
+                          (size_t{static_cast<uint8_t>(body[2])} << 16) |
+                          (size_t{static_cast<uint8_t>(body[3])} << 8) | static_cast<uint8_t>(body[4]);
+    if (length != body.size() - 5) return false;
     if (run_->options->health_only) {
       HealthCheckResponse response;
-      return response.ParseFromArray(body_.data() + 5, static_cast<int>(length));
+      return response.ParseFromArray(body.data() + 5, static_cast<int>(length));
     }
     tfs::PredictResponse response;
-    return response.ParseFromArray(body_.data() + 5, static_cast<int>(length)) && !response.outputs().empty();
+    return response.ParseFromArray(body.data() + 5, static_cast<int>(length)) && !response.outputs().empty();
   }
 
-  void Completed(bool good) {
-    --run_->in_flight;
+  void Completed(H2Call& call, bool good) {
     const Clock::time_point now = Clock::now();
     if (good) {
-      run_->result->latencies_ms.push_back(std::chrono::duration<double, std::milli>(now - sent_).count());
+      run_->result->latencies_ms.push_back(std::chrono::duration<double, std::milli>(now - call.sent).count());
     } else {
       ++run_->result->errors;
     }
-    if (now < run_->deadline && run_->failure.empty()) {
-      resend_ = true;  // after nghttp2 returns: no new request from inside its callback
-    } else {
-      done_ = true;
-    }
+    // Re-sent after nghttp2 returns: no new request from inside its callback.
+    if (now < run_->deadline && run_->failure.empty()) resend_.push_back(&call);
   }
 
   void Read() {
@@ -321,23 +354,22 @@ class H2Connection {
         Fail("HTTP/2 protocol error from the server");
         return;
       }
-      if (resend_) {
-        resend_ = false;
-        Send();
-      }
+      for (H2Call* call : resend_) Send(*call);
+      resend_.clear();
       Flush();
-      if (done_) {
+      if (active_ == 0 && !done_) {  // past the deadline, every call answered
+        done_ = true;
         boost::system::error_code ignored;
         socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
         socket_.close(ignored);
-        return;
       }
+      if (done_) return;
       Read();
     });
   }
 
   void Flush() {
-    if (writing_) return;
+    if (writing_ || done_) return;
     out_.clear();
     for (;;) {
       const uint8_t* data = nullptr;
@@ -370,16 +402,13 @@ class H2Connection {
   asio::ip::tcp::socket socket_;
   H2Run* run_;
   nghttp2_session* session_ = nullptr;
+  std::vector<H2Call> calls_;  // never resized: streams point into it
+  std::vector<H2Call*> resend_;
+  size_t active_ = 0;  // calls sent and not yet answered
   std::array<char, 64 * 1024> read_buffer_{};
   std::string out_;
   bool writing_ = false;
-  bool resend_ = false;
   bool done_ = false;
-  size_t sent_offset_ = 0;
-  Clock::time_point sent_;
-  int http_status_ = 0;
-  std::string grpc_status_;
-  std::string body_;
 };
 
 bool RunNghttp2(const Options& o, Result* result) {
@@ -398,6 +427,8 @@ bool RunNghttp2(const Options& o, Result* result) {
   run.frame += message;
 
   // Warm-up: every connection answers one call before the clock starts.
+  const std::string host = o.target.substr(0, colon), port = o.target.substr(colon + 1);
+  const int connections = o.connections;
   {
     asio::io_context io;
     std::vector<std::unique_ptr<H2Connection>> warm;
@@ -405,30 +436,31 @@ bool RunNghttp2(const Options& o, Result* result) {
     H2Run warm_run = run;
     warm_run.result = &ignored;
     warm_run.deadline = Clock::now();  // one call each
-    for (int i = 0; i < o.clients; ++i) {
-      warm.push_back(std::make_unique<H2Connection>(io, &warm_run));
-      if (!warm.back()->Connect(o.target.substr(0, colon), o.target.substr(colon + 1))) break;
+    for (int i = 0; i < connections; ++i) {
+      warm.push_back(std::make_unique<H2Connection>(io, &warm_run, 1));
+      if (!warm.back()->Connect(host, port)) break;
       warm.back()->Start();
     }
     io.run_for(std::chrono::seconds(10));
     if (!warm_run.failure.empty() || ignored.errors > 0 ||
-        ignored.latencies_ms.size() != static_cast<size_t>(o.clients)) {
+        ignored.latencies_ms.size() != static_cast<size_t>(connections)) {
       std::fprintf(stderr, "warm-up calls failed: %s (%ld errors)\n", warm_run.failure.c_str(), ignored.errors);
       return false;
     }
   }
   asio::io_context io;
-  std::vector<std::unique_ptr<H2Connection>> connections;
-  for (int i = 0; i < o.clients; ++i) {
-    connections.push_back(std::make_unique<H2Connection>(io, &run));
-    if (!connections.back()->Connect(o.target.substr(0, colon), o.target.substr(colon + 1))) {
+  std::vector<std::unique_ptr<H2Connection>> all;
+  for (int i = 0; i < connections; ++i) {
+    const int calls = o.clients / connections + (i < o.clients % connections ? 1 : 0);
+    all.push_back(std::make_unique<H2Connection>(io, &run, calls));
+    if (!all.back()->Connect(host, port)) {
       std::fprintf(stderr, "%s\n", run.failure.c_str());
       return false;
     }
   }
   const Clock::time_point begin = Clock::now();
   run.deadline = begin + std::chrono::seconds(o.seconds);
-  for (auto& connection : connections) connection->Start();
+  for (auto& connection : all) connection->Start();
   io.run_for(std::chrono::seconds(o.seconds + 30));
   result->elapsed_s = std::chrono::duration<double>(Clock::now() - begin).count();
   if (!run.failure.empty()) {
@@ -443,17 +475,29 @@ bool RunNghttp2(const Options& o, Result* result) {
 int main(int argc, char** argv) {
   bool use_grpcpp = false;
   int first = 1;
-  if (argc > 1 && std::strncmp(argv[1], "--client=", 9) == 0) {
-    const std::string client = argv[1] + 9;
-    if (client != "nghttp2" && client != "grpcpp") {
-      std::fprintf(stderr, "--client must be nghttp2 or grpcpp\n");
+  int connections = 0;
+  for (; first < argc && std::strncmp(argv[first], "--", 2) == 0; ++first) {
+    const std::string flag = argv[first];
+    if (flag.rfind("--client=", 0) == 0) {
+      const std::string client = flag.substr(9);
+      if (client != "nghttp2" && client != "grpcpp") {
+        std::fprintf(stderr, "--client must be nghttp2 or grpcpp\n");
+        return 2;
+      }
+      use_grpcpp = client == "grpcpp";
+    } else if (flag.rfind("--connections=", 0) == 0) {
+      connections = std::atoi(flag.c_str() + 14);
+      if (connections < 1) {
+        std::fprintf(stderr, "--connections must be >= 1\n");
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
     }
-    use_grpcpp = client == "grpcpp";
-    first = 2;
   }
   if (argc - first < 3) {
-    std::fprintf(stderr, "usage: %s [--client=nghttp2|grpcpp] <host:port> <clients> <seconds> [model] [input] [shape]\n",
+    std::fprintf(stderr, "usage: %s [--client=nghttp2|grpcpp] [--connections=K] <host:port> <clients> <seconds> [model] [input] [shape]\n",
                  argv[0]);
     return 2;
   }
@@ -480,6 +524,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "clients and seconds must be >= 1\n");
     return 2;
   }
+  o.connections = connections == 0 ? o.clients : std::min(connections, o.clients);
   o.health_only = model == "@health";
   o.request = MakeRequest(model, input, shape);
 

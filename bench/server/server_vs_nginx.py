@@ -8,12 +8,15 @@ transport ceiling. One run, one table, ratios against nginx measured in the same
 
 REST and nginx are loaded by `wrk` (one thread, a Lua script posting the body). gRPC is loaded
 by bench/server/grpc_predict_load (C++, one event-loop thread keeping N calls in flight on N
-connections, as wrk does) twice: with its nghttp2 client (gRPC framing on nghttp2, about as
+connections, as wrk does) with its nghttp2 client (gRPC framing on nghttp2, about as
 cheap per call as wrk; it checks HTTP 200, grpc-status 0 and the parsed answer of every call),
 and with h2load (nghttp2's C load generator, the gRPC counterpart of wrk; every call is checked
 through the server's own OK/failure counters), the peers REST is compared with, and with
 grpc++'s generated stub (a real gRPC client, whose own per-call cost is more than the server's
-on 2 cores); plus the health Check, the transport's own ceiling. --python-client adds a Python grpc.aio client and its health-Check ceiling.
+on 2 cores); plus the health Check, the transport's own ceiling. The "one channel" rows send the
+same N calls multiplexed on one HTTP/2 connection, as N threads sharing one gRPC channel do (and
+as ghz does by default): gRPC's own way to carry concurrent calls, which REST/1.1 has no
+counterpart of. --python-client adds a Python grpc.aio client and its health-Check ceiling.
 Every server row also shows the server's own CPU time per request (utime + stime from /proc),
 which the shared cores do not blur as much as requests/s. --server runs another
 modelfleet-server binary; --baseline measures a second binary (e.g. an older build) in the same
@@ -109,10 +112,12 @@ async def grpc_load(target: str, clients: int, seconds: float, make_call) -> dic
 
 
 def grpc_native(binary: pathlib.Path, target: str, clients: int, seconds: int,
-                model: str = "digits", client: str = "nghttp2") -> dict:
-    """bench/server/grpc_predict_load: `clients` connections, one call in flight on each, closed
-    loop (model "@health": grpc.health.v1 Check, the client's and transport's own ceiling)."""
-    out = subprocess.run([str(binary), f"--client={client}", target, str(clients), str(seconds), model],
+                model: str = "digits", client: str = "nghttp2", connections: int = 0) -> dict:
+    """bench/server/grpc_predict_load: `clients` calls in flight, closed loop, on a connection
+    each (connections=0) or multiplexed over `connections` (model "@health": grpc.health.v1
+    Check, the client's and transport's own ceiling)."""
+    flags = [f"--client={client}"] + ([f"--connections={connections}"] if connections else [])
+    out = subprocess.run([str(binary), *flags, target, str(clients), str(seconds), model],
                          capture_output=True,
                          text=True, timeout=seconds + 60, check=True).stdout
     fields = dict(item.split("=") for item in out.split())
@@ -145,15 +150,18 @@ def served_counts(rest: str) -> tuple:
     return total("nv_inference_request_success"), total("nv_inference_request_failure")
 
 
-def h2load_grpc(target: str, clients: int, seconds: int, body: pathlib.Path, rest: str) -> dict:
+def h2load_grpc(target: str, clients: int, seconds: int, body: pathlib.Path, rest: str,
+                one_channel: bool = False) -> dict:
     """h2load (nghttp2's C load generator, as cheap per call as wrk) POSTing the gRPC-framed
-    Predict: `clients` connections, one stream in flight on each. h2load only sees HTTP statuses,
+    Predict: `clients` connections, one stream in flight on each (or, one_channel, `clients`
+    streams in flight on one connection). h2load only sees HTTP statuses,
     so every call is checked through the server's own counters instead: the OK count must grow by
     the calls h2load finished (plus at most those it dropped in flight at the end), and the failure
     count not at all. h2load reports no
     percentiles: p50 is its mean."""
     ok_before, failed_before = served_counts(rest)
-    out = subprocess.run(["h2load", f"-c{clients}", "-m1", "-t1", f"-D{seconds}", "-d", str(body),
+    spread = ["-c1", f"-m{clients}"] if one_channel else [f"-c{clients}", "-m1"]
+    out = subprocess.run(["h2load", *spread, "-t1", f"-D{seconds}", "-d", str(body),
                           "-H", "content-type: application/grpc", "-H", "te: trailers",
                           f"http://{target}/tensorflow.serving.PredictionService/Predict"],
                          capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
@@ -282,6 +290,13 @@ def measure_server(binary: pathlib.Path, native: pathlib.Path, clients: list, se
                 "gRPC health (ceiling)": cpu(lambda: grpc_native(native, target, n, seconds,
                                                                  "@health")),
             }
+            if n > 1:  # one call in flight: one channel is the same as a connection per client
+                measured["gRPC, one channel"] = cpu(lambda: grpc_native(native, target, n, seconds,
+                                                                        connections=1))
+                measured["gRPC, one channel, h2load"] = cpu(lambda: h2load_grpc(
+                    target, n, seconds, body, rest, one_channel=True))
+                measured["gRPC, one channel, grpc++ client"] = cpu(lambda: grpc_native(
+                    native, target, n, seconds, client="grpcpp", connections=1))
             if python_client:
                 measured["gRPC, Python client"] = cpu(lambda: asyncio.run(grpc_load(
                     target, n, seconds, predict_call)))
@@ -315,6 +330,11 @@ def print_table(binary: pathlib.Path, rows: list) -> None:
               f"gRPC/REST requests/s {g['rps'] / r['rps']:.2f}x, with h2load {h['rps'] / r['rps']:.2f}x "
               f"(target >= 1), server CPU per request gRPC/REST {g['cpu_us'] / r['cpu_us']:.2f}x, "
               f"with h2load {h['cpu_us'] / r['cpu_us']:.2f}x")
+        if "gRPC, one channel" in measured:
+            c, ch = measured["gRPC, one channel"], measured["gRPC, one channel, h2load"]
+            print(f"    calls on one channel: gRPC/REST requests/s {c['rps'] / r['rps']:.2f}x, "
+                  f"with h2load {ch['rps'] / r['rps']:.2f}x, server CPU per request gRPC/REST "
+                  f"{c['cpu_us'] / r['cpu_us']:.2f}x")
     print()
 
 

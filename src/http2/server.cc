@@ -93,6 +93,7 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
     worker_->connections.insert(this);
     ErrorCode ec;
     socket_.set_option(tcp::no_delay(true), ec);
+    socket_.non_blocking(true, ec);  // Flush() writes what the socket takes without waiting
     auto remote = socket_.remote_endpoint(ec);
     std::string peer = ec ? "unknown" : remote.address().to_string() + ":" + std::to_string(remote.port());
     session_ = std::make_unique<Session>(core_->options.session, std::move(peer), this);
@@ -105,7 +106,15 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
   void Apply(int32_t stream_id, ResponsePart part) {
     if (closed_) return;
     session_->Send(stream_id, std::move(part));
-    if (!receiving_) Flush();
+    // The first answer given while a read is handled leaves at once, so a client multiplexing
+    // many calls gets to work on it while the rest of the read is handled; the others leave
+    // together when the read is done (one write per answer would cost a syscall each).
+    if (!receiving_) {
+      Flush();
+    } else if (!flushed_while_receiving_) {
+      flushed_while_receiving_ = true;
+      Flush();
+    }
   }
 
   void ResetStream(int32_t stream_id, uint32_t error_code) {
@@ -152,6 +161,7 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
     received_bytes_ = true;
     last_activity_ = Clock::now();
     receiving_ = true;
+    flushed_while_receiving_ = false;
     Status status = session_->Receive(read_buffer_.get(), n);
     receiving_ = false;
     if (!status.ok()) mf::log::Debug("http2 connection error", {{"error", status.message()}});
@@ -160,6 +170,9 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
     if (status.ok() && !closed_) Read();
   }
 
+  // Writes what the session has to send: synchronously while the socket takes it (no handler to
+  // post, and the next answer is not held back behind a completed write whose handler has not run
+  // yet), the rest with an async write.
   void Flush() {
     if (writing_ || closed_) return;
     // A stream-close callback run by Produce() may answer another stream: produce again then,
@@ -169,15 +182,38 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
       return;
     }
     flushing_ = true;
-    Status status = Status::Ok();
-    do {
-      flush_again_ = false;
-      status = session_->Produce(&write_buffer_, kWriteChunkBytes);
-    } while (status.ok() && flush_again_ && !closed_ && write_buffer_.size() < kWriteChunkBytes);
+    bool wrote_all = false;
+    for (;;) {
+      Status status = Status::Ok();
+      do {
+        flush_again_ = false;
+        status = session_->Produce(&write_buffer_, kWriteChunkBytes);
+      } while (status.ok() && flush_again_ && !closed_ && write_buffer_.size() < kWriteChunkBytes);
+      if (closed_) break;
+      if (!status.ok()) {
+        flushing_ = false;
+        return Close();
+      }
+      if (write_buffer_.empty()) {
+        wrote_all = true;
+        break;
+      }
+      ErrorCode ec;
+      const size_t written = socket_.write_some(asio::buffer(write_buffer_), ec);
+      if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
+        flushing_ = false;
+        return Close();
+      }
+      if (written > 0) last_activity_ = Clock::now();
+      if (ec || written < write_buffer_.size()) {
+        write_buffer_.erase(0, ec ? 0 : written);
+        break;
+      }
+      write_buffer_.clear();
+    }
     flushing_ = false;
     if (closed_) return;
-    if (!status.ok()) return Close();
-    if (write_buffer_.empty()) {
+    if (wrote_all) {
       if (!session_->alive()) Close();
       return;
     }
@@ -209,6 +245,7 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
   Clock::time_point write_started_;
   bool received_bytes_ = false;
   bool receiving_ = false;
+  bool flushed_while_receiving_ = false;
   bool writing_ = false;
   bool flushing_ = false;
   bool flush_again_ = false;
