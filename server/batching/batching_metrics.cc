@@ -12,6 +12,7 @@ namespace {
 struct Families {
   prometheus::Family<prometheus::Histogram>& batch_size;
   prometheus::Family<prometheus::Counter>& padding_rows;
+  prometheus::Family<prometheus::Counter>& skipped;
 };
 
 Families& Get() {
@@ -26,6 +27,11 @@ Families& Get() {
             .Name("modelfleet_batch_padding_rows_total")
             .Help("Rows added to batches to reach an allowed batch size")
             .Register(registry),
+        prometheus::BuildCounter()
+            .Name("modelfleet_batch_skipped_requests_total")
+            .Help("Queued requests answered without being run: their caller gave up (deadline, cancellation) "
+                  "before their batch ran")
+            .Register(registry),
     };
   }();
   return *families;
@@ -38,6 +44,10 @@ void ObserveBatch(const std::string& model, int64_t rows, int64_t padding_rows) 
   if (padding_rows > 0) {
     Get().padding_rows.Add({{"model", model}}).Increment(static_cast<double>(padding_rows));
   }
+}
+
+void CountSkippedRequest(const std::string& model, const std::string& reason) {
+  Get().skipped.Add({{"model", model}, {"reason", reason}}).Increment();
 }
 
 }  // namespace mf::server::batching

@@ -68,21 +68,21 @@ Status BatchingServable::Run(const std::vector<const runtime::Tensor*>& inputs, 
   auto future = promise.get_future();
   RunAsync(std::move(owned), [&promise](Status status, Outputs result) {
     promise.set_value({std::move(status), std::move(result)});
-  });
+  }, {});
   auto [status, result] = future.get();
   *outputs = std::move(result);
   return status;
 }
 
-void BatchingServable::RunAsync(std::vector<runtime::Tensor> inputs, Done done) const {
+void BatchingServable::RunAsync(std::vector<runtime::Tensor> inputs, Done done, StillWanted still_wanted) const {
   std::optional<int64_t> rows = BatchRows(inputs);
   if (!rows || *rows > scheduler_->options().max_batch_size ||
       (scheduler_->options().pad_variable_length_inputs && !PaddableForSignature(inputs, inner_->signature()))) {
     // Not batchable, or larger than any batch: run it alone rather than refuse it.
-    alone_->RunAsync(std::move(inputs), std::move(done));
+    alone_->RunAsync(std::move(inputs), std::move(done), std::move(still_wanted));
     return;
   }
-  BatchTask task{std::move(inputs), *rows, {}, std::move(done)};
+  BatchTask task{std::move(inputs), *rows, {}, std::move(done), std::move(still_wanted)};
   // Schedule() leaves `task` intact on failure, so the request is answered here.
   Status scheduled = scheduler_->Schedule(*queue_, std::move(task));
   if (!scheduled.ok()) task.done(scheduled, {});
@@ -91,11 +91,25 @@ void BatchingServable::RunAsync(std::vector<runtime::Tensor> inputs, Done done) 
 void BatchingServable::ProcessBatch(const Servable& inner, const BatchingOptions& options,
                                     const std::string& model_name, int64_t version, std::vector<BatchTask> tasks) {
   const auto started = std::chrono::steady_clock::now();
-  int64_t rows = 0;
-  for (const BatchTask& task : tasks) {
-    rows += task.rows;
+  // Requests whose callers gave up while queued (deadline passed, call cancelled) are answered
+  // now and left out: under overload, running them would only delay the requests still wanted.
+  size_t kept = 0;
+  for (BatchTask& task : tasks) {
     RecordQueueWait(model_name, version, std::chrono::duration<double>(started - task.enqueued).count());
+    if (task.still_wanted) {
+      if (Status wanted = task.still_wanted(); !wanted.ok()) {
+        CountSkippedRequest(model_name, std::string(StatusCodeName(wanted.code())));
+        task.done(std::move(wanted), {});
+        continue;
+      }
+    }
+    if (&tasks[kept] != &task) tasks[kept] = std::move(task);
+    ++kept;
   }
+  tasks.erase(tasks.begin() + static_cast<std::ptrdiff_t>(kept), tasks.end());
+  if (tasks.empty()) return;
+  int64_t rows = 0;
+  for (const BatchTask& task : tasks) rows += task.rows;
   const int64_t padded = PaddedBatchSize(options, rows);
   ObserveBatch(model_name, rows, padded - rows);
 

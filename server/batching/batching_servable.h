@@ -29,7 +29,7 @@ class BatchingServable : public Servable {
 
   const runtime::Signature& signature() const override { return inner_->signature(); }
   Status Run(const std::vector<const runtime::Tensor*>& inputs, Outputs* outputs) const override;
-  void RunAsync(std::vector<runtime::Tensor> inputs, Done done) const override;
+  void RunAsync(std::vector<runtime::Tensor> inputs, Done done, StillWanted still_wanted) const override;
   // Oversized or unbatchable requests run inline, but those are rare; the common path queues.
   bool async_is_nonblocking() const override { return true; }
   size_t memory_bytes() const override { return inner_->memory_bytes(); }

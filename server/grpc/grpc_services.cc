@@ -68,6 +68,12 @@ Status CheckStillWanted(const CallContext& context) {
   return Status::Ok();
 }
 
+// CheckStillWanted for a run that waits: `context` lives as long as the call's `finish`, which
+// the run's `done` holds, and Servable::StillWanted is only asked while `done` is alive.
+Servable::StillWanted StillWantedBy(const CallContext& context) {
+  return [&context] { return CheckStillWanted(context); };
+}
+
 StatusOr<ServableHandle> ResolveV2(const ModelManager& manager, const std::string& name, const std::string& version) {
   if (version.empty()) return manager.GetServable(name, VersionRequest::Latest());
   int64_t number = 0;
@@ -130,7 +136,8 @@ void PredictionServiceImpl::Predict(const CallContext& context, const tfs::Predi
                          FillModelSpec(handle, response->mutable_model_spec());
                        }
                        finish(Finish(InTime(status, deadline), handle.model, handle.version, "Predict", start));
-                     });
+                     },
+                     StillWantedBy(context));
 }
 
 Status PredictionServiceImpl::GetModelMetadata(const CallContext&, const tfs::GetModelMetadataRequest* request,
@@ -305,7 +312,7 @@ void InferenceServiceImpl::ModelInfer(const CallContext& context, const inferenc
       return Status::Ok();
     };
     finish(Finish(InTime(encode(), deadline), handle.model, handle.version, "ModelInfer", start));
-  });
+  }, StillWantedBy(context));
 }
 
 Status HealthServiceImpl::Check(const CallContext&, const grpc::health::v1::HealthCheckRequest* request,

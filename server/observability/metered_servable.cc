@@ -59,7 +59,7 @@ bool MeteredServable::cheap_enough_to_run_inline() const {
   return ns >= 0 && ns < std::chrono::nanoseconds(kInlineRunBudget).count();
 }
 
-void MeteredServable::RunAsync(std::vector<runtime::Tensor> inputs, Done done) const {
+void MeteredServable::RunAsync(std::vector<runtime::Tensor> inputs, Done done, StillWanted still_wanted) const {
   const int64_t rows = RequestRows(inputs);
   // Copies, not `this`: an asynchronous inner may answer after this decorator is gone.
   inner_->RunAsync(std::move(inputs), [model = model_name_, version = version_, rows, started = Clock::now(),
@@ -68,7 +68,7 @@ void MeteredServable::RunAsync(std::vector<runtime::Tensor> inputs, Done done) c
     Observe(*average, seconds);
     RecordExecution({model, version, rows, 1, status.ok(), seconds});
     done(std::move(status), std::move(outputs));
-  });
+  }, std::move(still_wanted));
 }
 
 }  // namespace mf::server

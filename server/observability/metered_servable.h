@@ -26,7 +26,7 @@ class MeteredServable : public Servable {
 
   const runtime::Signature& signature() const override { return inner_->signature(); }
   Status Run(const std::vector<const runtime::Tensor*>& inputs, Outputs* outputs) const override;
-  void RunAsync(std::vector<runtime::Tensor> inputs, Done done) const override;
+  void RunAsync(std::vector<runtime::Tensor> inputs, Done done, StillWanted still_wanted) const override;
   bool async_is_nonblocking() const override { return inner_->async_is_nonblocking(); }
   // A CPU model whose recent runs took under kInlineRunBudget on average: cheaper to run on the
   // io thread than to hand over (a handoff costs tens of µs of CPU: wake-ups, cache misses).

@@ -41,17 +41,20 @@ void RunPool::Post(std::function<void()> work) {
 }
 
 void DispatchRun(RunPool& pool, std::shared_ptr<const Servable> servable, std::vector<runtime::Tensor> inputs,
-                 Servable::Done done) {
+                 Servable::Done done, Servable::StillWanted still_wanted) {
   if (servable->async_is_nonblocking() || servable->cheap_enough_to_run_inline()) {
-    return servable->RunAsync(std::move(inputs), std::move(done));
+    return servable->RunAsync(std::move(inputs), std::move(done), std::move(still_wanted));
   }
   struct Job {
     std::shared_ptr<const Servable> servable;
     std::vector<runtime::Tensor> inputs;
     Servable::Done done;
+    Servable::StillWanted still_wanted;
   };
-  auto job = std::make_shared<Job>(Job{std::move(servable), std::move(inputs), std::move(done)});
-  pool.Post([job] { job->servable->RunAsync(std::move(job->inputs), std::move(job->done)); });
+  auto job = std::make_shared<Job>(Job{std::move(servable), std::move(inputs), std::move(done), std::move(still_wanted)});
+  pool.Post([job] {
+    job->servable->RunAsync(std::move(job->inputs), std::move(job->done), std::move(job->still_wanted));
+  });
 }
 
 }  // namespace mf::server

@@ -35,9 +35,10 @@ class RunPool {
 
 // Starts `servable` on `inputs` without blocking the caller for long: a servable that only
 // enqueues (batching) or whose runs are cheaper than a thread handoff (cheap_enough_to_run_inline)
-// is called on the caller's thread; the others run on `pool`. `done` runs on whichever thread
-// finished the run.
+// is called on the caller's thread; the others run on `pool`, where `still_wanted` is asked again
+// when the run's turn comes (a request that waited past its deadline is not run). `done` runs on
+// whichever thread finished the run.
 void DispatchRun(RunPool& pool, std::shared_ptr<const Servable> servable, std::vector<runtime::Tensor> inputs,
-                 Servable::Done done);
+                 Servable::Done done, Servable::StillWanted still_wanted);
 
 }  // namespace mf::server

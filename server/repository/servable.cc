@@ -4,7 +4,10 @@
 
 namespace mf::server {
 
-void Servable::RunAsync(std::vector<runtime::Tensor> inputs, Done done) const {
+void Servable::RunAsync(std::vector<runtime::Tensor> inputs, Done done, StillWanted still_wanted) const {
+  if (still_wanted) {
+    if (Status wanted = still_wanted(); !wanted.ok()) return done(std::move(wanted), {});
+  }
   std::vector<const runtime::Tensor*> pointers;
   pointers.reserve(inputs.size());
   for (const auto& t : inputs) pointers.push_back(&t);

@@ -18,6 +18,11 @@ class Servable {
  public:
   using Outputs = std::vector<runtime::Tensor>;
   using Done = std::function<void(Status, Outputs)>;
+  // Whether the caller still wants the answer: OK, or why not (DEADLINE_EXCEEDED, CANCELLED).
+  // Asked just before a run that waited (in a batch queue, in the run pool) starts, so work nobody
+  // will read is skipped and `done` gets that status instead. Empty: always wanted. Called, if at
+  // all, before `done` and while the request's `done` is alive.
+  using StillWanted = std::function<Status()>;
 
   virtual ~Servable() = default;
 
@@ -25,8 +30,9 @@ class Servable {
   // Inputs in signature().inputs order. Thread-safe.
   virtual Status Run(const std::vector<const runtime::Tensor*>& inputs, Outputs* outputs) const = 0;
   // Asynchronous form for event-loop callers: `done` runs exactly once, possibly on another
-  // thread (a batching thread), possibly before RunAsync returns. The default runs inline.
-  virtual void RunAsync(std::vector<runtime::Tensor> inputs, Done done) const;
+  // thread (a batching thread), possibly before RunAsync returns. The default runs inline (after
+  // asking `still_wanted`).
+  virtual void RunAsync(std::vector<runtime::Tensor> inputs, Done done, StillWanted still_wanted) const;
   // True when RunAsync only queues the work and returns at once (so an event loop may call it
   // directly); false when it computes on the caller's thread.
   virtual bool async_is_nonblocking() const { return false; }

@@ -49,6 +49,14 @@ uint64_t ArmDeadline(const Context& ctx, http::Responder responder, std::string 
   });
 }
 
+// A run that waits (run pool, batch queue) is skipped once the request's deadline has answered
+// 504 for it.
+Servable::StillWanted WantedUntil(Clock::time_point deadline) {
+  return [deadline] {
+    return Clock::now() < deadline ? Status::Ok() : DeadlineExceeded("Deadline exceeded before the model run started");
+  };
+}
+
 VersionRequest ToVersionRequest(const std::optional<int64_t>& version, const std::optional<std::string>& label) {
   if (version) return VersionRequest::Number(*version);
   if (label) return VersionRequest::Label(*label);
@@ -123,7 +131,8 @@ void HandleTfPredict(const Context& ctx, const TfServingPath& p, http::Request r
                  status.ok() ? http::Response::Json(200, std::move(body)) : http::Response::FromStatus(status);
              response.headers.Set(kModelVersionHeader, std::to_string(version));
              responder.Respond(std::move(response));
-           });
+           },
+           WantedUntil(start + ctx.options.timeout));
 }
 
 void HandleV1(const Context& ctx, http::Request request, http::Responder responder) {
@@ -228,7 +237,8 @@ void HandleV2Infer(const Context& ctx, const V2Path& p, http::Request request, h
              if (!status.ok()) response = http::Response::FromStatus(status);
              RecordRequest({model, version, "ModelInfer", Entrypoint::kRest, status.code(), SecondsSince(start)});
              responder.Respond(std::move(response));
-           });
+           },
+           WantedUntil(start + ctx.options.timeout));
 }
 
 void HandleV2(const Context& ctx, http::Request request, http::Responder responder) {

@@ -90,8 +90,9 @@ def test_rest_timeout_answers_504(tmp_path, start_server):
 
 def test_grpc_deadline_answered_while_queued(tmp_path, start_server):
     """A gRPC call whose grpc-timeout passes while its request waits in a batch queue is answered
-    DEADLINE_EXCEEDED at its deadline, not when the batch finally runs. h2load is the client: a
-    grpcio client would give up on its own at the deadline and hide when the server answered."""
+    DEADLINE_EXCEEDED at its deadline, not when the batch finally runs, and is then left out of
+    its batch. h2load is the client: a grpcio client would give up on its own at the deadline and
+    hide when the server answered."""
     base = tmp_path / "digits"
     base.mkdir()
     (base / "1").symlink_to(EXAMPLES / "digits" / "1", target_is_directory=True)
@@ -127,3 +128,8 @@ def test_grpc_deadline_answered_while_queued(tmp_path, start_server):
     while counted() < 1 and time.monotonic() < deadline:
         time.sleep(0.1)
     assert counted() == 1, "the late run is counted as the DEADLINE_EXCEEDED the client got"
+    # When its batch closes the expired call is left out, so no batch runs at all.
+    metrics = server.metrics()
+    assert metric_value(metrics, "modelfleet_batch_skipped_requests_total", model="digits",
+                        reason="DEADLINE_EXCEEDED") == 1, metrics
+    assert metric_value(metrics, "modelfleet_batch_size_count", model="digits") == 0, "the expired call ran"

@@ -273,7 +273,7 @@ Result Submit(const Servable& servable, Tensor input) {
   inputs.push_back(std::move(input));
   servable.RunAsync(std::move(inputs), [promise](Status s, std::vector<Tensor> out) {
     promise->set_value({std::move(s), std::move(out)});
-  });
+  }, {});
   return result;
 }
 

@@ -65,9 +65,30 @@ std::pair<Status, std::vector<Tensor>> RunOne(const Servable& s, Tensor input) {
   auto f = p.get_future();
   s.RunAsync(std::move(inputs), [&](Status st, std::vector<Tensor> out) {
     p.set_value({std::move(st), std::move(out)});
-  });
+  }, {});
   return f.get();
 }
+
+// A batching servable with one batch thread, held busy by a first request (at the inner gate),
+// so the requests that follow wait in the queue until Release().
+struct HeldBatchThread {
+  explicit HeldBatchThread(BatchingOptions options) {
+    options.num_batch_threads = 1;
+    servable = std::make_unique<BatchingServable>(inner, std::make_shared<BatchScheduler>(options), "m", 1);
+    inner->Close();
+    first = std::async(std::launch::async, [this] { return RunOne(*servable, Rows(1, 0)); });
+    inner->WaitEntered(1);
+  }
+  // Opens the gate; the first request's status.
+  Status Release() {
+    inner->Open();
+    return first.get().first;
+  }
+
+  std::shared_ptr<AffineServable> inner = std::make_shared<AffineServable>();
+  std::unique_ptr<BatchingServable> servable;
+  std::future<std::pair<Status, std::vector<Tensor>>> first;
+};
 
 TEST(BatchingOptionsTest, Validation) {
   BatchingOptions ok;
@@ -141,29 +162,73 @@ TEST(BatchingServableTest, FullQueueFailsFastWithUnavailable) {
   options.max_batch_size = 1;
   options.max_enqueued_batches = 1;
   options.batch_timeout = std::chrono::microseconds(0);
-  options.num_batch_threads = 1;
-  auto inner = std::make_shared<AffineServable>();
-  BatchingServable servable(inner, std::make_shared<BatchScheduler>(options), "m", 1);
-  inner->Close();
-  auto first = std::async(std::launch::async, [&] { return RunOne(servable, Rows(1, 0)); });
-  inner->WaitEntered(1);  // the only batch thread is now busy with the first request
+  HeldBatchThread held(options);  // the only batch thread is now busy with the first request
+  BatchingServable& servable = *held.servable;
   // RunAsync returns at once either way: a queued request is answered later, a refused one
   // inline.
   std::promise<Status> second, third;
   std::vector<Tensor> in2, in3;
   in2.push_back(Rows(1, 1));
   in3.push_back(Rows(1, 2));
-  servable.RunAsync(std::move(in2), [&](Status s, std::vector<Tensor>) { second.set_value(s); });
-  servable.RunAsync(std::move(in3), [&](Status s, std::vector<Tensor>) { third.set_value(s); });
+  servable.RunAsync(std::move(in2), [&](Status s, std::vector<Tensor>) { second.set_value(s); }, {});
+  servable.RunAsync(std::move(in3), [&](Status s, std::vector<Tensor>) { third.set_value(s); }, {});
   auto third_status = third.get_future();
   ASSERT_EQ(third_status.wait_for(std::chrono::seconds(0)), std::future_status::ready)
       << "a full queue answers at once";
   Status refused = third_status.get();
   EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
   EXPECT_NE(refused.message().find("queue"), std::string::npos);
-  inner->Open();
-  EXPECT_TRUE(first.get().first.ok());
+  EXPECT_TRUE(held.Release().ok());
   EXPECT_TRUE(second.get_future().get().ok());
+}
+
+// A queued request whose caller gave up (its deadline passed while it waited) is answered with
+// that status when its batch closes and is not run; the rest of the batch runs without it.
+TEST(BatchingServableTest, RequestsNoLongerWantedAreAnsweredWithoutBeingRun) {
+  BatchingOptions options;
+  options.max_batch_size = 4;
+  HeldBatchThread held(options);  // the only batch thread is busy: the next three wait in one batch
+  std::atomic<bool> expired{false};
+  std::promise<std::pair<Status, std::vector<Tensor>>> answers[3];
+  for (int i = 0; i < 3; ++i) {
+    std::vector<Tensor> inputs;
+    inputs.push_back(Rows(1, static_cast<float>(10 * (i + 1))));
+    Servable::StillWanted still_wanted;
+    if (i == 1) {
+      still_wanted = [&expired] { return expired ? DeadlineExceeded("too late") : Status::Ok(); };
+    }
+    held.servable->RunAsync(
+        std::move(inputs),
+        [&answers, i](Status st, std::vector<Tensor> out) { answers[i].set_value({std::move(st), std::move(out)}); },
+        std::move(still_wanted));
+  }
+  expired = true;
+  EXPECT_TRUE(held.Release().ok());
+  auto kept0 = answers[0].get_future().get();
+  auto skipped = answers[1].get_future().get();
+  auto kept2 = answers[2].get_future().get();
+  EXPECT_EQ(skipped.first.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(skipped.second.empty());
+  ASSERT_TRUE(kept0.first.ok()) << kept0.first.ToString();
+  ASSERT_TRUE(kept2.first.ok()) << kept2.first.ToString();
+  EXPECT_FLOAT_EQ(kept0.second[0].data<float>()[0], 21.f);  // 2 * 10 + 1: its own row, not B's
+  EXPECT_FLOAT_EQ(kept2.second[0].data<float>()[0], 61.f);  // 2 * 30 + 1
+  EXPECT_EQ(held.inner->batch_sizes(), (std::vector<int64_t>{1, 2})) << "the skipped request was run";
+}
+
+TEST(BatchingServableTest, ABatchOfOnlyUnwantedRequestsDoesNotRun) {
+  BatchingOptions options;
+  options.max_batch_size = 4;
+  HeldBatchThread held(options);
+  std::promise<Status> cancelled;
+  std::vector<Tensor> inputs;
+  inputs.push_back(Rows(1, 1));
+  held.servable->RunAsync(
+      std::move(inputs), [&](Status st, std::vector<Tensor>) { cancelled.set_value(st); },
+      [] { return Cancelled("the client cancelled the call"); });
+  EXPECT_TRUE(held.Release().ok());
+  EXPECT_EQ(cancelled.get_future().get().code(), StatusCode::kCancelled);
+  EXPECT_EQ(held.inner->batch_sizes(), (std::vector<int64_t>{1}));
 }
 
 TEST(BatchingServableTest, OversizedAndUnbatchableRequestsRunAlone) {
@@ -208,7 +273,7 @@ TEST(BatchingServableTest, PendingBatchesRunAfterTheServableIsUnloaded) {
     BatchingServable servable(inner, scheduler, "m", 1);
     std::vector<Tensor> inputs;
     inputs.push_back(Rows(1, 0));
-    servable.RunAsync(std::move(inputs), [&](Status s, std::vector<Tensor>) { done.set_value(s); });
+    servable.RunAsync(std::move(inputs), [&](Status s, std::vector<Tensor>) { done.set_value(s); }, {});
   }
   auto f = done.get_future();
   ASSERT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);

@@ -86,7 +86,7 @@ Status RunOne(const Servable& servable, Tensor input) {
   std::vector<Tensor> inputs;
   inputs.push_back(std::move(input));
   std::promise<Status> done;
-  servable.RunAsync(std::move(inputs), [&](Status s, Servable::Outputs) { done.set_value(s); });
+  servable.RunAsync(std::move(inputs), [&](Status s, Servable::Outputs) { done.set_value(s); }, {});
   return done.get_future().get();
 }
 

@@ -2,6 +2,7 @@
 // which go to the run pool (slow models, GPU models, models not measured yet).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <string_view>
@@ -19,17 +20,20 @@ class TimedServable : public Servable {
   TimedServable(std::chrono::microseconds run_time, std::string_view device) : run_time_(run_time), device_(device) {}
   const runtime::Signature& signature() const override { return signature_; }
   Status Run(const std::vector<const runtime::Tensor*>&, Outputs* outputs) const override {
+    ++runs_;
     std::this_thread::sleep_for(run_time_);
     outputs->clear();
     return Status::Ok();
   }
   size_t memory_bytes() const override { return 0; }
   std::string_view device() const override { return device_; }
+  int runs() const { return runs_.load(); }
 
  private:
   std::chrono::microseconds run_time_;
   std::string_view device_;
   runtime::Signature signature_;
+  mutable std::atomic<int> runs_{0};
 };
 
 // The thread `done` ran on, for one dispatched run.
@@ -38,7 +42,7 @@ std::thread::id DispatchAndWait(RunPool& pool, const std::shared_ptr<const Serva
   DispatchRun(pool, servable, {}, [&](Status status, Servable::Outputs) {
     EXPECT_TRUE(status.ok()) << status.ToString();
     ran_on.set_value(std::this_thread::get_id());
-  });
+  }, {});
   return ran_on.get_future().get();
 }
 
@@ -62,6 +66,24 @@ TEST(RunDispatch, SlowOrGpuModelsGoToThePool) {
       std::make_shared<TimedServable>(std::chrono::microseconds(0), "cuda"), "m", 1);
   for (int i = 0; i < 3; ++i) EXPECT_NE(DispatchAndWait(pool, gpu), std::this_thread::get_id());
   EXPECT_FALSE(gpu->cheap_enough_to_run_inline());
+}
+
+// A run that waited in the pool past its caller's deadline is answered with that and not run.
+TEST(RunDispatch, QueuedRunsNoLongerWantedAreSkipped) {
+  RunPool pool(1);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  pool.Post([released] { released.wait_for(std::chrono::seconds(10)); });  // the only thread is busy
+  auto model = std::make_shared<TimedServable>(std::chrono::microseconds(0), "cpu");
+  std::atomic<bool> expired{false};
+  std::promise<Status> answered;
+  DispatchRun(
+      pool, model, {}, [&](Status status, Servable::Outputs) { answered.set_value(status); },
+      [&expired] { return expired ? DeadlineExceeded("too late") : Status::Ok(); });
+  expired = true;
+  release.set_value();
+  EXPECT_EQ(answered.get_future().get().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(model->runs(), 0);
 }
 
 }  // namespace
