@@ -51,9 +51,10 @@ struct BatchTask {
   int64_t rows = 0;
   std::chrono::steady_clock::time_point enqueued;
   std::function<void(Status, std::vector<runtime::Tensor>)> done;
-  // Asked when the batch closes: a task no longer wanted is answered with its status and left
-  // out of the run (Servable::StillWanted). Empty: always wanted.
-  std::function<Status()> still_wanted;
+  // Asked when the batch closes, with the time its run is expected to end: a task no longer
+  // wanted is answered with its status and left out of the run (Servable::StillWanted). Empty:
+  // always wanted.
+  std::function<Status(std::chrono::steady_clock::time_point expected_end)> still_wanted;
 };
 
 // Runs one closed batch: called on a batch thread with the tasks in arrival order.

@@ -56,8 +56,10 @@ BatchingServable::BatchingServable(std::shared_ptr<const Servable> inner, std::s
   // The processor owns what a pending batch needs, so batches still queued when this servable
   // is unloaded run to completion.
   queue_ = scheduler_->AddQueue(
-      [inner = inner_, options = scheduler_->options(), name = std::move(model_name),
-       version](std::vector<BatchTask> tasks) { ProcessBatch(*inner, options, name, version, std::move(tasks)); });
+      [inner = inner_, options = scheduler_->options(), name = std::move(model_name), version,
+       recent_batches = std::make_shared<RunTimeAverage>()](std::vector<BatchTask> tasks) {
+        ProcessBatch(*inner, options, name, version, *recent_batches, std::move(tasks));
+      });
 }
 
 Status BatchingServable::Run(const std::vector<const runtime::Tensor*>& inputs, Outputs* outputs) const {
@@ -89,15 +91,19 @@ void BatchingServable::RunAsync(std::vector<runtime::Tensor> inputs, Done done, 
 }
 
 void BatchingServable::ProcessBatch(const Servable& inner, const BatchingOptions& options,
-                                    const std::string& model_name, int64_t version, std::vector<BatchTask> tasks) {
+                                    const std::string& model_name, int64_t version, RunTimeAverage& recent_batches,
+                                    std::vector<BatchTask> tasks) {
   const auto started = std::chrono::steady_clock::now();
-  // Requests whose callers gave up while queued (deadline passed, call cancelled) are answered
-  // now and left out: under overload, running them would only delay the requests still wanted.
+  // Requests whose callers gave up while queued (deadline passed, call cancelled), or whose
+  // deadline falls before this batch would end (by recent batches' run time), are answered now
+  // and left out: under overload, running them would only delay the requests still wanted, and
+  // in a queue longer than the deadlines allow, the oldest requests are exactly those.
+  const auto expected_end = started + recent_batches.get().value_or(std::chrono::nanoseconds(0));
   size_t kept = 0;
   for (BatchTask& task : tasks) {
     RecordQueueWait(model_name, version, std::chrono::duration<double>(started - task.enqueued).count());
     if (task.still_wanted) {
-      if (Status wanted = task.still_wanted(); !wanted.ok()) {
+      if (Status wanted = task.still_wanted(expected_end); !wanted.ok()) {
         CountSkippedRequest(model_name, std::string(StatusCodeName(wanted.code())));
         task.done(std::move(wanted), {});
         continue;
@@ -134,8 +140,9 @@ void BatchingServable::ProcessBatch(const Servable& inner, const BatchingOptions
   Outputs outputs;
   const auto run_started = std::chrono::steady_clock::now();
   Status run = inner.Run(pointers, &outputs);
-  RecordExecution({model_name, version, rows, static_cast<int64_t>(tasks.size()), run.ok(),
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - run_started).count()});
+  const double run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_started).count();
+  recent_batches.Observe(run_seconds);
+  RecordExecution({model_name, version, rows, static_cast<int64_t>(tasks.size()), run.ok(), run_seconds});
   if (!run.ok()) return FailAll(tasks, run);
   for (const runtime::Tensor& out : outputs) {
     if (out.rank() < 1 || out.dim(0) != padded) {

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "server/batching/batch_scheduler.h"
+#include "server/observability/run_time_average.h"
 #include "server/repository/servable.h"
 
 namespace mf::server::batching {
@@ -37,7 +38,7 @@ class BatchingServable : public Servable {
 
  private:
   static void ProcessBatch(const Servable& inner, const BatchingOptions& options, const std::string& model_name,
-                           int64_t version, std::vector<BatchTask> tasks);
+                           int64_t version, RunTimeAverage& recent_batches, std::vector<BatchTask> tasks);
 
   std::shared_ptr<const Servable> inner_;
   std::shared_ptr<const Servable> alone_;  // inner_, metered: for requests that run unbatched

@@ -57,10 +57,15 @@ void FillModelSpec(const ServableHandle& handle, tfs::ModelSpec* spec) {
 }
 
 // The call's deadline is the run's deadline: a call that expired (or was cancelled) while its
-// request was decoded does not start a model run nobody will read.
-Status CheckStillWanted(const CallContext& context) {
+// request was decoded does not start a model run nobody will read; nor does a queued call whose
+// run would end after it (`expected_end`, from the batch's recent run times).
+Status CheckStillWanted(const CallContext& context,
+                        std::chrono::steady_clock::time_point expected_end = std::chrono::steady_clock::now()) {
   if (context.deadline() <= std::chrono::steady_clock::now()) {
     return DeadlineExceeded("Deadline exceeded before the model run started");
+  }
+  if (context.deadline() <= expected_end) {
+    return DeadlineExceeded("Deadline exceeded: the model run would end after it (queued past the point of answering in time)");
   }
   if (context.cancelled()) {
     return Cancelled("the client cancelled the call");
@@ -71,7 +76,9 @@ Status CheckStillWanted(const CallContext& context) {
 // CheckStillWanted for a run that waits: `context` lives as long as the call's `finish`, which
 // the run's `done` holds, and Servable::StillWanted is only asked while `done` is alive.
 Servable::StillWanted StillWantedBy(const CallContext& context) {
-  return [&context] { return CheckStillWanted(context); };
+  return [&context](std::chrono::steady_clock::time_point expected_end) {
+    return CheckStillWanted(context, expected_end);
+  };
 }
 
 StatusOr<ServableHandle> ResolveV2(const ModelManager& manager, const std::string& name, const std::string& version) {

@@ -12,17 +12,6 @@ using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// Folds one run into the moving average (weight 1/8: a few slow runs move a model off the io
-// threads quickly, one outlier does not).
-void Observe(std::atomic<int64_t>& average, double seconds) {
-  const auto ns = static_cast<int64_t>(seconds * 1e9);
-  int64_t old = average.load(std::memory_order_relaxed);
-  int64_t next = 0;
-  do {
-    next = old < 0 ? ns : old + (ns - old) / 8;
-  } while (!average.compare_exchange_weak(old, next, std::memory_order_relaxed));
-}
-
 template <typename Deref>
 int64_t SharedDim0(size_t count, Deref tensor) {
   int64_t rows = -1;
@@ -48,24 +37,24 @@ Status MeteredServable::Run(const std::vector<const runtime::Tensor*>& inputs, O
   const auto started = Clock::now();
   Status status = inner_->Run(inputs, outputs);
   const double seconds = SecondsSince(started);
-  Observe(*recent_run_ns_, seconds);
+  recent_runs_->Observe(seconds);
   RecordExecution({model_name_, version_, RequestRows(inputs), 1, status.ok(), seconds});
   return status;
 }
 
 bool MeteredServable::cheap_enough_to_run_inline() const {
   if (inner_->device() != "cpu") return false;
-  const int64_t ns = recent_run_ns_->load(std::memory_order_relaxed);
-  return ns >= 0 && ns < std::chrono::nanoseconds(kInlineRunBudget).count();
+  const auto recent = recent_runs_->get();
+  return recent && *recent < kInlineRunBudget;
 }
 
 void MeteredServable::RunAsync(std::vector<runtime::Tensor> inputs, Done done, StillWanted still_wanted) const {
   const int64_t rows = RequestRows(inputs);
   // Copies, not `this`: an asynchronous inner may answer after this decorator is gone.
   inner_->RunAsync(std::move(inputs), [model = model_name_, version = version_, rows, started = Clock::now(),
-                                       average = recent_run_ns_, done = std::move(done)](Status status, Outputs outputs) {
+                                       average = recent_runs_, done = std::move(done)](Status status, Outputs outputs) {
     const double seconds = SecondsSince(started);
-    Observe(*average, seconds);
+    average->Observe(seconds);
     RecordExecution({model, version, rows, 1, status.ok(), seconds});
     done(std::move(status), std::move(outputs));
   }, std::move(still_wanted));

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "server/observability/run_time_average.h"
 #include "server/repository/servable.h"
 
 namespace mf::server {
@@ -41,9 +42,8 @@ class MeteredServable : public Servable {
   std::shared_ptr<const Servable> inner_;
   std::string model_name_;
   int64_t version_;
-  // Moving average of recent run times in ns (-1: none yet). Shared with callbacks that may
-  // outlive this decorator.
-  std::shared_ptr<std::atomic<int64_t>> recent_run_ns_ = std::make_shared<std::atomic<int64_t>>(-1);
+  // Shared with callbacks that may outlive this decorator.
+  std::shared_ptr<RunTimeAverage> recent_runs_ = std::make_shared<RunTimeAverage>();
 };
 
 // A request's inferences (Triton's batch size): the dim 0 its inputs share, or 1 when they do

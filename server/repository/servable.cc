@@ -6,7 +6,7 @@ namespace mf::server {
 
 void Servable::RunAsync(std::vector<runtime::Tensor> inputs, Done done, StillWanted still_wanted) const {
   if (still_wanted) {
-    if (Status wanted = still_wanted(); !wanted.ok()) return done(std::move(wanted), {});
+    if (Status wanted = still_wanted(std::chrono::steady_clock::now()); !wanted.ok()) return done(std::move(wanted), {});
   }
   std::vector<const runtime::Tensor*> pointers;
   pointers.reserve(inputs.size());

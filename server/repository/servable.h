@@ -3,6 +3,7 @@
 // unload; the version's memory is freed when the last request using it finishes.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string_view>
@@ -18,11 +19,12 @@ class Servable {
  public:
   using Outputs = std::vector<runtime::Tensor>;
   using Done = std::function<void(Status, Outputs)>;
-  // Whether the caller still wants the answer: OK, or why not (DEADLINE_EXCEEDED, CANCELLED).
-  // Asked just before a run that waited (in a batch queue, in the run pool) starts, so work nobody
-  // will read is skipped and `done` gets that status instead. Empty: always wanted. Called, if at
-  // all, before `done` and while the request's `done` is alive.
-  using StillWanted = std::function<Status()>;
+  // Whether the caller still wants the answer of a run expected to end at `expected_end`: OK, or
+  // why not (DEADLINE_EXCEEDED when the deadline falls before then, CANCELLED). Asked just before a
+  // run that waited (in a batch queue, in the run pool) starts, so work whose answer nobody would
+  // get in time is skipped and `done` gets that status instead. Empty: always wanted. Called, if
+  // at all, before `done` and while the request's `done` is alive.
+  using StillWanted = std::function<Status(std::chrono::steady_clock::time_point expected_end)>;
 
   virtual ~Servable() = default;
 

@@ -50,10 +50,12 @@ uint64_t ArmDeadline(const Context& ctx, http::Responder responder, std::string 
 }
 
 // A run that waits (run pool, batch queue) is skipped once the request's deadline has answered
-// 504 for it.
+// 504 for it, or when it would end after that deadline.
 Servable::StillWanted WantedUntil(Clock::time_point deadline) {
-  return [deadline] {
-    return Clock::now() < deadline ? Status::Ok() : DeadlineExceeded("Deadline exceeded before the model run started");
+  return [deadline](Clock::time_point expected_end) {
+    if (Clock::now() >= deadline) return DeadlineExceeded("Deadline exceeded before the model run started");
+    if (expected_end >= deadline) return DeadlineExceeded("Deadline exceeded: the model run would end after it");
+    return Status::Ok();
   };
 }
 

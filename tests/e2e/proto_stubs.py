@@ -94,4 +94,24 @@ def module(name):
     return importlib.import_module(name)
 
 
-__all__ = ["stubs_path", "module", "health_messages", "health_check", "proto_files", "generate"]
+def float_predict_request(model, input_name, values, tensor_content=True):
+    """A PredictRequest for `model` with one DT_FLOAT input `input_name` holding `values` (a numpy
+    array: its shape is the tensor's), as tensor_content (what tf.make_tensor_proto sends) or as
+    float_val."""
+    predict_pb2 = module("tensorflow_serving.apis.predict_pb2")
+    types_pb2 = module("tensorflow.core.framework.types_pb2")
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = model
+    tensor = request.inputs[input_name]
+    tensor.dtype = types_pb2.DT_FLOAT
+    for size in values.shape:
+        tensor.tensor_shape.dim.add().size = size
+    if tensor_content:
+        tensor.tensor_content = values.astype("<f4").tobytes()
+    else:
+        tensor.float_val.extend(values.astype("float32").ravel().tolist())
+    return request
+
+
+__all__ = ["stubs_path", "module", "health_messages", "health_check", "proto_files", "generate",
+           "float_predict_request"]

@@ -100,15 +100,7 @@ def test_grpc_deadline_answered_while_queued(tmp_path, start_server):
     params.write_text("max_batch_size { value: 8 }\nbatch_timeout_micros { value: 3000000 }\n")  # 3 s
     server = start_server(["--model_name=digits", f"--model_base_path={base}", "--enable_batching",
                            f"--batching_parameters_file={params}"])
-    predict_pb2 = proto_stubs.module("tensorflow_serving.apis.predict_pb2")
-    types_pb2 = proto_stubs.module("tensorflow.core.framework.types_pb2")
-    request = predict_pb2.PredictRequest()
-    request.model_spec.name = "digits"
-    images = request.inputs["images"]
-    images.dtype = types_pb2.DT_FLOAT
-    images.tensor_shape.dim.add().size = 1
-    images.tensor_shape.dim.add().size = 64
-    images.float_val.extend([0.0] * 64)
+    request = proto_stubs.float_predict_request("digits", "images", np.zeros((1, 64)), tensor_content=False)
     message = request.SerializeToString()
     body = tmp_path / "call.bin"
     body.write_bytes(b"\x00" + len(message).to_bytes(4, "big") + message)

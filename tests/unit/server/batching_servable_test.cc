@@ -195,7 +195,7 @@ TEST(BatchingServableTest, RequestsNoLongerWantedAreAnsweredWithoutBeingRun) {
     inputs.push_back(Rows(1, static_cast<float>(10 * (i + 1))));
     Servable::StillWanted still_wanted;
     if (i == 1) {
-      still_wanted = [&expired] { return expired ? DeadlineExceeded("too late") : Status::Ok(); };
+      still_wanted = [&expired](auto /*expected_end*/) { return expired ? DeadlineExceeded("too late") : Status::Ok(); };
     }
     held.servable->RunAsync(
         std::move(inputs),
@@ -216,6 +216,31 @@ TEST(BatchingServableTest, RequestsNoLongerWantedAreAnsweredWithoutBeingRun) {
   EXPECT_EQ(held.inner->batch_sizes(), (std::vector<int64_t>{1, 2})) << "the skipped request was run";
 }
 
+// A queued request is asked whether it still wants a run ending when recent batches' run time
+// says it will, so one whose deadline falls before that is skipped rather than answered late.
+TEST(BatchingServableTest, QueuedRequestsAreAskedWithTheBatchsExpectedEnd) {
+  BatchingOptions options;
+  options.max_batch_size = 4;
+  HeldBatchThread held(options);
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  EXPECT_TRUE(held.Release().ok());  // recent batches now take >= 40 ms
+  std::promise<std::chrono::steady_clock::duration> asked_for;
+  std::promise<Status> answered;
+  std::vector<Tensor> inputs;
+  inputs.push_back(Rows(1, 1));
+  held.servable->RunAsync(
+      std::move(inputs), [&](Status st, std::vector<Tensor>) { answered.set_value(st); },
+      [&](std::chrono::steady_clock::time_point expected_end) {
+        const auto ahead = expected_end - std::chrono::steady_clock::now();
+        asked_for.set_value(ahead);
+        // A deadline 10 ms away: the run would end after it.
+        return ahead > std::chrono::milliseconds(10) ? DeadlineExceeded("would end too late") : Status::Ok();
+      });
+  EXPECT_GE(asked_for.get_future().get(), std::chrono::milliseconds(30));
+  EXPECT_EQ(answered.get_future().get().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(held.inner->batch_sizes(), (std::vector<int64_t>{1}));
+}
+
 TEST(BatchingServableTest, ABatchOfOnlyUnwantedRequestsDoesNotRun) {
   BatchingOptions options;
   options.max_batch_size = 4;
@@ -225,7 +250,7 @@ TEST(BatchingServableTest, ABatchOfOnlyUnwantedRequestsDoesNotRun) {
   inputs.push_back(Rows(1, 1));
   held.servable->RunAsync(
       std::move(inputs), [&](Status st, std::vector<Tensor>) { cancelled.set_value(st); },
-      [] { return Cancelled("the client cancelled the call"); });
+      [](auto /*expected_end*/) { return Cancelled("the client cancelled the call"); });
   EXPECT_TRUE(held.Release().ok());
   EXPECT_EQ(cancelled.get_future().get().code(), StatusCode::kCancelled);
   EXPECT_EQ(held.inner->batch_sizes(), (std::vector<int64_t>{1}));

@@ -79,7 +79,7 @@ TEST(RunDispatch, QueuedRunsNoLongerWantedAreSkipped) {
   std::promise<Status> answered;
   DispatchRun(
       pool, model, {}, [&](Status status, Servable::Outputs) { answered.set_value(status); },
-      [&expired] { return expired ? DeadlineExceeded("too late") : Status::Ok(); });
+      [&expired](auto /*expected_end*/) { return expired ? DeadlineExceeded("too late") : Status::Ok(); });
   expired = true;
   release.set_value();
   EXPECT_EQ(answered.get_future().get().code(), StatusCode::kDeadlineExceeded);
