@@ -106,13 +106,14 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
   void Apply(int32_t stream_id, ResponsePart part) {
     if (closed_) return;
     session_->Send(stream_id, std::move(part));
-    // The first answer given while a read is handled leaves at once, so a client multiplexing
-    // many calls gets to work on it while the rest of the read is handled; the others leave
-    // together when the read is done (one write per answer would cost a syscall each).
+    // Answers given while a read of many multiplexed calls is handled leave in writes of 1, 2,
+    // 4, 8... answers: the first at once, so the client works on it while the rest of the read
+    // is handled, and later ones together, so a read of n calls costs about log2(n) writes, not
+    // n (one syscall each) nor one at the end (client and server would take turns idling).
     if (!receiving_) {
       Flush();
-    } else if (!flushed_while_receiving_) {
-      flushed_while_receiving_ = true;
+    } else if (++answers_while_receiving_ == flush_at_) {
+      flush_at_ *= 2;
       Flush();
     }
   }
@@ -161,7 +162,8 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
     received_bytes_ = true;
     last_activity_ = Clock::now();
     receiving_ = true;
-    flushed_while_receiving_ = false;
+    answers_while_receiving_ = 0;
+    flush_at_ = 1;
     Status status = session_->Receive(read_buffer_.get(), n);
     receiving_ = false;
     if (!status.ok()) mf::log::Debug("http2 connection error", {{"error", status.message()}});
@@ -245,7 +247,8 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
   Clock::time_point write_started_;
   bool received_bytes_ = false;
   bool receiving_ = false;
-  bool flushed_while_receiving_ = false;
+  int answers_while_receiving_ = 0;  // in the read being handled
+  int flush_at_ = 1;                  // Flush() when answers_while_receiving_ reaches it
   bool writing_ = false;
   bool flushing_ = false;
   bool flush_again_ = false;

@@ -180,9 +180,9 @@ TEST_F(Http2ConnectionTest, PeerThatNeverOpensItsWindowIsClosedAfterTheWriteTime
   EXPECT_EQ(server_->stats().streams, 1u);
 }
 
-// Requests that arrive in one read are handled one after another on the io thread; an answer
-// given inline leaves at once instead of waiting for the rest of the read to be handled, so a
-// client multiplexing many calls on one connection gets its first answers early.
+// Requests that arrive in one read are handled one after another on the io thread; the first
+// answer given inline leaves at once instead of waiting for the rest of the read to be handled,
+// so a client multiplexing many calls on one connection gets to work on it early.
 TEST_F(Http2ConnectionTest, InlineAnswerLeavesBeforeTheNextRequestOfTheSameReadIsHandled) {
   std::promise<void> first_answer_seen;
   std::shared_future<void> seen = first_answer_seen.get_future().share();
