@@ -1,5 +1,6 @@
 #include "server/batching/batching_servable.h"
 
+#include <algorithm>
 #include <future>
 #include <utility>
 
@@ -42,6 +43,30 @@ bool PaddableForSignature(const std::vector<runtime::Tensor>& inputs, const runt
   return true;
 }
 
+int64_t TotalRows(const std::vector<BatchTask>& tasks) {
+  int64_t rows = 0;
+  for (const BatchTask& task : tasks) rows += task.rows;
+  return rows;
+}
+
+// Answers and removes the tasks that no longer want a run ending at `expected_end`.
+void LeaveOutUnwanted(std::vector<BatchTask>& tasks, std::chrono::steady_clock::time_point expected_end,
+                      const std::string& model_name) {
+  size_t kept = 0;
+  for (BatchTask& task : tasks) {
+    if (task.still_wanted) {
+      if (Status wanted = task.still_wanted(expected_end); !wanted.ok()) {
+        CountSkippedRequest(model_name, std::string(StatusCodeName(wanted.code())));
+        task.done(std::move(wanted), {});
+        continue;
+      }
+    }
+    if (&tasks[kept] != &task) tasks[kept] = std::move(task);
+    ++kept;
+  }
+  tasks.erase(tasks.begin() + static_cast<std::ptrdiff_t>(kept), tasks.end());
+}
+
 void FailAll(std::vector<BatchTask>& tasks, const Status& status) {
   for (BatchTask& task : tasks) task.done(status, {});
 }
@@ -57,8 +82,8 @@ BatchingServable::BatchingServable(std::shared_ptr<const Servable> inner, std::s
   // is unloaded run to completion.
   queue_ = scheduler_->AddQueue(
       [inner = inner_, options = scheduler_->options(), name = std::move(model_name), version,
-       recent_batches = std::make_shared<RunTimeAverage>()](std::vector<BatchTask> tasks) {
-        ProcessBatch(*inner, options, name, version, *recent_batches, std::move(tasks));
+       recent = std::make_shared<RecentRuns>()](std::vector<BatchTask> tasks) {
+        ProcessBatch(*inner, options, name, version, *recent, std::move(tasks));
       });
 }
 
@@ -90,32 +115,31 @@ void BatchingServable::RunAsync(std::vector<runtime::Tensor> inputs, Done done, 
   if (!scheduled.ok()) task.done(scheduled, {});
 }
 
+std::optional<std::chrono::nanoseconds> BatchingServable::RecentRuns::Estimate(int64_t rows) const {
+  const auto batch = per_batch.get();
+  const auto row = per_row.get();
+  if (!batch || !row) return std::nullopt;
+  return std::min(*batch, *row * rows);
+}
+
 void BatchingServable::ProcessBatch(const Servable& inner, const BatchingOptions& options,
-                                    const std::string& model_name, int64_t version, RunTimeAverage& recent_batches,
+                                    const std::string& model_name, int64_t version, RecentRuns& recent,
                                     std::vector<BatchTask> tasks) {
   const auto started = std::chrono::steady_clock::now();
-  // Requests whose callers gave up while queued (deadline passed, call cancelled), or whose
-  // deadline falls before this batch would end (by recent batches' run time), are answered now
-  // and left out: under overload, running them would only delay the requests still wanted, and
-  // in a queue longer than the deadlines allow, the oldest requests are exactly those.
-  const auto expected_end = started + recent_batches.get().value_or(std::chrono::nanoseconds(0));
-  size_t kept = 0;
-  for (BatchTask& task : tasks) {
+  for (const BatchTask& task : tasks) {
     RecordQueueWait(model_name, version, std::chrono::duration<double>(started - task.enqueued).count());
-    if (task.still_wanted) {
-      if (Status wanted = task.still_wanted(expected_end); !wanted.ok()) {
-        CountSkippedRequest(model_name, std::string(StatusCodeName(wanted.code())));
-        task.done(std::move(wanted), {});
-        continue;
-      }
-    }
-    if (&tasks[kept] != &task) tasks[kept] = std::move(task);
-    ++kept;
   }
-  tasks.erase(tasks.begin() + static_cast<std::ptrdiff_t>(kept), tasks.end());
+  // Requests whose callers gave up while queued (deadline passed, call cancelled) are answered
+  // now and left out; then those whose deadline falls before the rest of the batch would end.
+  // Under overload, running them would only delay the requests still wanted, and in a queue
+  // longer than the deadlines allow, the oldest requests are exactly those.
+  LeaveOutUnwanted(tasks, started, model_name);
   if (tasks.empty()) return;
-  int64_t rows = 0;
-  for (const BatchTask& task : tasks) rows += task.rows;
+  if (const auto run_time = recent.Estimate(PaddedBatchSize(options, TotalRows(tasks)))) {
+    LeaveOutUnwanted(tasks, started + *run_time, model_name);
+    if (tasks.empty()) return;
+  }
+  const int64_t rows = TotalRows(tasks);
   const int64_t padded = PaddedBatchSize(options, rows);
   ObserveBatch(model_name, rows, padded - rows);
 
@@ -141,7 +165,8 @@ void BatchingServable::ProcessBatch(const Servable& inner, const BatchingOptions
   const auto run_started = std::chrono::steady_clock::now();
   Status run = inner.Run(pointers, &outputs);
   const double run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_started).count();
-  recent_batches.Observe(run_seconds);
+  recent.per_batch.Observe(run_seconds);
+  recent.per_row.Observe(run_seconds / static_cast<double>(padded));
   RecordExecution({model_name, version, rows, static_cast<int64_t>(tasks.size()), run.ok(), run_seconds});
   if (!run.ok()) return FailAll(tasks, run);
   for (const runtime::Tensor& out : outputs) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "server/batching/batch_scheduler.h"
@@ -37,8 +38,19 @@ class BatchingServable : public Servable {
   std::string_view device() const override { return inner_->device(); }
 
  private:
+  // Recent batches' run times, for how long the next batch will take.
+  struct RecentRuns {
+    RunTimeAverage per_batch;
+    RunTimeAverage per_row;  // padded rows
+    // The smaller of the two estimates (none before the first batch): each overestimates in
+    // one case (per batch: a small batch after big ones; per row: a big batch after small
+    // ones, whose fixed cost it spreads over few rows), and an overestimate would skip requests
+    // that could have been answered in time.
+    std::optional<std::chrono::nanoseconds> Estimate(int64_t rows) const;
+  };
+
   static void ProcessBatch(const Servable& inner, const BatchingOptions& options, const std::string& model_name,
-                           int64_t version, RunTimeAverage& recent_batches, std::vector<BatchTask> tasks);
+                           int64_t version, RecentRuns& recent, std::vector<BatchTask> tasks);
 
   std::shared_ptr<const Servable> inner_;
   std::shared_ptr<const Servable> alone_;  // inner_, metered: for requests that run unbatched

@@ -217,14 +217,15 @@ TEST(BatchingServableTest, RequestsNoLongerWantedAreAnsweredWithoutBeingRun) {
 }
 
 // A queued request is asked whether it still wants a run ending when recent batches' run time
-// says it will, so one whose deadline falls before that is skipped rather than answered late.
+// per row says it will (first whether it still wants one at all), so one whose deadline falls
+// before that is skipped rather than answered late.
 TEST(BatchingServableTest, QueuedRequestsAreAskedWithTheBatchsExpectedEnd) {
   BatchingOptions options;
   options.max_batch_size = 4;
   HeldBatchThread held(options);
   std::this_thread::sleep_for(std::chrono::milliseconds(40));
-  EXPECT_TRUE(held.Release().ok());  // recent batches now take >= 40 ms
-  std::promise<std::chrono::steady_clock::duration> asked_for;
+  EXPECT_TRUE(held.Release().ok());  // recent batches: one row in >= 40 ms
+  std::vector<std::chrono::steady_clock::duration> asked_for;  // only the batch thread writes
   std::promise<Status> answered;
   std::vector<Tensor> inputs;
   inputs.push_back(Rows(1, 1));
@@ -232,12 +233,14 @@ TEST(BatchingServableTest, QueuedRequestsAreAskedWithTheBatchsExpectedEnd) {
       std::move(inputs), [&](Status st, std::vector<Tensor>) { answered.set_value(st); },
       [&](std::chrono::steady_clock::time_point expected_end) {
         const auto ahead = expected_end - std::chrono::steady_clock::now();
-        asked_for.set_value(ahead);
-        // A deadline 10 ms away: the run would end after it.
+        asked_for.push_back(ahead);
+        // A deadline 10 ms away: a run ending later is not wanted.
         return ahead > std::chrono::milliseconds(10) ? DeadlineExceeded("would end too late") : Status::Ok();
       });
-  EXPECT_GE(asked_for.get_future().get(), std::chrono::milliseconds(30));
   EXPECT_EQ(answered.get_future().get().code(), StatusCode::kDeadlineExceeded);
+  ASSERT_EQ(asked_for.size(), 2u);
+  EXPECT_LT(asked_for[0], std::chrono::milliseconds(10));  // still wanted at all?
+  EXPECT_GE(asked_for[1], std::chrono::milliseconds(30));  // and when the run would end?
   EXPECT_EQ(held.inner->batch_sizes(), (std::vector<int64_t>{1}));
 }
 
