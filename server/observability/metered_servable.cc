@@ -50,6 +50,15 @@ bool MeteredServable::cheap_enough_to_run_inline() const {
 
 void MeteredServable::RunAsync(std::vector<runtime::Tensor> inputs, Done done, StillWanted still_wanted) const {
   const int64_t rows = RequestRows(inputs);
+  // A run about to start here (inline, or its turn in the run pool) is asked whether its caller
+  // still wants it ending after the model's recent run time. Asked here, not by the inner
+  // servable, so a skipped run is neither recorded as an execution nor averaged in as a 0 s run
+  // (which would make a slow model look cheap enough for the io threads).
+  if (still_wanted && !inner_->async_is_nonblocking()) {
+    const auto run_time = recent_runs_->get().value_or(std::chrono::nanoseconds(0));
+    if (Status wanted = still_wanted(Clock::now() + run_time); !wanted.ok()) return done(std::move(wanted), {});
+    still_wanted = nullptr;
+  }
   // Copies, not `this`: an asynchronous inner may answer after this decorator is gone.
   inner_->RunAsync(std::move(inputs), [model = model_name_, version = version_, rows, started = Clock::now(),
                                        average = recent_runs_, done = std::move(done)](Status status, Outputs outputs) {

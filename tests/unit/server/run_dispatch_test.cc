@@ -86,5 +86,38 @@ TEST(RunDispatch, QueuedRunsNoLongerWantedAreSkipped) {
   EXPECT_EQ(model->runs(), 0);
 }
 
+// A measured slow model's run that waited in the pool is skipped when it would end after its
+// caller's deadline.
+TEST(RunDispatch, QueuedRunsThatWouldEndTooLateAreSkipped) {
+  RunPool pool(1);
+  auto inner = std::make_shared<TimedServable>(std::chrono::microseconds(20000), "cpu");
+  auto slow = std::make_shared<MeteredServable>(inner, "m", 1);
+  DispatchAndWait(pool, slow);  // measured: ~20 ms per run
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  pool.Post([released] { released.wait_for(std::chrono::seconds(10)); });
+  std::promise<Status> answered;
+  DispatchRun(
+      pool, slow, {}, [&](Status status, Servable::Outputs) { answered.set_value(status); },
+      [](std::chrono::steady_clock::time_point expected_end) {
+        // A deadline 5 ms after the run would start.
+        return expected_end > std::chrono::steady_clock::now() + std::chrono::milliseconds(5)
+                   ? DeadlineExceeded("would end too late")
+                   : Status::Ok();
+      });
+  release.set_value();
+  EXPECT_EQ(answered.get_future().get().code(), StatusCode::kDeadlineExceeded);
+  // Skipped runs are not averaged in as 0 s runs: the slow model stays off the io threads.
+  for (int i = 0; i < 60; ++i) {
+    std::promise<void> skipped;
+    DispatchRun(
+        pool, slow, {}, [&](Status, Servable::Outputs) { skipped.set_value(); },
+        [](std::chrono::steady_clock::time_point) { return Cancelled("gone"); });
+    skipped.get_future().get();
+  }
+  EXPECT_FALSE(slow->cheap_enough_to_run_inline());
+  EXPECT_EQ(inner->runs(), 1);
+}
+
 }  // namespace
 }  // namespace mf::server
