@@ -141,7 +141,9 @@ def test_reload_moves_a_failed_version_and_a_bad_file_changes_nothing(tmp_path, 
     assert predict(server, "digits", 1).status_code == 200
     assert version_status(server, "other") == []
     if not has_gpu():
-        assert state_of(server, "digits", 2)["state"] == "END"
+        # Still failing on the GPU it cannot have; a retry (with backoff) may be LOADING right now,
+        # so wait for it to end again rather than sampling once.
+        assert wait_failed(server, "digits", 2)["status"]["error_code"] == "UNAVAILABLE"
 
     # The fixed file: version 2 moves to the CPU and loads at once (not after its backoff).
     write_config(config, f"""\
