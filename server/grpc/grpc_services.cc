@@ -61,12 +61,7 @@ void FillModelSpec(const ServableHandle& handle, tfs::ModelSpec* spec) {
 // run would end after it (`expected_end`, from the batch's recent run times).
 Status CheckStillWanted(const CallContext& context,
                         std::chrono::steady_clock::time_point expected_end = std::chrono::steady_clock::now()) {
-  if (context.deadline() <= std::chrono::steady_clock::now()) {
-    return DeadlineExceeded("Deadline exceeded before the model run started");
-  }
-  if (context.deadline() <= expected_end) {
-    return DeadlineExceeded("Deadline exceeded: the model run would end after it (queued past the point of answering in time)");
-  }
+  MF_RETURN_IF_ERROR(Servable::MeetsDeadline(context.deadline(), expected_end));
   if (context.cancelled()) {
     return Cancelled("the client cancelled the call");
   }

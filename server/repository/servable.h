@@ -25,6 +25,10 @@ class Servable {
   // get in time is skipped and `done` gets that status instead. Empty: always wanted. Called, if
   // at all, before `done` and while the request's `done` is alive.
   using StillWanted = std::function<Status(std::chrono::steady_clock::time_point expected_end)>;
+  // The deadline part of a StillWanted check, shared by the front ends: DEADLINE_EXCEEDED when
+  // `deadline` has passed or falls at or before `expected_end`, else OK.
+  static Status MeetsDeadline(std::chrono::steady_clock::time_point deadline,
+                              std::chrono::steady_clock::time_point expected_end);
 
   virtual ~Servable() = default;
 

@@ -52,11 +52,7 @@ uint64_t ArmDeadline(const Context& ctx, http::Responder responder, std::string 
 // A run that waits (run pool, batch queue) is skipped once the request's deadline has answered
 // 504 for it, or when it would end after that deadline.
 Servable::StillWanted WantedUntil(Clock::time_point deadline) {
-  return [deadline](Clock::time_point expected_end) {
-    if (Clock::now() >= deadline) return DeadlineExceeded("Deadline exceeded before the model run started");
-    if (expected_end >= deadline) return DeadlineExceeded("Deadline exceeded: the model run would end after it");
-    return Status::Ok();
-  };
+  return [deadline](Clock::time_point expected_end) { return Servable::MeetsDeadline(deadline, expected_end); };
 }
 
 VersionRequest ToVersionRequest(const std::optional<int64_t>& version, const std::optional<std::string>& label) {

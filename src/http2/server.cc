@@ -184,7 +184,7 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
       return;
     }
     flushing_ = true;
-    bool wrote_all = false;
+    bool wrote_all = false, broken = false;
     for (;;) {
       Status status = Status::Ok();
       do {
@@ -193,8 +193,8 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
       } while (status.ok() && flush_again_ && !closed_ && write_buffer_.size() < kWriteChunkBytes);
       if (closed_) break;
       if (!status.ok()) {
-        flushing_ = false;
-        return Close();
+        broken = true;
+        break;
       }
       if (write_buffer_.empty()) {
         wrote_all = true;
@@ -203,8 +203,8 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
       ErrorCode ec;
       const size_t written = socket_.write_some(asio::buffer(write_buffer_), ec);
       if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
-        flushing_ = false;
-        return Close();
+        broken = true;
+        break;
       }
       if (written > 0) last_activity_ = Clock::now();
       if (ec || written < write_buffer_.size()) {
@@ -215,6 +215,7 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
     }
     flushing_ = false;
     if (closed_) return;
+    if (broken) return Close();
     if (wrote_all) {
       if (!session_->alive()) Close();
       return;
