@@ -105,7 +105,7 @@ http2::GrpcHandler Deferred(Impl* impl, void (Impl::*method)(const CallContext&,
     if (Status parsed = ParseRequest(*state->call, state->request); !parsed.ok()) {
       return state->call->Finish(parsed);
     }
-    std::optional<uint64_t> expiry;
+    std::optional<DeadlineTimer::Ticket> expiry;
     if (state->call->deadline() != http2::GrpcCall::Clock::time_point::max()) {
       expiry = timer->Schedule(state->call->deadline(), [call = std::weak_ptr<http2::GrpcCall>(state->call)] {
         if (auto alive = call.lock()) alive->Finish(DeadlineExceeded("Deadline Exceeded"));

@@ -1,19 +1,20 @@
-// DeadlineTimer: runs callbacks at deadlines on one thread of its own, and lets the caller
-// cancel them (the usual case: the work finished in time). Used for --rest_api_timeout_in_ms (a
+// DeadlineTimer: runs callbacks at deadlines on threads of its own, and lets the caller cancel
+// them (the usual case: the work finished in time). Used for --rest_api_timeout_in_ms (a
 // prediction still running at its deadline is answered 504, as TF Serving does) and for gRPC
 // deadlines (a call still queued or running at its grpc-timeout is answered DEADLINE_EXCEEDED
-// then, not when its batch finishes). Callbacks must be short; they run without the timer's
-// lock held.
+// then, not when its batch finishes). Callbacks must be short; they run without a lock held.
+//
+// Every request schedules and cancels one deadline, from whichever io thread it arrived on, so a
+// single queue's lock was contended by all of them (a futex sleep and wake-up per collision).
+// The timer is sharded by the CPU the caller runs on: each shard has its own lock, queue and
+// thread, and io threads on different cores do not meet. Cancel finds the shard from the ticket.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
-#include <mutex>
-#include <thread>
-#include <utility>
+#include <memory>
+#include <vector>
 
 namespace mf::server {
 
@@ -21,31 +22,28 @@ class DeadlineTimer {
  public:
   using Clock = std::chrono::steady_clock;
 
-  DeadlineTimer();
+  // What Schedule returns and Cancel takes.
+  struct Ticket {
+    Clock::time_point deadline;
+    uint64_t id = 0;  // unique per timer; id % shards is the shard that holds it
+  };
+
+  // `shards`: 0 picks one per CPU, at most kMaxShards.
+  explicit DeadlineTimer(int shards = 0);
   ~DeadlineTimer();  // pending callbacks are dropped, not run
   DeadlineTimer(const DeadlineTimer&) = delete;
   DeadlineTimer& operator=(const DeadlineTimer&) = delete;
 
-  // Schedules `fn` at `deadline`; returns an id for Cancel().
-  uint64_t Schedule(Clock::time_point deadline, std::function<void()> fn);
+  // Schedules `fn` at `deadline`.
+  Ticket Schedule(Clock::time_point deadline, std::function<void()> fn);
   // True when the callback was removed before it ran.
-  bool Cancel(uint64_t id);
+  bool Cancel(const Ticket& ticket);
+
+  static constexpr int kMaxShards = 8;
 
  private:
-  void Loop();
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  // Keyed by (deadline, id): ordered by time, unique per entry.
-  std::map<std::pair<Clock::time_point, uint64_t>, std::function<void()>> pending_;
-  std::map<uint64_t, Clock::time_point> deadlines_;
-  // When the loop's current wait ends (max: it waits for work). Cancel leaves it alone, so the
-  // loop may wake once for a deadline already cancelled; that is cheaper than a wake-up per
-  // Schedule.
-  Clock::time_point wake_at_ = Clock::time_point::max();
-  uint64_t next_id_ = 1;
-  bool stopping_ = false;
-  std::thread thread_;
+  class Shard;
+  std::vector<std::unique_ptr<Shard>> shards_;
 };
 
 }  // namespace mf::server

@@ -36,9 +36,9 @@ void Fail(http::Responder& responder, const Status& status, std::string_view mod
   responder.Respond(http::Response::FromStatus(status));
 }
 
-// Answers 504 if the model has not answered by the request's deadline. Returns the timer id the
+// Answers 504 if the model has not answered by the request's deadline. Returns the ticket the
 // completion must Cancel(); when Cancel() fails the deadline has answered already.
-uint64_t ArmDeadline(const Context& ctx, http::Responder responder, std::string model, std::string_view api,
+DeadlineTimer::Ticket ArmDeadline(const Context& ctx, http::Responder responder, std::string model, std::string_view api,
                      Clock::time_point start) {
   return ctx.timer->Schedule(start + ctx.options.timeout, [responder, model = std::move(model), api = std::string(api),
                                                            start, timeout = ctx.options.timeout]() mutable {
@@ -114,7 +114,7 @@ void HandleTfPredict(const Context& ctx, const TfServingPath& p, http::Request r
   const codec::RestFormat format = parsed->format;
   const ServableHandle& h = *handle;
   std::shared_ptr<const Servable> servable = h.servable;
-  const uint64_t deadline = ArmDeadline(ctx, responder, p.model, "Predict", start);
+  const DeadlineTimer::Ticket deadline = ArmDeadline(ctx, responder, p.model, "Predict", start);
   DispatchRun(*ctx.pool, servable, std::move(parsed->inputs),
            [responder, servable, timer = ctx.timer, deadline, model = p.model, version = h.version, format, start](
                Status status, std::vector<runtime::Tensor> outputs) mutable {
@@ -198,7 +198,7 @@ void HandleV2Infer(const Context& ctx, const V2Path& p, http::Request request, h
   }
   auto inputs = codec::BindInputs(signature.inputs, std::move(parsed->inputs));
   if (!inputs.ok()) return Fail(responder, inputs.status(), p.model, "ModelInfer", start);
-  const uint64_t deadline = ArmDeadline(ctx, responder, p.model, "ModelInfer", start);
+  const DeadlineTimer::Ticket deadline = ArmDeadline(ctx, responder, p.model, "ModelInfer", start);
   DispatchRun(*ctx.pool, servable, std::move(inputs).value(),
            [responder, servable, timer = ctx.timer, deadline, model = p.model, version = handle->version,
             id = parsed->id, selected = std::move(selected), binary = std::move(binary),
