@@ -20,20 +20,64 @@ StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Create(Graph graph, cons
     }
   }
   std::unordered_set<int> keep(g.outputs.begin(), g.outputs.end());
-  std::unordered_set<const Tensor*> counted;
   for (size_t v = 0; v < g.values.size(); ++v) {
-    const Value& val = g.values[v];
-    if (val.constant) {
-      // Only constants something still reads count toward the model's memory.
-      bool read = last_use[v] >= 0 || keep.count(static_cast<int>(v));
-      if (read && counted.insert(val.constant.get()).second) plan->constant_bytes_ += val.constant->byte_size();
-      continue;
-    }
+    if (g.values[v].constant) continue;
     if (last_use[v] >= 0 && !keep.count(static_cast<int>(v))) {
       plan->steps_[static_cast<size_t>(last_use[v])].release.push_back(static_cast<int>(v));
     }
   }
+  plan->constant_bytes_ = plan->CountConstantBytes();
   return plan;
+}
+
+size_t ExecutionPlan::CountConstantBytes() const {
+  // Only constants something still reads count toward the model's memory; a tensor shared by
+  // several values counts once.
+  std::vector<bool> read(graph_.values.size(), false);
+  for (const Node& node : graph_.nodes) {
+    for (int in : node.inputs) {
+      if (in != kNoValue) read[static_cast<size_t>(in)] = true;
+    }
+  }
+  for (int out : graph_.outputs) read[static_cast<size_t>(out)] = true;
+  std::unordered_set<const Tensor*> counted;
+  size_t bytes = 0;
+  for (size_t v = 0; v < graph_.values.size(); ++v) {
+    const Tensor* constant = graph_.values[v].constant.get();
+    if (constant && read[v] && constant->raw_data() && counted.insert(constant).second) bytes += constant->byte_size();
+  }
+  return bytes;
+}
+
+size_t ExecutionPlan::kernel_owned_bytes() const {
+  size_t bytes = 0;
+  for (const Step& step : steps_) bytes += step.kernel->owned_bytes();
+  return bytes;
+}
+
+size_t ExecutionPlan::DropConstantsKernelsOwn() {
+  Graph& g = graph_;
+  // Per value: does every reader keep its own copy? (Unread values are left alone.)
+  enum class Readers { kNone, kAllOwnCopies, kSomeNeedData };
+  std::vector<Readers> readers(g.values.size(), Readers::kNone);
+  for (const Step& step : steps_) {
+    const Node& node = g.nodes[step.node];
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      if (node.inputs[k] == kNoValue) continue;
+      Readers& r = readers[static_cast<size_t>(node.inputs[k])];
+      if (r == Readers::kSomeNeedData) continue;
+      r = step.kernel->OwnsCopyOfInput(k) ? Readers::kAllOwnCopies : Readers::kSomeNeedData;
+    }
+  }
+  for (int out : g.outputs) readers[static_cast<size_t>(out)] = Readers::kSomeNeedData;
+  const size_t before = constant_bytes_;
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    std::shared_ptr<const Tensor>& constant = g.values[v].constant;
+    if (!constant || readers[v] != Readers::kAllOwnCopies || !constant->raw_data()) continue;
+    constant = std::make_shared<const Tensor>(Tensor::ShapeOnly(constant->dtype(), constant->shape()));
+  }
+  constant_bytes_ = CountConstantBytes();
+  return before - constant_bytes_;
 }
 
 Status ExecutionPlan::Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,

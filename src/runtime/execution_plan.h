@@ -24,8 +24,17 @@ class ExecutionPlan {
   // `peak_bytes` is set it receives the largest number of intermediate bytes alive at once.
   Status Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs, size_t* peak_bytes) const;
 
-  // Bytes of all constant values the plan reads (weights after folding and fusion).
+  // Bytes of all constant values the plan reads (weights after folding and fusion), as the
+  // graph holds them.
   size_t constant_bytes() const { return constant_bytes_; }
+  // Bytes of the kernels' own copies of constants (packed conv weights).
+  size_t kernel_owned_bytes() const;
+
+  // Frees the data of every constant all of whose readers now keep their own copy of it
+  // (Kernel::OwnsCopyOfInput), keeping its shape: a CPU conv's weights would otherwise be held
+  // twice, plain and packed. Call after a warm-up run, before the plan serves (not thread-safe
+  // with Run). Graph outputs keep their data. Returns the bytes freed.
+  size_t DropConstantsKernelsOwn();
 
  private:
   struct Step {
@@ -34,6 +43,7 @@ class ExecutionPlan {
     std::vector<int> release;         // values whose last reader is this step
   };
   ExecutionPlan() = default;
+  size_t CountConstantBytes() const;
 
   Graph graph_;
   std::vector<Step> steps_;

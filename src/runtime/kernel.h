@@ -26,8 +26,12 @@ class Kernel {
   // is sized to the node's outputs and the kernel assigns each present one.
   virtual Status Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) const = 0;
   // True when the kernel keeps its own (repacked) copy of constant input `index` and reads only
-  // its shape at run time: the executor then need not keep the value in device memory too.
+  // its shape at run time: the executor then need not keep the value's data (in device memory,
+  // or at all). May turn true once the kernel has run (a CPU conv packs for the first input
+  // shape it sees); never turns false again.
   virtual bool OwnsCopyOfInput(size_t /*index*/) const { return false; }
+  // Bytes of the kernel's own copies of constant inputs (packed weights).
+  virtual size_t owned_bytes() const { return 0; }
 };
 
 // What a factory may look at when binding a node.

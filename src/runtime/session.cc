@@ -183,6 +183,9 @@ StatusOr<std::unique_ptr<Session::Impl>> Session::Build(Graph graph, const Sessi
     std::vector<Tensor> outs;
     Status s = impl->RunPlan(ptrs, &outs, &impl->arena_bytes);
     impl->warmed_up = s.ok();
+    // The warm-up made the kernels' packed copies of constant weights: the graph's plain copies
+    // of those are not read again.
+    if (s.ok() && impl->plan) impl->plan->DropConstantsKernelsOwn();
     if (!s.ok()) {
       impl->arena_bytes = 0;
       // Expected for models whose inputs are shapes or indices; not a load failure.
@@ -233,7 +236,7 @@ size_t Session::memory_bytes() const {
 #ifdef MODELFLEET_HAVE_CUDA
   if (impl_->cuda_plan) return impl_->cuda_plan->constant_bytes();  // device memory of the weights
 #endif
-  return impl_->plan->constant_bytes() + impl_->arena_bytes;
+  return impl_->plan->constant_bytes() + impl_->plan->kernel_owned_bytes() + impl_->arena_bytes;
 }
 
 }  // namespace mf::runtime

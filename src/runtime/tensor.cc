@@ -75,6 +75,10 @@ Tensor Tensor::Adopt(DataType dtype, Shape shape, void* data, Location location,
   return t;
 }
 
+Tensor Tensor::ShapeOnly(DataType dtype, Shape shape) {
+  return Adopt(dtype, std::move(shape), nullptr, Location::kHost, nullptr);
+}
+
 StatusOr<Tensor> Tensor::Allocate(DataType dtype, Shape shape) { return AllocateImpl(dtype, std::move(shape), true); }
 
 StatusOr<Tensor> Tensor::AllocateUninitialized(DataType dtype, Shape shape) {

@@ -71,6 +71,10 @@ class Tensor {
   // `release(data)`. `data` holds NumElements(shape) * ElementSize(dtype) bytes.
   static Tensor Adopt(DataType dtype, Shape shape, void* data, Location location, void (*release)(void*));
 
+  // A shape and no data (raw_data() is null): stands in for a constant whose readers keep
+  // their own copies of it and look only at its shape (ExecutionPlan::DropConstantsKernelsOwn).
+  static Tensor ShapeOnly(DataType dtype, Shape shape);
+
   // Host tensors only (a device tensor is copied by its backend).
   Tensor Clone() const;
 

@@ -103,15 +103,30 @@ struct Prepared {
   // NCHW layouts our tensors use; reorders convert between them around the primitive.
   memory::desc src_md, weights_md, dst_md, bias_md, scratch_md, plain_src_md, plain_dst_md, addend_md;
   std::optional<dnnl::reorder> src_reorder, dst_reorder;
-  memory packed_weights;  // set when the weights are constant
+  memory packed_weights;  // set when the weights are constant: one of the kernel's packed copies
   bool weights_reorder = false;  // runtime weights need a reorder into weights_md
   memory::desc user_weights_md;
 };
 
 class ConvKernel final : public Kernel {
  public:
-  // `const_w` is the weights tensor when it is a constant: it is then reordered once per shape.
-  ConvKernel(ConvParams p, const Tensor* const_w) : p_(std::move(p)), const_w_(const_w) {}
+  // `weights_constant`: the weights are a constant of the graph. They are then reordered once
+  // per oneDNN weights layout (input shapes usually share one) and kept here; once a packed copy
+  // exists the plan may drop the graph's plain copy (OwnsCopyOfInput), and later layouts are
+  // made from a packed copy.
+  ConvKernel(ConvParams p, bool weights_constant) : p_(std::move(p)), weights_constant_(weights_constant) {}
+
+  bool OwnsCopyOfInput(size_t index) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return index == 1 && weights_constant_ && !packed_.empty();
+  }
+
+  size_t owned_bytes() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t bytes = 0;
+    for (const memory& m : packed_) bytes += m.get_desc().get_size();
+    return bytes;
+  }
 
   Status Run(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
     const Tensor& x = *in[0];
@@ -263,21 +278,37 @@ class ConvKernel final : public Kernel {
       prep->weights_md = weights_md;
       prep->user_weights_md = memory::desc(geo.weights, memory::data_type::f32, WeightsTag(p_, rank, grouped));
       prep->weights_reorder = prep->user_weights_md != weights_md;
-      if (const_w_ == &w) {
-        dnnl::stream stream(eng);
-        memory user(prep->user_weights_md, eng, const_cast<void*>(w.raw_data()));
-        prep->packed_weights = memory(weights_md, eng);
-        dnnl::reorder(user, prep->packed_weights).execute(stream, user, prep->packed_weights);
-        stream.wait();
-      }
     } catch (const dnnl::error& e) {
       return DnnlError(e, p_.attrs.transpose ? "ConvTranspose" : "Conv");
     }
     std::lock_guard<std::mutex> lock(mu_);
+    if (weights_constant_) {
+      try {
+        prep->packed_weights = PackedWeightsLocked(prep->weights_md, prep->user_weights_md, w);
+      } catch (const dnnl::error& e) {
+        return DnnlError(e, p_.attrs.transpose ? "ConvTranspose" : "Conv");
+      }
+    }
     // Bounded: a client sending ever-new shapes must not grow memory without limit.
     if (cache_.size() >= kMaxCachedShapes) cache_.clear();
     cache_[key] = prep;
     return std::shared_ptr<const Prepared>(prep);
+  }
+
+  // The constant weights in layout `md`, reordered on first use: from the graph's plain copy
+  // while it exists, else from a packed copy made earlier. Caller holds mu_.
+  memory PackedWeightsLocked(const memory::desc& md, const memory::desc& plain_md, const Tensor& w) const {
+    for (const memory& m : packed_) {
+      if (m.get_desc() == md) return m;
+    }
+    dnnl::engine& eng = CpuEngine();
+    dnnl::stream stream(eng);
+    memory source = w.raw_data() ? memory(plain_md, eng, const_cast<void*>(w.raw_data())) : packed_.front();
+    memory packed(md, eng);
+    dnnl::reorder(source, packed).execute(stream, source, packed);
+    stream.wait();
+    packed_.push_back(packed);
+    return packed;
   }
 
   struct ConvPrimitive {
@@ -317,9 +348,12 @@ class ConvKernel final : public Kernel {
 
   static constexpr size_t kMaxCachedShapes = 32;
   ConvParams p_;
-  const Tensor* const_w_;
+  const bool weights_constant_;
   mutable std::mutex mu_;
   mutable std::map<Shape, std::shared_ptr<const Prepared>> cache_;
+  // The constant weights, one copy per layout a primitive asked for; never cleared with
+  // cache_ (after the plain copy is dropped, they are the weights).
+  mutable std::vector<memory> packed_;
 };
 
 StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {
@@ -338,8 +372,8 @@ StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {
     return init.Error(StatusCode::kInternal, "a fused sum needs a Conv with the addend as input 3");
   }
   if (p.fused_sum) MF_RETURN_IF_ERROR(RequireFloat(init, 3));
-  const Tensor* w = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
-  return BoundKernel{std::make_unique<ConvKernel>(std::move(p), w), {DataType::kFloat32}};
+  const bool weights_constant = init.constant_inputs.size() > 1 && init.constant_inputs[1] != nullptr;
+  return BoundKernel{std::make_unique<ConvKernel>(std::move(p), weights_constant), {DataType::kFloat32}};
 }
 
 }  // namespace

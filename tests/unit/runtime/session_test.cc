@@ -67,6 +67,42 @@ TEST(SessionTest, RewritesDoNotChangeResults) {
   }
 }
 
+// The conv kernel keeps constant weights packed per oneDNN layout, and the graph's plain copy is
+// dropped after the warm-up: shapes whose primitive wants another layout get it from a packed
+// copy. Checked against the same conv with the weights as a graph input (never packed), over
+// batch sizes and spatial sizes that make oneDNN pick different implementations.
+std::string ConvOnly(bool weights_as_input) {
+  ModelBuilder b(13);
+  b.Input("x", {-1, 16, -1, -1});
+  if (weights_as_input) b.Input("w", {32, 16, 3, 3});
+  b.Output("y");
+  if (!weights_as_input) b.Initializer("w", {32, 16, 3, 3}, RandomValues(32 * 16 * 9, 11));
+  b.Initializer("b", {32}, RandomValues(32, 12));
+  auto* conv = b.Node("Conv", {"x", "w", "b"}, {"y"}, "conv");
+  ModelBuilder::IntsAttr(conv, "pads", {1, 1, 1, 1});
+  return b.Serialize();
+}
+
+TEST(SessionTest, PackedConstantWeightsMatchRuntimeWeightsAtEveryShape) {
+  auto packed = Session::LoadFromBytes(ConvOnly(false), "", SessionOptions{});
+  auto runtime = Session::LoadFromBytes(ConvOnly(true), "", SessionOptions{});
+  ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+  ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
+  Tensor w = FloatTensor({32, 16, 3, 3}, RandomValues(32 * 16 * 9, 11));
+  const std::vector<Shape> shapes = {{1, 16, 1, 1}, {3, 16, 5, 7}, {8, 16, 16, 16}, {1, 16, 32, 32}, {2, 16, 3, 3}};
+  for (const Shape& shape : shapes) {
+    const int64_t n = shape[0] * shape[1] * shape[2] * shape[3];
+    Tensor x = FloatTensor(shape, RandomValues(static_cast<size_t>(n), 13));
+    std::vector<Tensor> a, b;
+    ASSERT_TRUE((*packed)->Run({&x}, &a).ok());
+    ASSERT_TRUE((*runtime)->Run({&x, &w}, &b).ok());
+    ASSERT_EQ(a[0].shape(), b[0].shape());
+    for (int64_t i = 0; i < a[0].num_elements(); ++i) {
+      ASSERT_NEAR(a[0].data<float>()[i], b[0].data<float>()[i], 1e-4) << ShapeToString(shape) << " element " << i;
+    }
+  }
+}
+
 // A residual block: conv1+relu -> conv2, Add(conv2, conv1 output) -> relu -> conv3 -> global
 // pool. Optimized, conv2 absorbs the Add (sum post-op) and the activations between the convs
 // stay channels-last; the results must not change.

@@ -164,6 +164,48 @@ TEST_F(LoadMemoryTest, TheProtosCopyDoesNotStayResidentAfterTheLoad) {
       << "RSS grew by " << ((after - before) >> 20) << " MiB for " << (kWeightBytes >> 20) << " MiB of weights";
 }
 
+// A CPU conv reorders constant weights into oneDNN's layout when it first runs (the warm-up);
+// the graph's plain copy is then dropped, so a loaded conv model holds its weights once, not
+// twice, and memory_bytes() counts the packed copy.
+TEST_F(LoadMemoryTest, ConvWeightsAreHeldOncePackedNotAlsoPlain) {
+  // [M=1024, C=1024, 2, 2]: 16 MiB of float32 weights over a tiny input.
+  constexpr int64_t kChannels = 1024;
+  ModelBuilder b;
+  b.Input("x", {-1, kChannels, 2, 2}).Output("y");
+  b.Node("Conv", {"x", "w"}, {"y"}, "conv");
+  auto* t = b.graph()->add_initializer();
+  t->set_name("w");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {kChannels, kChannels, int64_t{2}, int64_t{2}}) t->add_dims(d);
+  const std::string weights = WeightBytes();
+  t->set_raw_data(weights);
+  const std::string path = Write("model.onnx", b.Serialize());
+  malloc_trim(0);
+  const size_t before = StatusKib("VmRSS");
+  auto session = Session::Load(path, SessionOptions{});
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  malloc_trim(0);
+  const size_t after = StatusKib("VmRSS");
+  EXPECT_GE((*session)->memory_bytes(), kWeightBytes);
+  EXPECT_LT((*session)->memory_bytes(), kWeightBytes * 5 / 4);
+  EXPECT_LT(after - std::min(after, before), kWeightBytes * 3 / 2)
+      << "RSS grew by " << ((after - before) >> 20) << " MiB for " << (kWeightBytes >> 20) << " MiB of weights";
+  // Still right at another batch size (its weights layout comes from the packed copy): output
+  // channel m of a one-hot input at (c=0, 0, 0) is w[m, 0, 0, 0].
+  auto x = Tensor::Allocate(DataType::kFloat32, {3, kChannels, 2, 2});
+  ASSERT_TRUE(x.ok());
+  for (int64_t n = 0; n < 3; ++n) x->data<float>()[n * kChannels * 4] = 1.0f;
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*session)->Run({&*x}, &out).ok());
+  ASSERT_EQ(out[0].shape(), (Shape{3, kChannels, 1, 1}));
+  const auto* w = reinterpret_cast<const float*>(weights.data());
+  for (int64_t n = 0; n < 3; ++n) {
+    for (int64_t m = 0; m < kChannels; m += 61) {
+      EXPECT_EQ(out[0].data<float>()[n * kChannels + m], w[m * kChannels * 4]) << n << " " << m;
+    }
+  }
+}
+
 TEST_F(LoadMemoryTest, TruncatedModelFileIsRefusedAsInvalid) {
   ModelBuilder b = MatMulModel();
   AddWeight(b)->set_raw_data(WeightBytes());
