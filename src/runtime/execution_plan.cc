@@ -55,33 +55,56 @@ size_t ExecutionPlan::kernel_owned_bytes() const {
   return bytes;
 }
 
-size_t ExecutionPlan::DropConstantsKernelsOwn() {
-  Graph& g = graph_;
-  // Per value: does every reader keep its own copy? (Unread values are left alone.)
-  enum class Readers { kNone, kAllOwnCopies, kSomeNeedData };
-  std::vector<Readers> readers(g.values.size(), Readers::kNone);
+bool ExecutionPlan::ReadersOwnCopies(int value) const {
+  if (std::find(graph_.outputs.begin(), graph_.outputs.end(), value) != graph_.outputs.end()) return false;
+  bool read = false;
   for (const Step& step : steps_) {
-    const Node& node = g.nodes[step.node];
+    const Node& node = graph_.nodes[step.node];
     for (size_t k = 0; k < node.inputs.size(); ++k) {
-      if (node.inputs[k] == kNoValue) continue;
-      Readers& r = readers[static_cast<size_t>(node.inputs[k])];
-      if (r == Readers::kSomeNeedData) continue;
-      r = step.kernel->OwnsCopyOfInput(k) ? Readers::kAllOwnCopies : Readers::kSomeNeedData;
+      if (node.inputs[k] != value) continue;
+      if (!step.kernel->OwnsCopyOfInput(k)) return false;
+      read = true;
     }
   }
-  for (int out : g.outputs) readers[static_cast<size_t>(out)] = Readers::kSomeNeedData;
+  return read;
+}
+
+bool ExecutionPlan::DropIfOwned(int value) {
+  std::shared_ptr<const Tensor>& constant = graph_.values[static_cast<size_t>(value)].constant;
+  if (!constant || !constant->raw_data() || !ReadersOwnCopies(value)) return false;
+  // Another value may share the tensor (and still need it); otherwise its pages go now.
+  if (constant.use_count() == 1) ReleaseResidentPages(constant->raw_data(), constant->byte_size());
+  constant = std::make_shared<const Tensor>(Tensor::ShapeOnly(constant->dtype(), constant->shape()));
+  return true;
+}
+
+size_t ExecutionPlan::DropConstantsKernelsOwn() {
+  for (size_t v = 0; v < graph_.values.size(); ++v) DropIfOwned(static_cast<int>(v));
   const size_t before = constant_bytes_;
-  for (size_t v = 0; v < g.values.size(); ++v) {
-    std::shared_ptr<const Tensor>& constant = g.values[v].constant;
-    if (!constant || readers[v] != Readers::kAllOwnCopies || !constant->raw_data()) continue;
-    constant = std::make_shared<const Tensor>(Tensor::ShapeOnly(constant->dtype(), constant->shape()));
-  }
   constant_bytes_ = CountConstantBytes();
   return before - constant_bytes_;
 }
 
+Status ExecutionPlan::WarmUp(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
+                             size_t* peak_bytes) {
+  // Each constant goes as soon as its last reader has packed it, not at the end: the plain and
+  // packed copies of all the weights never coexist, only those of one node.
+  Status s = RunSteps(inputs, outputs, peak_bytes, [this](const Step& step, std::vector<const Tensor*>& frame) {
+    for (int v : graph_.nodes[step.node].inputs) {
+      if (v != kNoValue && DropIfOwned(v)) frame[static_cast<size_t>(v)] = graph_.values[static_cast<size_t>(v)].constant.get();
+    }
+  });
+  DropConstantsKernelsOwn();
+  return s;
+}
+
 Status ExecutionPlan::Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
                           size_t* peak_bytes) const {
+  return RunSteps(inputs, outputs, peak_bytes, nullptr);
+}
+
+Status ExecutionPlan::RunSteps(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
+                               size_t* peak_bytes, const AfterStep& after_step) const {
   const Graph& g = graph_;
   // The frame: owned intermediates plus a read pointer for every value.
   std::vector<Tensor> owned(g.values.size());
@@ -104,6 +127,7 @@ Status ExecutionPlan::Run(const std::vector<const Tensor*>& inputs, std::vector<
     out.resize(node.outputs.size());
     Status s = step.kernel->Run(in, out);
     if (!s.ok()) return s.WithContext(Graph::Describe(node));
+    if (after_step) after_step(step, ptr);
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       int v = node.outputs[k];
       if (v == kNoValue) continue;

@@ -4,6 +4,7 @@
 // Run() keeps its values in its own frame.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -32,9 +33,13 @@ class ExecutionPlan {
 
   // Frees the data of every constant all of whose readers now keep their own copy of it
   // (Kernel::OwnsCopyOfInput), keeping its shape: a CPU conv's weights would otherwise be held
-  // twice, plain and packed. Call after a warm-up run, before the plan serves (not thread-safe
-  // with Run). Graph outputs keep their data. Returns the bytes freed.
+  // twice, plain and packed. Graph outputs keep their data. Returns the bytes freed. Not
+  // thread-safe with Run: for a plan that does not serve yet.
   size_t DropConstantsKernelsOwn();
+
+  // Run() once before the plan serves, dropping each constant as soon as all its readers have
+  // their own copy (so the plain and packed copies of all the weights never coexist).
+  Status WarmUp(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs, size_t* peak_bytes);
 
  private:
   struct Step {
@@ -43,7 +48,12 @@ class ExecutionPlan {
     std::vector<int> release;         // values whose last reader is this step
   };
   ExecutionPlan() = default;
+  using AfterStep = std::function<void(const Step&, std::vector<const Tensor*>& frame)>;
+  Status RunSteps(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs, size_t* peak_bytes,
+                  const AfterStep& after_step) const;
   size_t CountConstantBytes() const;
+  bool ReadersOwnCopies(int value) const;
+  bool DropIfOwned(int value);  // true when the value's data was dropped now
 
   Graph graph_;
   std::vector<Step> steps_;

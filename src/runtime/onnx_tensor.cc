@@ -1,8 +1,6 @@
 #include "runtime/onnx_tensor.h"
 
 #include <onnx/onnx_pb.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -79,21 +77,10 @@ Status ReadExternalData(const ExternalRange& r, void* out) {
   return Status::Ok();
 }
 
-// Hands a dead buffer's pages back to the kernel just before the buffer is freed. A freed block
-// that lies below live ones stays resident in glibc's heap (until malloc_trim), and the loader
-// frees each initializer's proto copy right after allocating the graph's copy above it: without
-// this, the model's weights would stay resident twice until the whole load ended. MADV_DONTNEED
-// on private anonymous memory only drops the pages (they read as zeros if touched again); the
-// allocator's bookkeeping lies outside the page-aligned interior, the only part released.
-void ReleasePages(std::string& dead) {
-  constexpr size_t kMinBytes = size_t{1} << 20;  // below this the syscall is not worth it
-  if (dead.capacity() < kMinBytes) return;
-  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto data = reinterpret_cast<uintptr_t>(dead.data());
-  const uintptr_t begin = (data + page - 1) & ~(page - 1);
-  const uintptr_t end = (data + dead.capacity()) & ~(page - 1);
-  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
+// The loader frees each initializer's proto copy right after allocating the graph's copy above
+// it: its pages go back first (ReleaseResidentPages), or the weights would stay resident twice
+// until the whole load ended.
+void ReleasePages(std::string& dead) { ReleaseResidentPages(dead.data(), dead.capacity()); }
 
 // Copies a typed repeated field into the tensor, converting each element to T.
 template <typename T, typename Field>

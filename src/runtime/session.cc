@@ -181,11 +181,10 @@ StatusOr<std::unique_ptr<Session::Impl>> Session::Build(Graph graph, const Sessi
     std::vector<const Tensor*> ptrs;
     for (const Tensor& t : *example) ptrs.push_back(&t);
     std::vector<Tensor> outs;
-    Status s = impl->RunPlan(ptrs, &outs, &impl->arena_bytes);
+    // On the CPU the warm-up also drops the graph's plain copy of weights a kernel packed.
+    Status s = impl->plan ? impl->plan->WarmUp(ptrs, &outs, &impl->arena_bytes)
+                          : impl->RunPlan(ptrs, &outs, &impl->arena_bytes);
     impl->warmed_up = s.ok();
-    // The warm-up made the kernels' packed copies of constant weights: the graph's plain copies
-    // of those are not read again.
-    if (s.ok() && impl->plan) impl->plan->DropConstantsKernelsOwn();
     if (!s.ok()) {
       impl->arena_bytes = 0;
       // Expected for models whose inputs are shapes or indices; not a load failure.

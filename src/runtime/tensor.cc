@@ -1,5 +1,8 @@
 #include "runtime/tensor.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
@@ -141,6 +144,16 @@ Status Tensor::Reshape(Shape shape) {
   }
   shape_ = std::move(shape);
   return Status::Ok();
+}
+
+void ReleaseResidentPages(const void* data, size_t bytes) {
+  constexpr size_t kMinBytes = size_t{1} << 20;
+  if (data == nullptr || bytes < kMinBytes) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto start = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t begin = (start + page - 1) & ~(page - 1);
+  const uintptr_t end = (start + bytes) & ~(page - 1);
+  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace mf::runtime

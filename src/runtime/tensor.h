@@ -119,4 +119,12 @@ class Tensor {
   std::vector<std::string> strings_;
 };
 
+// Hands a dead host buffer's pages back to the kernel just before the buffer is freed. A freed
+// block that lies below live ones stays resident in glibc's heap (until malloc_trim), so a
+// load that frees one copy of the weights after making another would otherwise keep both
+// resident. MADV_DONTNEED on private anonymous memory only drops the pages (they read as zeros if
+// touched again); the allocator's bookkeeping lies outside the page-aligned interior, the only
+// part released. Buffers under 1 MiB are left alone (not worth the syscall).
+void ReleaseResidentPages(const void* data, size_t bytes);
+
 }  // namespace mf::runtime
