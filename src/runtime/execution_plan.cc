@@ -12,8 +12,9 @@ StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Create(Graph graph, cons
   plan->graph_ = std::move(graph);
   Graph& g = plan->graph_;
   std::vector<int> last_use(g.values.size(), -1);
+  const std::vector<int> uses = CountUses(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    MF_ASSIGN_OR_RETURN(BoundKernel bound, BindNode(g, g.nodes[i], registry));
+    MF_ASSIGN_OR_RETURN(BoundKernel bound, BindNode(g, g.nodes[i], registry, Precision::kFp32, &uses));
     plan->steps_.push_back(Step{i, std::move(bound.kernel), {}});
     for (int in : g.nodes[i].inputs) {
       if (in != kNoValue) last_use[static_cast<size_t>(in)] = static_cast<int>(i);

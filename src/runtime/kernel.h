@@ -48,10 +48,16 @@ struct KernelInit {
   bool output_nhwc = false;
   // The session's precision: device kernels may compute in TF32 or FP16 when it allows.
   Precision precision = Precision::kFp32;
+  // One per node input (or empty): true when the input is a constant that this node alone reads
+  // and that is no graph output. A kernel that makes its own copy of such a constant may hand
+  // the constant's pages back as it copies (ReleaseResidentPages): the plan then drops the
+  // constant once OwnsCopyOfInput says so, and nothing else ever reads it. Set by the CPU plan.
+  std::vector<bool> constant_consumable;
 
   size_t num_inputs() const { return input_dtypes.size(); }
   bool has_input(size_t i) const { return i < input_dtypes.size() && input_dtypes[i].has_value(); }
   DataType dtype(size_t i) const { return *input_dtypes[i]; }
+  bool consumable(size_t i) const { return i < constant_consumable.size() && constant_consumable[i]; }
   const Attributes& attrs() const { return node.attributes; }
   // "node 'x' (Op): <message>" with the given code.
   Status Error(StatusCode code, const std::string& message) const {

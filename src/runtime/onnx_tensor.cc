@@ -148,7 +148,11 @@ int DataTypeToOnnx(DataType dtype) {
   return TP::UNDEFINED;
 }
 
-StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& model_dir) {
+namespace {
+
+// `consume_raw`: the proto is freed right after (TakeTensorFromProto), so its raw_data pages are
+// handed back as they are copied and the weights are never resident twice.
+StatusOr<Tensor> TensorFromProtoImpl(const onnx::TensorProto& proto, const std::string& model_dir, bool consume_raw) {
   const std::string what = proto.name().empty() ? std::string("tensor") : "tensor '" + proto.name() + "'";
   if (proto.has_segment()) return Unimplemented(what + ": segmented tensors are not supported");
   auto dtype_or = DataTypeFromOnnx(proto.data_type());
@@ -186,13 +190,19 @@ StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::stri
                              ShapeToString(shape) + " of " + std::string(DataTypeName(dtype)) + " needs " +
                              std::to_string(static_cast<uint64_t>(n) * ElementSize(dtype)));
     }
-    if (!external) {
+    if (!external && !consume_raw) {
       auto t = Tensor::FromBytes(dtype, shape, proto.raw_data());
       if (!t.ok()) return t.status().WithContext(what);
       return t;
     }
+    if (!external) {
+      auto t = Tensor::AllocateForWeights(dtype, shape);
+      if (!t.ok()) return t.status().WithContext(what);
+      CopyReleasingSource(t->raw_data(), proto.raw_data().data(), proto.raw_data().size());
+      return t;
+    }
     // Straight from the file into the tensor: no intermediate copy of the weights.
-    auto t = Tensor::AllocateUninitialized(dtype, shape);
+    auto t = Tensor::AllocateForWeights(dtype, shape);
     if (!t.ok()) return t.status().WithContext(what);
     MF_RETURN_IF_ERROR(ReadExternalData(range, t->raw_data()).WithContext(what));
     return t;
@@ -232,12 +242,18 @@ StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::stri
   return t;
 }
 
+}  // namespace
+
+StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& model_dir) {
+  return TensorFromProtoImpl(proto, model_dir, /*consume_raw=*/false);
+}
+
 StatusOr<Tensor> TakeTensorFromProto(onnx::TensorProto* proto, const std::string& model_dir) {
   // Swapping two heap-allocated messages exchanges pointers: no copy. `drained` owns the
-  // payload from here and frees it on return, once the tensor holds its own copy.
+  // payload from here and frees it on return; its raw_data pages go back as they are copied.
   onnx::TensorProto drained;
   drained.Swap(proto);
-  auto t = TensorFromProto(drained, model_dir);
+  auto t = TensorFromProtoImpl(drained, model_dir, /*consume_raw=*/true);
   if (drained.has_raw_data()) ReleasePages(*drained.mutable_raw_data());
   return t;
 }

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,27 @@
 
 namespace mf::runtime {
 namespace {
+
+// Weights at least this large get a mapping of their own (Tensor::AllocateForWeights).
+constexpr size_t kOwnMappingMinBytes = size_t{1} << 20;
+
+uintptr_t PageSize() { return static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE)); }
+
+void* MapAnonymous(size_t bytes) {
+  // One page in front holds the mapping's length, for UnmapAnonymous.
+  const size_t page = static_cast<size_t>(PageSize());
+  const size_t length = page + (bytes + page - 1) / page * page;
+  void* base = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return nullptr;
+  *static_cast<size_t*>(base) = length;
+  return static_cast<char*>(base) + page;
+}
+
+void UnmapAnonymous(void* data) {
+  if (!data) return;
+  void* base = static_cast<char*>(data) - PageSize();
+  (void)::munmap(base, *static_cast<size_t*>(base));
+}
 
 struct TypeInfo {
   DataType dtype;
@@ -88,7 +110,11 @@ StatusOr<Tensor> Tensor::AllocateUninitialized(DataType dtype, Shape shape) {
   return AllocateImpl(dtype, std::move(shape), false);
 }
 
-StatusOr<Tensor> Tensor::AllocateImpl(DataType dtype, Shape shape, bool zero) {
+StatusOr<Tensor> Tensor::AllocateForWeights(DataType dtype, Shape shape) {
+  return AllocateImpl(dtype, std::move(shape), false, /*own_mapping=*/true);
+}
+
+StatusOr<Tensor> Tensor::AllocateImpl(DataType dtype, Shape shape, bool zero, bool own_mapping) {
   int64_t n = NumElements(shape);
   if (n < 0) return InvalidArgument("invalid tensor shape " + ShapeToString(shape));
   size_t elem = ElementSize(dtype);
@@ -107,6 +133,12 @@ StatusOr<Tensor> Tensor::AllocateImpl(DataType dtype, Shape shape, bool zero) {
     t.strings_.resize(static_cast<size_t>(n));
   } else {
     size_t bytes = static_cast<size_t>(n) * elem;
+    if (own_mapping && bytes >= kOwnMappingMinBytes) {
+      void* mapped = MapAnonymous(bytes);  // zero-filled by the kernel
+      if (!mapped) return ResourceExhausted("out of memory mapping " + std::to_string(bytes) + " bytes");
+      t.data_ = std::unique_ptr<void, Releaser>(mapped, Releaser{&UnmapAnonymous});
+      return t;
+    }
     size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
     void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
     if (!p) return ResourceExhausted("out of memory allocating " + std::to_string(bytes) + " bytes");
@@ -146,14 +178,56 @@ Status Tensor::Reshape(Shape shape) {
   return Status::Ok();
 }
 
-void ReleaseResidentPages(const void* data, size_t bytes) {
-  constexpr size_t kMinBytes = size_t{1} << 20;
-  if (data == nullptr || bytes < kMinBytes) return;
-  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto start = reinterpret_cast<uintptr_t>(data);
-  const uintptr_t begin = (start + page - 1) & ~(page - 1);
-  const uintptr_t end = (start + bytes) & ~(page - 1);
+namespace {
+
+constexpr size_t kMinReleaseBytes = size_t{1} << 20;  // below this the syscalls are not worth it
+
+// Releases the whole pages within [begin, end).
+void ReleaseRange(uintptr_t begin, uintptr_t end) {
+  const uintptr_t page = PageSize();
+  begin = (begin + page - 1) & ~(page - 1);
+  end &= ~(page - 1);
   if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+}  // namespace
+
+
+std::shared_ptr<void> AllocateWeightBuffer(size_t bytes) {
+  if (bytes >= kOwnMappingMinBytes) {
+    void* mapped = MapAnonymous(bytes);
+    return mapped ? std::shared_ptr<void>(mapped, &UnmapAnonymous) : nullptr;
+  }
+  void* p = std::aligned_alloc(kAlignment, std::max<size_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment));
+  return p ? std::shared_ptr<void>(p, &std::free) : nullptr;
+}
+
+void ReleaseResidentPages(const void* data, size_t bytes) {
+  if (data == nullptr || bytes < kMinReleaseBytes) return;
+  const auto start = reinterpret_cast<uintptr_t>(data);
+  ReleaseRange(start, start + bytes);
+}
+
+ConsumedPages::ConsumedPages(const void* data, size_t bytes)
+    : next_(reinterpret_cast<uintptr_t>(data)), start_(reinterpret_cast<uintptr_t>(data)), bytes_(bytes) {}
+
+void ConsumedPages::Consumed(size_t bytes) {
+  if (bytes_ < kMinReleaseBytes) return;
+  const uintptr_t end = start_ + std::min(bytes, bytes_);
+  if (end < next_ + kMinReleaseBytes && bytes < bytes_) return;  // release in steps of at least 1 MiB
+  ReleaseRange(next_, end);
+  next_ = end & ~(PageSize() - 1);  // the page holding `end` is only partly consumed
+}
+
+void CopyReleasingSource(void* dst, const void* src, size_t bytes) {
+  constexpr size_t kSlice = size_t{1} << 20;
+  ConsumedPages source(src, bytes);
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(kSlice, bytes - done);
+    std::memcpy(static_cast<char*>(dst) + done, static_cast<const char*>(src) + done, n);
+    done += n;
+    source.Consumed(done);
+  }
 }
 
 }  // namespace mf::runtime

@@ -71,6 +71,10 @@ class Tensor {
   // `release(data)`. `data` holds NumElements(shape) * ElementSize(dtype) bytes.
   static Tensor Adopt(DataType dtype, Shape shape, void* data, Location location, void (*release)(void*));
 
+  // For model weights: like AllocateUninitialized, but a buffer of 1 MiB or more gets an
+  // anonymous mapping of its own (MapAnonymous) instead of malloc's heap.
+  static StatusOr<Tensor> AllocateForWeights(DataType dtype, Shape shape);
+
   // A shape and no data (raw_data() is null): stands in for a constant whose readers keep
   // their own copies of it and look only at its shape (ExecutionPlan::DropConstantsKernelsOwn).
   static Tensor ShapeOnly(DataType dtype, Shape shape);
@@ -103,7 +107,7 @@ class Tensor {
   Status Reshape(Shape shape);
 
  private:
-  static StatusOr<Tensor> AllocateImpl(DataType dtype, Shape shape, bool zero);
+  static StatusOr<Tensor> AllocateImpl(DataType dtype, Shape shape, bool zero, bool own_mapping = false);
 
   // Frees with std::free (host buffers) unless a backend supplied its own release function.
   struct Releaser {
@@ -126,5 +130,31 @@ class Tensor {
 // touched again); the allocator's bookkeeping lies outside the page-aligned interior, the only
 // part released. Buffers under 1 MiB are left alone (not worth the syscall).
 void ReleaseResidentPages(const void* data, size_t bytes);
+
+// Model weights of 1 MiB or more live in anonymous mappings of their own, not in malloc's heap:
+// freeing them (a swap unloading a version) gives their pages back at once, and those frees
+// never raise glibc's adaptive mmap threshold, which otherwise has later loads' weights come from
+// the heap, where a freed weight-sized block can stay resident until malloc_trim. Used by
+// Tensor::AllocateForWeights, and by kernels for their own (packed) copies of weights: a buffer
+// of `bytes`, 64-byte aligned at least; null when out of memory.
+std::shared_ptr<void> AllocateWeightBuffer(size_t bytes);
+
+// Releases a dead buffer's pages as it is read front to back: Consumed(n) says its first n bytes
+// will not be read again, and each page wholly inside them goes back (ReleaseResidentPages). So
+// a buffer copied or converted into another, then freed, never has both resident whole.
+class ConsumedPages {
+ public:
+  ConsumedPages(const void* data, size_t bytes);
+  void Consumed(size_t bytes);
+
+ private:
+  uintptr_t next_;  // first page not released yet
+  uintptr_t start_;
+  size_t bytes_;
+};
+
+// memcpy that releases the source's pages as it goes (ConsumedPages): for a source that is
+// freed right after.
+void CopyReleasingSource(void* dst, const void* src, size_t bytes);
 
 }  // namespace mf::runtime

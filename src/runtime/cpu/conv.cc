@@ -114,7 +114,10 @@ class ConvKernel final : public Kernel {
   // per oneDNN weights layout (input shapes usually share one) and kept here; once a packed copy
   // exists the plan may drop the graph's plain copy (OwnsCopyOfInput), and later layouts are
   // made from a packed copy.
-  ConvKernel(ConvParams p, bool weights_constant) : p_(std::move(p)), weights_constant_(weights_constant) {}
+  // `weights_consumable`: this node alone reads them (KernelInit::constant_consumable), so the
+  // first packing hands the plain copy's pages back as it goes.
+  ConvKernel(ConvParams p, bool weights_constant, bool weights_consumable)
+      : p_(std::move(p)), weights_constant_(weights_constant), weights_consumable_(weights_consumable) {}
 
   bool OwnsCopyOfInput(size_t index) const override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -283,6 +286,7 @@ class ConvKernel final : public Kernel {
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (weights_constant_) {
+      if (weights_lost_) return Internal("the constant weights were lost when packing them failed midway");
       try {
         prep->packed_weights = PackedWeightsLocked(prep->weights_md, prep->user_weights_md, w);
       } catch (const dnnl::error& e) {
@@ -295,20 +299,94 @@ class ConvKernel final : public Kernel {
     return std::shared_ptr<const Prepared>(prep);
   }
 
-  // The constant weights in layout `md`, reordered on first use: from the graph's plain copy
-  // while it exists, else from a packed copy made earlier. Caller holds mu_.
+  // The constant weights in layout `md`, reordered on first use: the first copy from the
+  // graph's plain one (consuming it when allowed), later ones from that first packed copy (the
+  // plain one may be gone by then). Caller holds mu_.
   memory PackedWeightsLocked(const memory::desc& md, const memory::desc& plain_md, const Tensor& w) const {
     for (const memory& m : packed_) {
       if (m.get_desc() == md) return m;
     }
     dnnl::engine& eng = CpuEngine();
     dnnl::stream stream(eng);
-    memory source = w.raw_data() ? memory(plain_md, eng, const_cast<void*>(w.raw_data())) : packed_.front();
-    memory packed(md, eng);
-    dnnl::reorder(source, packed).execute(stream, source, packed);
+    std::shared_ptr<void> storage = AllocateWeightBuffer(md.get_size());
+    if (!storage) throw dnnl::error(dnnl_out_of_memory, "mapping memory for the packed weights");
+    memory packed(md, eng, storage.get());
+    if (!packed_.empty()) {
+      memory first = packed_.front();
+      dnnl::reorder(first, packed).execute(stream, first, packed);
+    } else if (!weights_consumable_) {
+      memory plain(plain_md, eng, const_cast<void*>(w.raw_data()));
+      dnnl::reorder(plain, packed).execute(stream, plain, packed);
+    } else {
+      try {
+        ReorderConsumingPlain(plain_md, const_cast<void*>(w.raw_data()), packed, stream);
+      } catch (...) {
+        weights_lost_ = true;  // some plain pages may be gone: never pack from them again
+        throw;
+      }
+    }
     stream.wait();
     packed_.push_back(packed);
+    packed_storage_.push_back(std::move(storage));
     return packed;
+  }
+
+  // Reorders the plain weights into `packed` in slices along dim 0 (output channels, or groups),
+  // handing each slice's plain pages back once it is packed, so the two copies are never both
+  // resident whole. Needs dim 0 outermost in both layouts and no padding in the packed one (its
+  // padding would have to be zeroed first, which touches all of it); otherwise one reorder.
+  static void ReorderConsumingPlain(const memory::desc& plain_md, void* plain_data, memory packed,
+                                    dnnl::stream& stream) {
+    dnnl::engine& eng = CpuEngine();
+    const memory::desc packed_md = packed.get_desc();
+    const int64_t block = SlicableBlock(plain_md, packed_md);
+    const memory::dims dims = plain_md.dims();
+    const size_t bytes = plain_md.get_size();
+    ConsumedPages plain_pages(plain_data, bytes);
+    if (block <= 0) {
+      memory plain(plain_md, eng, plain_data);
+      dnnl::reorder(plain, packed).execute(stream, plain, packed);
+      stream.wait();
+      plain_pages.Consumed(bytes);
+      return;
+    }
+    const size_t row_bytes = bytes / static_cast<size_t>(dims[0]);
+    constexpr size_t kSliceBytes = size_t{1} << 20;
+    const int64_t rows = std::max<int64_t>(block, static_cast<int64_t>(kSliceBytes / std::max<size_t>(row_bytes, 1)) / block * block);
+    for (int64_t first = 0; first < dims[0]; first += rows) {
+      memory::dims slice = dims, offsets(dims.size(), 0);
+      slice[0] = std::min(rows, dims[0] - first);
+      offsets[0] = first;
+      memory src(plain_md.submemory_desc(slice, offsets), eng, plain_data);
+      memory dst(packed_md.submemory_desc(slice, offsets), eng, packed.get_data_handle());
+      dnnl::reorder(src, dst).execute(stream, src, dst);
+      stream.wait();
+      plain_pages.Consumed(static_cast<size_t>(first + slice[0]) * row_bytes);
+    }
+  }
+
+  // The dim-0 block of the packed layout when both layouts can be reordered in dim-0 slices
+  // (see ReorderConsumingPlain), else 0.
+  static int64_t SlicableBlock(const memory::desc& plain, const memory::desc& packed) {
+    const dnnl_memory_desc_t& p = plain.data;
+    const dnnl_memory_desc_t& q = packed.data;
+    if (p.format_kind != dnnl_blocked || q.format_kind != dnnl_blocked || q.extra.flags != 0 || p.ndims != q.ndims) {
+      return 0;
+    }
+    if (p.format_desc.blocking.inner_nblks != 0) return 0;
+    int64_t elements = 1;
+    for (int d = 0; d < q.ndims; ++d) {
+      if (q.padded_dims[d] != q.dims[d] || q.padded_offsets[d] != 0) return 0;
+      elements *= q.dims[d];
+    }
+    int64_t block = 1;
+    for (int i = 0; i < q.format_desc.blocking.inner_nblks; ++i) {
+      if (q.format_desc.blocking.inner_idxs[i] == 0) block *= q.format_desc.blocking.inner_blks[i];
+    }
+    // Dim 0 outermost: one step of it spans everything else.
+    if (p.format_desc.blocking.strides[0] * p.dims[0] != elements) return 0;
+    if (q.format_desc.blocking.strides[0] * (q.dims[0] / block) != elements) return 0;
+    return q.dims[0] % block == 0 ? block : 0;
   }
 
   struct ConvPrimitive {
@@ -349,11 +427,14 @@ class ConvKernel final : public Kernel {
   static constexpr size_t kMaxCachedShapes = 32;
   ConvParams p_;
   const bool weights_constant_;
+  const bool weights_consumable_;
   mutable std::mutex mu_;
+  mutable bool weights_lost_ = false;  // guarded by mu_
   mutable std::map<Shape, std::shared_ptr<const Prepared>> cache_;
   // The constant weights, one copy per layout a primitive asked for; never cleared with
   // cache_ (after the plain copy is dropped, they are the weights).
   mutable std::vector<memory> packed_;
+  mutable std::vector<std::shared_ptr<void>> packed_storage_;  // what packed_ point into
 };
 
 StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {
@@ -373,7 +454,8 @@ StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {
   }
   if (p.fused_sum) MF_RETURN_IF_ERROR(RequireFloat(init, 3));
   const bool weights_constant = init.constant_inputs.size() > 1 && init.constant_inputs[1] != nullptr;
-  return BoundKernel{std::make_unique<ConvKernel>(std::move(p), weights_constant), {DataType::kFloat32}};
+  return BoundKernel{std::make_unique<ConvKernel>(std::move(p), weights_constant, weights_constant && init.consumable(1)),
+                     {DataType::kFloat32}};
 }
 
 }  // namespace

@@ -2,13 +2,14 @@
 
 namespace mf::runtime {
 
-StatusOr<BoundKernel> BindNode(Graph& graph, const Node& node, const KernelRegistry& registry, Precision precision) {
+StatusOr<BoundKernel> BindNode(Graph& graph, const Node& node, const KernelRegistry& registry, Precision precision,
+                               const std::vector<int>* uses) {
   const KernelDef* def = registry.Find(node.op_type, graph.opset);
   if (!def) {
     return Unimplemented(Graph::Describe(node) + ": operator " + node.op_type + " (opset " +
                          std::to_string(graph.opset) + ") is not supported by this backend");
   }
-  KernelInit init{node, graph.opset, {}, {}, {}, false, precision};
+  KernelInit init{.node = node, .opset = graph.opset, .precision = precision};
   if (!node.outputs.empty() && node.outputs[0] != kNoValue) {
     init.output_nhwc = graph.values[static_cast<size_t>(node.outputs[0])].nhwc;
   }
@@ -16,6 +17,7 @@ StatusOr<BoundKernel> BindNode(Graph& graph, const Node& node, const KernelRegis
     if (in == kNoValue) {
       init.input_dtypes.push_back(std::nullopt);
       init.constant_inputs.push_back(nullptr);
+      init.constant_consumable.push_back(false);
       init.input_nhwc.push_back(false);
       continue;
     }
@@ -24,6 +26,9 @@ StatusOr<BoundKernel> BindNode(Graph& graph, const Node& node, const KernelRegis
     if (!v.dtype_known) return Internal(Graph::Describe(node) + ": type of input '" + v.name + "' is unknown");
     init.input_dtypes.push_back(v.dtype);
     init.constant_inputs.push_back(v.constant.get());
+    // One reading input of one node, and no other holder of the tensor (values may share one).
+    init.constant_consumable.push_back(uses && v.constant && (*uses)[static_cast<size_t>(in)] == 1 &&
+                                       v.constant.use_count() == 1);
   }
   auto bound = def->factory(init);
   if (!bound.ok()) {
