@@ -13,11 +13,15 @@ StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Create(Graph graph, cons
   Graph& g = plan->graph_;
   std::vector<int> last_use(g.values.size(), -1);
   const std::vector<int> uses = CountUses(g);
+  plan->readers_.resize(g.values.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     MF_ASSIGN_OR_RETURN(BoundKernel bound, BindNode(g, g.nodes[i], registry, Precision::kFp32, &uses));
     plan->steps_.push_back(Step{i, std::move(bound.kernel), {}});
-    for (int in : g.nodes[i].inputs) {
-      if (in != kNoValue) last_use[static_cast<size_t>(in)] = static_cast<int>(i);
+    const std::vector<int>& inputs = g.nodes[i].inputs;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (inputs[k] == kNoValue) continue;
+      last_use[static_cast<size_t>(inputs[k])] = static_cast<int>(i);
+      if (g.values[static_cast<size_t>(inputs[k])].constant) plan->readers_[static_cast<size_t>(inputs[k])].push_back({i, k});
     }
   }
   std::unordered_set<int> keep(g.outputs.begin(), g.outputs.end());
@@ -32,20 +36,14 @@ StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Create(Graph graph, cons
 }
 
 size_t ExecutionPlan::CountConstantBytes() const {
-  // Only constants something still reads count toward the model's memory; a tensor shared by
-  // several values counts once.
-  std::vector<bool> read(graph_.values.size(), false);
-  for (const Node& node : graph_.nodes) {
-    for (int in : node.inputs) {
-      if (in != kNoValue) read[static_cast<size_t>(in)] = true;
-    }
-  }
-  for (int out : graph_.outputs) read[static_cast<size_t>(out)] = true;
+  // Only constants something still reads (or outputs) count toward the model's memory; a tensor
+  // shared by several values counts once.
+  const std::vector<int> uses = CountUses(graph_);
   std::unordered_set<const Tensor*> counted;
   size_t bytes = 0;
   for (size_t v = 0; v < graph_.values.size(); ++v) {
     const Tensor* constant = graph_.values[v].constant.get();
-    if (constant && read[v] && constant->raw_data() && counted.insert(constant).second) bytes += constant->byte_size();
+    if (constant && uses[v] > 0 && constant->raw_data() && counted.insert(constant).second) bytes += constant->byte_size();
   }
   return bytes;
 }
@@ -57,17 +55,11 @@ size_t ExecutionPlan::kernel_owned_bytes() const {
 }
 
 bool ExecutionPlan::ReadersOwnCopies(int value) const {
+  const std::vector<Reader>& readers = readers_[static_cast<size_t>(value)];
+  if (readers.empty()) return false;
   if (std::find(graph_.outputs.begin(), graph_.outputs.end(), value) != graph_.outputs.end()) return false;
-  bool read = false;
-  for (const Step& step : steps_) {
-    const Node& node = graph_.nodes[step.node];
-    for (size_t k = 0; k < node.inputs.size(); ++k) {
-      if (node.inputs[k] != value) continue;
-      if (!step.kernel->OwnsCopyOfInput(k)) return false;
-      read = true;
-    }
-  }
-  return read;
+  return std::all_of(readers.begin(), readers.end(),
+                     [&](const Reader& r) { return steps_[r.step].kernel->OwnsCopyOfInput(r.input); });
 }
 
 bool ExecutionPlan::DropIfOwned(int value) {

@@ -55,8 +55,15 @@ class ExecutionPlan {
   bool ReadersOwnCopies(int value) const;
   bool DropIfOwned(int value);  // true when the value's data was dropped now
 
+  // Who reads a constant: step index and input slot.
+  struct Reader {
+    size_t step;
+    size_t input;
+  };
+
   Graph graph_;
   std::vector<Step> steps_;
+  std::vector<std::vector<Reader>> readers_;  // per value; filled for constants only
   size_t constant_bytes_ = 0;
 };
 

@@ -33,6 +33,18 @@ void UnmapAnonymous(void* data) {
   (void)::munmap(base, *static_cast<size_t*>(base));
 }
 
+void FreeAligned(void* data) { std::free(data); }
+
+constexpr size_t kMinReleaseBytes = size_t{1} << 20;  // below this the syscalls are not worth it
+
+// Releases the whole pages within [begin, end).
+void ReleaseRange(uintptr_t begin, uintptr_t end) {
+  const uintptr_t page = PageSize();
+  begin = (begin + page - 1) & ~(page - 1);
+  end &= ~(page - 1);
+  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 struct TypeInfo {
   DataType dtype;
   size_t size;
@@ -50,6 +62,19 @@ constexpr TypeInfo kTypes[] = {
 const TypeInfo& Info(DataType dtype) { return kTypes[static_cast<size_t>(dtype)]; }
 
 constexpr size_t kAlignment = 64;
+
+// `bytes` of uninitialized host memory, 64-byte aligned: a mapping of its own when `own_mapping`
+// and large enough (AllocateWeightBuffer says why), else aligned_alloc. Sets `release` to what
+// frees it; null when out of memory.
+void* AllocateBytes(size_t bytes, bool own_mapping, void (**release)(void*)) {
+  if (own_mapping && bytes >= kOwnMappingMinBytes) {
+    *release = &UnmapAnonymous;
+    return MapAnonymous(bytes);
+  }
+  *release = &FreeAligned;
+  const size_t rounded = std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  return std::aligned_alloc(kAlignment, rounded);
+}
 
 }  // namespace
 
@@ -133,17 +158,11 @@ StatusOr<Tensor> Tensor::AllocateImpl(DataType dtype, Shape shape, bool zero, bo
     t.strings_.resize(static_cast<size_t>(n));
   } else {
     size_t bytes = static_cast<size_t>(n) * elem;
-    if (own_mapping && bytes >= kOwnMappingMinBytes) {
-      void* mapped = MapAnonymous(bytes);  // zero-filled by the kernel
-      if (!mapped) return ResourceExhausted("out of memory mapping " + std::to_string(bytes) + " bytes");
-      t.data_ = std::unique_ptr<void, Releaser>(mapped, Releaser{&UnmapAnonymous});
-      return t;
-    }
-    size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+    void (*release)(void*) = nullptr;
+    void* p = AllocateBytes(bytes, own_mapping, &release);
     if (!p) return ResourceExhausted("out of memory allocating " + std::to_string(bytes) + " bytes");
-    if (zero) std::memset(p, 0, rounded == 0 ? kAlignment : rounded);
-    t.data_.reset(p);
+    if (zero) std::memset(p, 0, bytes);
+    t.data_ = std::unique_ptr<void, Releaser>(p, Releaser{release});
   }
   return t;
 }
@@ -178,28 +197,10 @@ Status Tensor::Reshape(Shape shape) {
   return Status::Ok();
 }
 
-namespace {
-
-constexpr size_t kMinReleaseBytes = size_t{1} << 20;  // below this the syscalls are not worth it
-
-// Releases the whole pages within [begin, end).
-void ReleaseRange(uintptr_t begin, uintptr_t end) {
-  const uintptr_t page = PageSize();
-  begin = (begin + page - 1) & ~(page - 1);
-  end &= ~(page - 1);
-  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
-
-}  // namespace
-
-
 std::shared_ptr<void> AllocateWeightBuffer(size_t bytes) {
-  if (bytes >= kOwnMappingMinBytes) {
-    void* mapped = MapAnonymous(bytes);
-    return mapped ? std::shared_ptr<void>(mapped, &UnmapAnonymous) : nullptr;
-  }
-  void* p = std::aligned_alloc(kAlignment, std::max<size_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment));
-  return p ? std::shared_ptr<void>(p, &std::free) : nullptr;
+  void (*release)(void*) = nullptr;
+  void* p = AllocateBytes(bytes, /*own_mapping=*/true, &release);
+  return p ? std::shared_ptr<void>(p, release) : nullptr;
 }
 
 void ReleaseResidentPages(const void* data, size_t bytes) {

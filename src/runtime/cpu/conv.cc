@@ -127,7 +127,7 @@ class ConvKernel final : public Kernel {
   size_t owned_bytes() const override {
     std::lock_guard<std::mutex> lock(mu_);
     size_t bytes = 0;
-    for (const memory& m : packed_) bytes += m.get_desc().get_size();
+    for (const PackedCopy& copy : packed_) bytes += copy.weights.get_desc().get_size();
     return bytes;
   }
 
@@ -303,53 +303,51 @@ class ConvKernel final : public Kernel {
   // graph's plain one (consuming it when allowed), later ones from that first packed copy (the
   // plain one may be gone by then). Caller holds mu_.
   memory PackedWeightsLocked(const memory::desc& md, const memory::desc& plain_md, const Tensor& w) const {
-    for (const memory& m : packed_) {
-      if (m.get_desc() == md) return m;
+    for (const PackedCopy& copy : packed_) {
+      if (copy.weights.get_desc() == md) return copy.weights;
     }
     dnnl::engine& eng = CpuEngine();
     dnnl::stream stream(eng);
     std::shared_ptr<void> storage = AllocateWeightBuffer(md.get_size());
-    if (!storage) throw dnnl::error(dnnl_out_of_memory, "mapping memory for the packed weights");
+    if (!storage) throw dnnl::error(dnnl_out_of_memory, "allocating the packed weights");
     memory packed(md, eng, storage.get());
     if (!packed_.empty()) {
-      memory first = packed_.front();
+      memory first = packed_.front().weights;
       dnnl::reorder(first, packed).execute(stream, first, packed);
-    } else if (!weights_consumable_) {
-      memory plain(plain_md, eng, const_cast<void*>(w.raw_data()));
-      dnnl::reorder(plain, packed).execute(stream, plain, packed);
+      stream.wait();
     } else {
       try {
-        ReorderConsumingPlain(plain_md, const_cast<void*>(w.raw_data()), packed, stream);
+        ReorderPlain(plain_md, const_cast<void*>(w.raw_data()), packed, stream, weights_consumable_);
       } catch (...) {
-        weights_lost_ = true;  // some plain pages may be gone: never pack from them again
+        // Consumed, some plain pages may be gone: never pack from them again.
+        if (weights_consumable_) weights_lost_ = true;
         throw;
       }
     }
-    stream.wait();
-    packed_.push_back(packed);
-    packed_storage_.push_back(std::move(storage));
+    packed_.push_back({packed, std::move(storage)});
     return packed;
   }
 
-  // Reorders the plain weights into `packed` in slices along dim 0 (output channels, or groups),
-  // handing each slice's plain pages back once it is packed, so the two copies are never both
-  // resident whole. Needs dim 0 outermost in both layouts and no padding in the packed one (its
-  // padding would have to be zeroed first, which touches all of it); otherwise one reorder.
-  static void ReorderConsumingPlain(const memory::desc& plain_md, void* plain_data, memory packed,
-                                    dnnl::stream& stream) {
+  // Reorders the plain weights into `packed`. With `consume`, in slices along dim 0 (output
+  // channels, or groups), handing each slice's plain pages back once it is packed, so the two
+  // copies are never both resident whole. Slices need dim 0 outermost in both layouts and no
+  // padding in the packed one (its padding would have to be zeroed first, which touches all of
+  // it); otherwise one reorder, and the plain pages go after it.
+  static void ReorderPlain(const memory::desc& plain_md, void* plain_data, memory packed, dnnl::stream& stream,
+                           bool consume) {
     dnnl::engine& eng = CpuEngine();
     const memory::desc packed_md = packed.get_desc();
-    const int64_t block = SlicableBlock(plain_md, packed_md);
+    const int64_t block = consume ? SlicableBlock(plain_md, packed_md) : 0;
     const memory::dims dims = plain_md.dims();
     const size_t bytes = plain_md.get_size();
-    ConsumedPages plain_pages(plain_data, bytes);
     if (block <= 0) {
       memory plain(plain_md, eng, plain_data);
       dnnl::reorder(plain, packed).execute(stream, plain, packed);
       stream.wait();
-      plain_pages.Consumed(bytes);
+      if (consume) ReleaseResidentPages(plain_data, bytes);
       return;
     }
+    ConsumedPages plain_pages(plain_data, bytes);
     const size_t row_bytes = bytes / static_cast<size_t>(dims[0]);
     constexpr size_t kSliceBytes = size_t{1} << 20;
     const int64_t rows = std::max<int64_t>(block, static_cast<int64_t>(kSliceBytes / std::max<size_t>(row_bytes, 1)) / block * block);
@@ -366,7 +364,7 @@ class ConvKernel final : public Kernel {
   }
 
   // The dim-0 block of the packed layout when both layouts can be reordered in dim-0 slices
-  // (see ReorderConsumingPlain), else 0.
+  // (see ReorderPlain), else 0.
   static int64_t SlicableBlock(const memory::desc& plain, const memory::desc& packed) {
     const dnnl_memory_desc_t& p = plain.data;
     const dnnl_memory_desc_t& q = packed.data;
@@ -433,8 +431,11 @@ class ConvKernel final : public Kernel {
   mutable std::map<Shape, std::shared_ptr<const Prepared>> cache_;
   // The constant weights, one copy per layout a primitive asked for; never cleared with
   // cache_ (after the plain copy is dropped, they are the weights).
-  mutable std::vector<memory> packed_;
-  mutable std::vector<std::shared_ptr<void>> packed_storage_;  // what packed_ point into
+  struct PackedCopy {
+    memory weights;
+    std::shared_ptr<void> storage;  // what `weights` points into
+  };
+  mutable std::vector<PackedCopy> packed_;
 };
 
 StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {
