@@ -1,8 +1,6 @@
-// The nghttp2 connections on the io skeleton shared with the HTTP/1.1 server
+// The HTTP/2 connections on the io skeleton shared with the HTTP/1.1 server
 // (http/io_server.h): each Connection lives on the io thread it was handed to.
 #include "http2/server.h"
-
-#include <nghttp2/nghttp2.h>
 
 #include <algorithm>
 #include <atomic>
@@ -265,7 +263,7 @@ class StreamHandle final : public ResponseStream {
   ~StreamHandle() override {
     if (!ended_.load() && !closed_.load()) {
       poster_->Run([connection = connection_, id = id_] {
-        if (auto c = connection.lock()) c->ResetStream(id, NGHTTP2_INTERNAL_ERROR);
+        if (auto c = connection.lock()) c->ResetStream(id, kInternalError);
       });
     }
   }
@@ -364,7 +362,7 @@ class Server::Impl {
     if (!core_->handler) return InvalidArgument("http2 server needs a handler");
     const SessionOptions& s = core_->options.session;
     if (s.max_concurrent_streams == 0) return InvalidArgument("http2 max_concurrent_streams must be > 0");
-    if (s.stream_window_bytes > NGHTTP2_MAX_WINDOW_SIZE || s.connection_window_bytes > NGHTTP2_MAX_WINDOW_SIZE) {
+    if (s.stream_window_bytes > kMaxWindowBytes || s.connection_window_bytes > kMaxWindowBytes) {
       return InvalidArgument("http2 flow-control windows must be at most 2^31-1 bytes");
     }
     const ServerOptions& o = core_->options;

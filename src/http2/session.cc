@@ -1,27 +1,29 @@
 #include "http2/session.h"
 
-#include <nghttp2/nghttp2.h>
-
-#include <boost/container/small_vector.hpp>
-
 #include <algorithm>
-#include <cstring>
+#include <charconv>
 #include <string>
 #include <string_view>
 #include <utility>
+
+#include "http2/request_fields.h"
 
 namespace mf::http2 {
 
 struct Session::Stream {
   int32_t id = 0;
   Request request;
-  size_t header_bytes = 0;
-  bool request_complete = false;  // END_STREAM received (or the body limit was crossed)
+  int64_t content_length = -1;  // declared by the request; -1: none
+  size_t body_received = 0;     // DATA bytes without padding, kept or not
+  bool remote_ended = false;    // END_STREAM received
   bool delivered = false;
-  // Response side. `out` from `out_offset` on is body not yet handed to nghttp2.
+  int64_t receive_window = 0;
+  int64_t receive_consumed = 0;
+  // Response side. `out` from `out_offset` on is body not yet written.
   bool response_started = false;
-  bool response_ended = false;  // `end` was sent: nothing more may be queued
-  bool data_deferred = false;   // the data provider said DEFERRED and waits for resume
+  bool response_ended = false;  // `end` was given: nothing more may be queued
+  bool queued = false;          // in sending_
+  int64_t send_window = 0;
   std::string out;
   size_t out_offset = 0;
   Headers trailers;
@@ -29,184 +31,39 @@ struct Session::Stream {
 
 namespace {
 
-// Header lists handed to nghttp2 (which copies them): on the stack for the usual few headers.
-using NvList = boost::container::small_vector<nghttp2_nv, 8>;
+// Most frames the peer made us owe it (ACKs, resets) between two writes; nghttp2's default.
+constexpr size_t kMaxOwedFrames = 1000;
+// A header block (compressed) may exceed the header list limit by this much before the peer is
+// told to calm down: legitimate blocks are smaller than what they decode to.
+constexpr size_t kHeaderBlockSlack = 64 * 1024;
 
-nghttp2_nv Nv(std::string_view name, std::string_view value) {
-  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(), NGHTTP2_NV_FLAG_NONE};
-}
+// A block whose stream is gone still goes through the decoder: its table must stay in step.
+class DiscardFields final : public hpack::FieldSink {
+ public:
+  void OnField(std::string_view, std::string_view) override {}
+};
 
-void AppendNv(const Headers& headers, NvList* nv) {
-  for (const auto& [name, value] : headers) nv->push_back(Nv(name, value));
-}
+int64_t Clamp(uint64_t window) { return static_cast<int64_t>(std::min<uint64_t>(window, kMaxWindowBytes)); }
 
 }  // namespace
 
-// nghttp2's C callbacks; each finds the Session through user_data and never throws.
-struct Session::Callbacks {
-  static Session* Self(void* user_data) { return static_cast<Session*>(user_data); }
-
-  static int OnBeginHeaders(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
-    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-    Session* self = Self(user_data);
-    auto stream = std::make_unique<Stream>();
-    stream->id = frame->hd.stream_id;
-    stream->request.peer = self->peer_;
-    stream->request.headers.reserve(8);  // a gRPC client sends about 5: one allocation, not four
-    nghttp2_session_set_stream_user_data(session, stream->id, stream.get());
-    self->streams_[stream->id] = std::move(stream);
-    return 0;
-  }
-
-  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
-                      const uint8_t* value, size_t valuelen, uint8_t, void* user_data) {
-    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
-    Stream* stream = Self(user_data)->Find(frame->hd.stream_id);
-    if (stream == nullptr) return 0;
-    stream->header_bytes += namelen + valuelen;
-    // Resets just this stream (RST_STREAM INTERNAL_ERROR); the connection lives on.
-    if (stream->header_bytes > Self(user_data)->options_.max_header_list_bytes) {
-      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    }
-    std::string_view key(reinterpret_cast<const char*>(name), namelen);
-    std::string val(reinterpret_cast<const char*>(value), valuelen);
-    Request& r = stream->request;
-    if (frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
-      // nghttp2 already checked the pseudo-headers (present once, before regular headers).
-      if (key == ":method") {
-        r.method = std::move(val);
-      } else if (key == ":path") {
-        r.path = std::move(val);
-      } else if (key == ":authority") {
-        r.authority = std::move(val);
-      } else if (key == ":scheme") {
-        r.scheme = std::move(val);
-      } else if (!key.empty() && key[0] != ':') {
-        r.headers.emplace_back(std::string(key), std::move(val));
-      }
-    } else {
-      r.trailers.emplace_back(std::string(key), std::move(val));
-    }
-    return 0;
-  }
-
-  static int OnDataChunk(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data, size_t len,
-                         void* user_data) {
-    Session* self = Self(user_data);
-    Stream* stream = self->Find(stream_id);
-    if (stream == nullptr || stream->request.body_too_large || stream->delivered) return 0;
-    if (stream->request.body.size() + len > self->options_.max_request_body_bytes ||
-        self->buffered_request_bytes_ + len > self->options_.max_buffered_request_bytes) {
-      stream->request.body_too_large = true;
-      self->buffered_request_bytes_ -= stream->request.body.size();
-      std::string().swap(stream->request.body);
-      if (!stream->request_complete) {
-        stream->request_complete = true;
-        self->ready_.push_back(stream_id);
-      }
-      return 0;
-    }
-    stream->request.body.append(reinterpret_cast<const char*>(data), len);
-    self->buffered_request_bytes_ += len;
-    return 0;
-  }
-
-  static int OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
-    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
-    if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
-    Session* self = Self(user_data);
-    Stream* stream = self->Find(frame->hd.stream_id);
-    if (stream == nullptr || stream->request_complete) return 0;
-    stream->request_complete = true;
-    self->ready_.push_back(stream->id);
-    return 0;
-  }
-
-  static int OnFrameSend(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
-    if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
-        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
-      return 0;
-    }
-    Stream* stream = Self(user_data)->Find(frame->hd.stream_id);
-    // Answered before the request ended (e.g. refused as too large): tell the client to stop
-    // sending (RFC 9113 8.1) instead of reading the rest of its body.
-    if (stream != nullptr && nghttp2_session_get_stream_remote_close(session, stream->id) == 0) {
-      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_NO_ERROR);
-    }
-    return 0;
-  }
-
-  static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, void* user_data) {
-    Session* self = Self(user_data);
-    auto it = self->streams_.find(stream_id);
-    if (it == self->streams_.end()) return 0;
-    if (!it->second->delivered) self->buffered_request_bytes_ -= it->second->request.body.size();
-    self->streams_.erase(it);
-    self->closed_.push_back(stream_id);
-    return 0;
-  }
-
-  static ssize_t ReadBody(nghttp2_session* session, int32_t stream_id, uint8_t* buf, size_t length,
-                          uint32_t* data_flags, nghttp2_data_source* source, void*) {
-    auto* stream = static_cast<Stream*>(source->ptr);
-    size_t available = stream->out.size() - stream->out_offset;
-    size_t n = std::min(length, available);
-    if (n > 0) {
-      std::memcpy(buf, stream->out.data() + stream->out_offset, n);
-      stream->out_offset += n;
-      if (stream->out_offset == stream->out.size()) {
-        stream->out.clear();
-        stream->out_offset = 0;
-      }
-    }
-    if (stream->out.empty()) {
-      if (!stream->response_ended) {
-        if (n > 0) return static_cast<ssize_t>(n);
-        stream->data_deferred = true;
-        return NGHTTP2_ERR_DEFERRED;
-      }
-      *data_flags |= NGHTTP2_DATA_FLAG_EOF;
-      if (!stream->trailers.empty()) {
-        // Trailers end the stream instead of this DATA frame.
-        NvList nv;
-        AppendNv(stream->trailers, &nv);
-        if (nghttp2_submit_trailer(session, stream_id, nv.data(), nv.size()) == 0) {
-          *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        }
-      }
-    }
-    return static_cast<ssize_t>(n);
-  }
-};
-
 Session::Session(const SessionOptions& options, std::string peer, Delegate* delegate)
     : options_(options), peer_(std::move(peer)), delegate_(delegate) {
-  nghttp2_session_callbacks* callbacks = nullptr;
-  nghttp2_session_callbacks_new(&callbacks);
-  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, &Callbacks::OnBeginHeaders);
-  nghttp2_session_callbacks_set_on_header_callback(callbacks, &Callbacks::OnHeader);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &Callbacks::OnDataChunk);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &Callbacks::OnFrameRecv);
-  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, &Callbacks::OnFrameSend);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &Callbacks::OnStreamClose);
-  // nghttp2 itself refuses streams beyond SETTINGS_MAX_CONCURRENT_STREAMS, answers PINGs and
-  // SETTINGS, and checks HTTP messaging rules (pseudo-headers, content-length).
-  nghttp2_session_server_new(&session_, callbacks, this);
-  nghttp2_session_callbacks_del(callbacks);
-  const nghttp2_settings_entry settings[] = {
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, options_.stream_window_bytes},
-      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<uint32_t>(options_.max_header_list_bytes)},
-  };
-  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
-  // The connection window is not a setting: raise it with a WINDOW_UPDATE on stream 0.
-  nghttp2_session_set_local_window_size(
-      session_, NGHTTP2_FLAG_NONE, 0,
-      static_cast<int32_t>(std::min<uint32_t>(options_.connection_window_bytes, NGHTTP2_MAX_WINDOW_SIZE)));
+  // The server's connection preface (RFC 9113 3.4), then the connection window raised: it is not
+  // a setting.
+  frame::AppendHeader(3 * 6, frame::kSettings, 0, 0, &control_);
+  frame::AppendSetting(frame::kMaxConcurrentStreams, options_.max_concurrent_streams, &control_);
+  frame::AppendSetting(frame::kInitialWindowSize, static_cast<uint32_t>(Clamp(options_.stream_window_bytes)),
+                       &control_);
+  frame::AppendSetting(frame::kMaxHeaderListSize, static_cast<uint32_t>(options_.max_header_list_bytes), &control_);
+  const int64_t connection_window = Clamp(options_.connection_window_bytes);
+  if (connection_window > receive_window_) {
+    frame::AppendWindowUpdate(0, static_cast<uint32_t>(connection_window - receive_window_), &control_);
+    receive_window_ = connection_window;
+  }
 }
 
-Session::~Session() { nghttp2_session_del(session_); }
+Session::~Session() = default;
 
 Session::Stream* Session::Find(int32_t stream_id) {
   auto it = streams_.find(stream_id);
@@ -215,35 +72,431 @@ Session::Stream* Session::Find(int32_t stream_id) {
 
 Status Session::Receive(const uint8_t* data, size_t size) {
   if (failed_) return Unavailable("the HTTP/2 session already failed");
-  ssize_t consumed = nghttp2_session_mem_recv(session_, data, size);
+  for (; preface_seen_ < kClientPreface.size() && size > 0; ++preface_seen_, ++data, --size) {
+    if (*data != static_cast<uint8_t>(kClientPreface[preface_seen_])) {
+      failed_ = true;
+      return InvalidArgument("not an HTTP/2 connection: the client preface is missing");
+    }
+  }
+  size_t consumed = 0;
+  if (input_.empty()) {
+    ParseFrames(data, size, &consumed);
+    if (!failed_) input_.assign(reinterpret_cast<const char*>(data) + consumed, size - consumed);
+  } else {
+    input_.append(reinterpret_cast<const char*>(data), size);
+    ParseFrames(reinterpret_cast<const uint8_t*>(input_.data()), input_.size(), &consumed);
+    input_.erase(0, consumed);
+  }
   Status status = Status::Ok();
-  if (consumed < 0) {
-    failed_ = true;
-    status = InvalidArgument(std::string("HTTP/2 protocol error: ") + nghttp2_strerror(static_cast<int>(consumed)));
+  if (failed_) {
+    input_.clear();
+    status = InvalidArgument("HTTP/2 protocol error: " + error_);
   }
   DeliverEvents();
   return status;
 }
 
-Status Session::Produce(std::string* out, size_t limit) {
-  while (out->size() < limit) {
-    const uint8_t* bytes = nullptr;
-    ssize_t n = nghttp2_session_mem_send(session_, &bytes);
-    if (n < 0) {
-      failed_ = true;
-      DeliverEvents();
-      return Internal(std::string("HTTP/2 send error: ") + nghttp2_strerror(static_cast<int>(n)));
+void Session::ParseFrames(const uint8_t* data, size_t size, size_t* consumed) {
+  size_t at = 0;
+  while (!failed_ && size - at >= kFrameHeaderBytes) {
+    const frame::Header header = frame::ParseHeader(data + at);
+    // We never raise SETTINGS_MAX_FRAME_SIZE, so this bounds what one frame can make us buffer.
+    if (header.length > kDefaultMaxFrameBytes) {
+      ConnectionError(kFrameSizeError, "a frame of " + std::to_string(header.length) +
+                                           " bytes exceeds SETTINGS_MAX_FRAME_SIZE (16384)");
+      break;
     }
-    if (n == 0) break;
-    out->append(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n));
+    if (size - at - kFrameHeaderBytes < header.length) break;
+    OnFrame(data + at, data + at + kFrameHeaderBytes, header.length);
+    at += kFrameHeaderBytes + header.length;
+  }
+  *consumed = at;
+}
+
+void Session::OnFrame(const uint8_t* header_bytes, const uint8_t* payload, size_t length) {
+  const frame::Header h = frame::ParseHeader(header_bytes);
+  if (!settings_seen_) {
+    if (h.type != frame::kSettings || (h.flags & frame::kAck) != 0) {
+      return ConnectionError(kProtocolError, "the client preface must be followed by SETTINGS");
+    }
+    settings_seen_ = true;
+  }
+  if (block_stream_ != 0 && h.type != frame::kContinuation) {
+    return ConnectionError(kProtocolError, "a header block was interrupted by another frame");
+  }
+  switch (h.type) {
+    case frame::kData:
+      return OnData(h.stream_id, h.flags, payload, length);
+    case frame::kHeaders:
+      return OnHeaders(h.stream_id, h.flags, payload, length);
+    case frame::kContinuation:
+      return OnContinuation(h.stream_id, h.flags, payload, length);
+    case frame::kPriority:
+      // Advisory (RFC 9113 5.3.2): this server answers in arrival order.
+      if (h.stream_id == 0) return ConnectionError(kProtocolError, "PRIORITY on stream 0");
+      if (length != 5) return ConnectionError(kFrameSizeError, "PRIORITY must be 5 bytes");
+      return;
+    case frame::kRstStream:
+      return OnRstStream(h.stream_id, payload, length);
+    case frame::kSettings:
+      if (h.stream_id != 0) return ConnectionError(kProtocolError, "SETTINGS on a stream");
+      return OnSettings(h.flags, payload, length);
+    case frame::kPushPromise:
+      return ConnectionError(kProtocolError, "a client must not send PUSH_PROMISE");
+    case frame::kPing:
+      if (h.stream_id != 0) return ConnectionError(kProtocolError, "PING on a stream");
+      if (length != 8) return ConnectionError(kFrameSizeError, "PING must be 8 bytes");
+      if ((h.flags & frame::kAck) == 0 && OweFrame()) {
+        frame::AppendHeader(8, frame::kPing, frame::kAck, 0, &control_);
+        control_.append(reinterpret_cast<const char*>(payload), 8);
+      }
+      return;
+    case frame::kGoaway:
+      if (h.stream_id != 0) return ConnectionError(kProtocolError, "GOAWAY on a stream");
+      if (length < 8) return ConnectionError(kFrameSizeError, "GOAWAY shorter than 8 bytes");
+      goaway_received_ = true;  // the streams it lets finish finish; the client opens no more
+      return;
+    case frame::kWindowUpdate:
+      return OnWindowUpdate(h.stream_id, payload, length);
+    default:
+      return;  // unknown frame types are ignored (RFC 9113 5.5)
+  }
+}
+
+void Session::OnSettings(uint8_t flags, const uint8_t* payload, size_t length) {
+  if ((flags & frame::kAck) != 0) {
+    if (length != 0) ConnectionError(kFrameSizeError, "a SETTINGS acknowledgement carries no settings");
+    return;
+  }
+  if (length % 6 != 0) return ConnectionError(kFrameSizeError, "SETTINGS length is not a multiple of 6");
+  for (size_t at = 0; at < length; at += 6) {
+    const uint16_t id = static_cast<uint16_t>((payload[at] << 8) | payload[at + 1]);
+    const uint32_t value = frame::ReadU32(payload + at + 2);
+    switch (id) {
+      case frame::kHeaderTableSize:
+        encoder_.SetPeerMaxTableSize(value);
+        break;
+      case frame::kEnablePush:
+      case frame::kNoRfc7540Priorities:
+        if (value > 1) return ConnectionError(kProtocolError, "a boolean setting is neither 0 nor 1");
+        break;
+      case frame::kInitialWindowSize: {
+        if (value > kMaxWindowBytes) return ConnectionError(kFlowControlError, "SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1");
+        // Applies to every open stream's send window, by the difference (RFC 9113 6.9.2).
+        const int64_t delta = int64_t{value} - peer_initial_window_;
+        peer_initial_window_ = value;
+        for (auto& [stream_id, stream] : streams_) {
+          stream->send_window += delta;
+          if (stream->send_window > kMaxWindowBytes) {
+            return ConnectionError(kFlowControlError, "SETTINGS_INITIAL_WINDOW_SIZE overflows a stream window");
+          }
+        }
+        break;
+      }
+      case frame::kMaxFrameSize:
+        if (value < kDefaultMaxFrameBytes || value > 16777215) {
+          return ConnectionError(kProtocolError, "SETTINGS_MAX_FRAME_SIZE outside 16384..16777215");
+        }
+        peer_max_frame_bytes_ = value;
+        break;
+      default:
+        break;  // MAX_CONCURRENT_STREAMS and MAX_HEADER_LIST_SIZE bound what we push: nothing
+    }
+  }
+  if (OweFrame()) frame::AppendHeader(0, frame::kSettings, frame::kAck, 0, &control_);
+}
+
+void Session::OnWindowUpdate(int32_t id, const uint8_t* payload, size_t length) {
+  if (length != 4) return ConnectionError(kFrameSizeError, "WINDOW_UPDATE must be 4 bytes");
+  const uint32_t increment = frame::ReadU32(payload) & 0x7fffffffu;
+  if (id == 0) {
+    if (increment == 0) return ConnectionError(kProtocolError, "connection WINDOW_UPDATE of 0");
+    send_window_ += increment;
+    if (send_window_ > kMaxWindowBytes) ConnectionError(kFlowControlError, "connection window above 2^31-1");
+    return;
+  }
+  Stream* stream = Find(id);
+  if (stream == nullptr) {
+    if (id > last_stream_id_) ConnectionError(kProtocolError, "WINDOW_UPDATE on a stream never opened");
+    return;  // closed: late updates are expected
+  }
+  if (increment == 0) return StreamError(id, kProtocolError);
+  stream->send_window += increment;
+  if (stream->send_window > kMaxWindowBytes) StreamError(id, kFlowControlError);
+}
+
+void Session::OnRstStream(int32_t id, const uint8_t* /*payload*/, size_t length) {
+  if (id == 0) return ConnectionError(kProtocolError, "RST_STREAM on stream 0");
+  if (length != 4) return ConnectionError(kFrameSizeError, "RST_STREAM must be 4 bytes");
+  if (id > last_stream_id_) return ConnectionError(kProtocolError, "RST_STREAM on a stream never opened");
+  CloseStream(id);
+}
+
+void Session::OnData(int32_t id, uint8_t flags, const uint8_t* payload, size_t length) {
+  if (id == 0) return ConnectionError(kProtocolError, "DATA on stream 0");
+  const uint8_t* data = payload;
+  size_t size = length;
+  if ((flags & frame::kPadded) != 0) {
+    if (length == 0 || payload[0] >= length) return ConnectionError(kProtocolError, "DATA padding exceeds the frame");
+    data = payload + 1;
+    size = length - 1 - payload[0];
+  }
+  // The whole frame, padding included, counts against both windows (RFC 9113 6.9.1).
+  receive_window_ -= static_cast<int64_t>(length);
+  if (receive_window_ < 0) return ConnectionError(kFlowControlError, "DATA beyond the connection window");
+  receive_consumed_ += static_cast<int64_t>(length);
+  Replenish(0, &receive_window_, &receive_consumed_, std::max(kDefaultWindowBytes, Clamp(options_.connection_window_bytes)));
+  Stream* stream = Find(id);
+  if (stream == nullptr) {
+    if (id > last_stream_id_) return ConnectionError(kProtocolError, "DATA on a stream never opened");
+    return;  // closed (reset, or answered before the request ended): dropped
+  }
+  if (stream->remote_ended) return StreamError(id, kStreamClosed);
+  stream->receive_window -= static_cast<int64_t>(length);
+  if (stream->receive_window < 0) return StreamError(id, kFlowControlError);
+  const bool end = (flags & frame::kEndStream) != 0;
+  if (!end) {
+    stream->receive_consumed += static_cast<int64_t>(length);
+    Replenish(id, &stream->receive_window, &stream->receive_consumed,
+              std::max(kDefaultWindowBytes, Clamp(options_.stream_window_bytes)));
+  }
+  AppendBody(*stream, data, size);
+  if (end) {
+    stream->remote_ended = true;
+    OnRequestEnded(*stream);
+  }
+}
+
+void Session::AppendBody(Stream& stream, const uint8_t* data, size_t size) {
+  stream.body_received += size;
+  if (stream.request.body_too_large || stream.delivered || size == 0) return;
+  if (stream.request.body.size() + size > options_.max_request_body_bytes ||
+      buffered_request_bytes_ + size > options_.max_buffered_request_bytes) {
+    // Delivered at once, empty, so the handler refuses it without waiting for the rest.
+    stream.request.body_too_large = true;
+    buffered_request_bytes_ -= stream.request.body.size();
+    std::string().swap(stream.request.body);
+    ready_.push_back(stream.id);
+    return;
+  }
+  stream.request.body.append(reinterpret_cast<const char*>(data), size);
+  buffered_request_bytes_ += size;
+}
+
+void Session::OnRequestEnded(Stream& stream) {
+  if (stream.request.body_too_large) return;  // already queued for delivery
+  if (stream.content_length >= 0 && static_cast<size_t>(stream.content_length) != stream.body_received) {
+    return StreamError(stream.id, kProtocolError);  // the body contradicts content-length
+  }
+  ready_.push_back(stream.id);
+}
+
+void Session::OnHeaders(int32_t id, uint8_t flags, const uint8_t* payload, size_t length) {
+  if (id == 0) return ConnectionError(kProtocolError, "HEADERS on stream 0");
+  size_t padding = 0;
+  if ((flags & frame::kPadded) != 0) {
+    if (length == 0) return ConnectionError(kFrameSizeError, "padded HEADERS without a pad length");
+    padding = payload[0];
+    ++payload, --length;
+  }
+  if ((flags & frame::kPriorityFlag) != 0) {
+    if (length < 5) return ConnectionError(kFrameSizeError, "HEADERS too short for its priority");
+    payload += 5, length -= 5;
+  }
+  if (padding > length) return ConnectionError(kProtocolError, "HEADERS padding exceeds the frame");
+  block_.assign(reinterpret_cast<const char*>(payload), length - padding);
+  block_stream_ = id;
+  block_ends_stream_ = (flags & frame::kEndStream) != 0;
+  if ((flags & frame::kEndHeaders) != 0) OnHeaderBlock();
+}
+
+void Session::OnContinuation(int32_t id, uint8_t flags, const uint8_t* payload, size_t length) {
+  if (block_stream_ == 0 || id != block_stream_) {
+    return ConnectionError(kProtocolError, "CONTINUATION without a header block to continue");
+  }
+  if (block_.size() + length > options_.max_header_list_bytes + kHeaderBlockSlack) {
+    return ConnectionError(kEnhanceYourCalm, "header block too large");
+  }
+  block_.append(reinterpret_cast<const char*>(payload), length);
+  if ((flags & frame::kEndHeaders) != 0) OnHeaderBlock();
+}
+
+void Session::OnHeaderBlock() {
+  const int32_t id = block_stream_;
+  const bool ends_stream = block_ends_stream_;
+  block_stream_ = 0;
+  auto decode = [this](hpack::FieldSink& sink) {
+    Status status = decoder_.Decode(block_, sink);
+    if (!status.ok()) ConnectionError(kCompressionError, status.message());
+    return status.ok();
+  };
+  if (Stream* stream = Find(id); stream != nullptr) {  // trailers
+    if (stream->remote_ended) {
+      DiscardFields discard;
+      if (decode(discard)) StreamError(id, kStreamClosed);
+      return;
+    }
+    RequestFields fields(&stream->request, RequestFields::Block::kTrailers, options_.max_header_list_bytes);
+    if (!decode(fields)) return;
+    if (!ends_stream || fields.malformed() || fields.too_large()) return StreamError(id, kProtocolError);
+    stream->remote_ended = true;
+    return OnRequestEnded(*stream);
+  }
+  if (id <= last_stream_id_) {  // a stream already closed: late trailers after our reset
+    DiscardFields discard;
+    decode(discard);
+    return;
+  }
+  if (id % 2 == 0) return ConnectionError(kProtocolError, "a client stream id must be odd");
+  last_stream_id_ = id;
+  auto stream = std::make_unique<Stream>();
+  stream->id = id;
+  stream->request.peer = peer_;
+  stream->request.headers.reserve(8);  // a gRPC client sends about 5: one allocation, not four
+  RequestFields fields(&stream->request, RequestFields::Block::kRequest, options_.max_header_list_bytes);
+  if (!decode(fields)) return;
+  if (goaway_sent_ || streams_.size() >= options_.max_concurrent_streams) return StreamError(id, kRefusedStream);
+  if (fields.too_large()) return StreamError(id, kInternalError);
+  if (fields.malformed()) return StreamError(id, kProtocolError);
+  stream->content_length = fields.content_length();
+  stream->receive_window = std::max(kDefaultWindowBytes, Clamp(options_.stream_window_bytes));
+  stream->send_window = peer_initial_window_;
+  Stream& opened = *stream;
+  streams_.emplace(id, std::move(stream));
+  if (ends_stream) {
+    opened.remote_ended = true;
+    OnRequestEnded(opened);
+  }
+}
+
+void Session::Replenish(int32_t id, int64_t* window, int64_t* consumed, int64_t full) {
+  if (*consumed < full / 2) return;
+  frame::AppendWindowUpdate(id, static_cast<uint32_t>(*consumed), &control_);
+  *window += *consumed;
+  *consumed = 0;
+}
+
+bool Session::OweFrame() {
+  if (++owed_frames_ <= kMaxOwedFrames) return true;
+  ConnectionError(kEnhanceYourCalm, "too many frames owed to a peer that does not read");
+  return false;
+}
+
+void Session::ConnectionError(uint32_t code, std::string message) {
+  if (failed_) return;
+  failed_ = true;
+  block_stream_ = 0;
+  frame::AppendGoaway(last_stream_id_, code, message, &control_);
+  error_ = std::move(message);
+}
+
+void Session::StreamError(int32_t id, uint32_t code) {
+  if (!OweFrame()) return;
+  frame::AppendRstStream(id, code, &control_);
+  CloseStream(id);
+}
+
+void Session::CloseStream(int32_t id) {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return;
+  if (!it->second->delivered) buffered_request_bytes_ -= it->second->request.body.size();
+  streams_.erase(it);
+  closed_.push_back(id);
+}
+
+void Session::EndedLocally(Stream& stream, std::string* wire) {
+  const int32_t id = stream.id;
+  // Answered before the request ended (e.g. refused as too large): tell the client to stop
+  // sending (RFC 9113 8.1) instead of reading the rest of its body.
+  if (!stream.remote_ended) frame::AppendRstStream(id, kNoError, wire);
+  CloseStream(id);
+}
+
+void Session::WriteHeaders(int32_t id, int status, const Headers& headers, bool end_stream, std::string* wire) {
+  encoded_.clear();
+  encoder_.BeginBlock(&encoded_);
+  if (status != 0) {
+    char digits[12];
+    auto [end, error] = std::to_chars(digits, digits + sizeof(digits), status);
+    encoder_.Add(":status", std::string_view(digits, static_cast<size_t>(end - digits)), &encoded_);
+  }
+  for (const auto& [name, value] : headers) encoder_.Add(name, value, &encoded_);
+  size_t at = 0;
+  bool first = true;
+  do {
+    const size_t n = std::min(encoded_.size() - at, peer_max_frame_bytes_);
+    const bool last = at + n == encoded_.size();
+    const uint8_t flags = (last ? frame::kEndHeaders : 0) | (first && end_stream ? frame::kEndStream : 0);
+    frame::AppendHeader(static_cast<uint32_t>(n), first ? frame::kHeaders : frame::kContinuation, flags, id, wire);
+    wire->append(encoded_, at, n);
+    at += n;
+    first = false;
+  } while (at < encoded_.size());
+}
+
+Session::Progress Session::WriteData(Stream& stream, std::string* out, size_t limit) {
+  for (;;) {
+    const size_t available = stream.out.size() - stream.out_offset;
+    if (available == 0) {
+      if (!stream.response_ended) return Progress::kIdle;
+      if (!stream.trailers.empty()) {
+        WriteHeaders(stream.id, 0, stream.trailers, true, out);
+      } else {
+        frame::AppendHeader(0, frame::kData, frame::kEndStream, stream.id, out);
+      }
+      return Progress::kEnded;
+    }
+    if (out->size() >= limit) return Progress::kFull;
+    const int64_t window = std::min(send_window_, stream.send_window);
+    if (window <= 0) return Progress::kBlocked;
+    const size_t n = std::min({available, peer_max_frame_bytes_, static_cast<size_t>(window)});
+    const bool last = n == available && stream.response_ended && stream.trailers.empty();
+    frame::AppendHeader(static_cast<uint32_t>(n), frame::kData, last ? frame::kEndStream : 0, stream.id, out);
+    out->append(stream.out, stream.out_offset, n);
+    stream.out_offset += n;
+    send_window_ -= static_cast<int64_t>(n);
+    stream.send_window -= static_cast<int64_t>(n);
+    if (stream.out_offset == stream.out.size()) {
+      stream.out.clear();
+      stream.out_offset = 0;
+    }
+    if (last) return Progress::kEnded;
+  }
+}
+
+Status Session::Produce(std::string* out, size_t limit) {
+  out->append(control_);
+  control_.clear();
+  owed_frames_ = 0;
+  // Streams waiting for window go to the back; the loop ends when only they are left.
+  size_t blocked = 0;
+  while (!failed_ && sending_.size() > blocked && out->size() < limit) {
+    const int32_t id = sending_.front();
+    sending_.pop_front();
+    Stream* stream = Find(id);
+    if (stream == nullptr) continue;
+    switch (WriteData(*stream, out, limit)) {
+      case Progress::kEnded:
+        stream->queued = false;
+        EndedLocally(*stream, out);
+        break;
+      case Progress::kIdle:
+        stream->queued = false;  // Send() queues it again
+        break;
+      case Progress::kBlocked:
+        sending_.push_back(id);
+        ++blocked;
+        break;
+      case Progress::kFull:
+        sending_.push_front(id);
+        break;
+    }
   }
   DeliverEvents();
   return Status::Ok();
 }
 
-bool Session::alive() const {
-  return !failed_ && (nghttp2_session_want_read(session_) != 0 || nghttp2_session_want_write(session_) != 0);
-}
+bool Session::alive() const { return !failed_ && !((goaway_sent_ || goaway_received_) && streams_.empty()); }
 
 void Session::DeliverEvents() {
   if (delivering_) return;  // an outer call delivers what a nested Send() queued
@@ -262,47 +515,30 @@ void Session::DeliverEvents() {
   delivering_ = false;
 }
 
-void Session::SubmitResponse(Stream& stream, const ResponsePart& part) {
-  const std::string status = std::to_string(part.status);
-  NvList nv{Nv(":status", status)};
-  AppendNv(part.headers, &nv);
-  stream.response_started = true;
-  if (part.end && part.data.empty() && part.trailers.empty()) {
-    nghttp2_submit_response(session_, stream.id, nv.data(), nv.size(), nullptr);
-    return;
-  }
-  nghttp2_data_provider provider;
-  provider.source.ptr = &stream;
-  provider.read_callback = &Callbacks::ReadBody;
-  nghttp2_submit_response(session_, stream.id, nv.data(), nv.size(), &provider);
-}
-
 void Session::Send(int32_t stream_id, ResponsePart part) {
   Stream* stream = Find(stream_id);
-  if (stream == nullptr || stream->response_ended) return;
+  if (stream == nullptr || stream->response_ended || failed_) return;
   if (!stream->response_started && part.status == 0) part.status = 200;
-  // Queue the body before submitting: a headers+body part must not look headers-only.
   if (stream->out.empty()) {
     stream->out = std::move(part.data);
     stream->out_offset = 0;
   } else {
     stream->out.append(part.data);
   }
-  part.data.clear();
   if (part.end) {
     stream->response_ended = true;
     stream->trailers = std::move(part.trailers);
-    part.trailers.clear();
   }
   if (!stream->response_started) {
-    ResponsePart head = std::move(part);
-    // SubmitResponse decides headers-only from the part: describe what is queued.
-    bool body_follows = !stream->out.empty() || !stream->trailers.empty() || !stream->response_ended;
-    if (body_follows) head.end = false;
-    SubmitResponse(*stream, head);
-  } else if (stream->data_deferred) {
-    stream->data_deferred = false;
-    nghttp2_session_resume_data(session_, stream_id);
+    stream->response_started = true;
+    // gRPC's trailers-only answer and bodiless responses: one HEADERS frame ends the stream.
+    const bool headers_only = stream->response_ended && stream->out.empty() && stream->trailers.empty();
+    WriteHeaders(stream_id, part.status, part.headers, headers_only, &control_);
+    if (headers_only) return EndedLocally(*stream, &control_);
+  }
+  if (!stream->queued && (stream->out.size() > stream->out_offset || stream->response_ended)) {
+    stream->queued = true;
+    sending_.push_back(stream_id);
   }
 }
 
@@ -312,13 +548,15 @@ bool Session::output_blocked() const {
 }
 
 void Session::Reset(int32_t stream_id, uint32_t error_code) {
-  if (Find(stream_id) == nullptr) return;
-  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, error_code);
+  if (Find(stream_id) == nullptr || failed_) return;
+  frame::AppendRstStream(stream_id, error_code, &control_);  // ours: not owed to the peer
+  CloseStream(stream_id);
 }
 
 void Session::Goaway() {
-  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_),
-                        NGHTTP2_NO_ERROR, nullptr, 0);
+  if (goaway_sent_ || failed_) return;
+  goaway_sent_ = true;
+  frame::AppendGoaway(last_stream_id_, kNoError, {}, &control_);
 }
 
 }  // namespace mf::http2

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nghttp2/nghttp2.h>
 
+#include <algorithm>
 #include <cstring>
 #include <list>
 #include <map>
@@ -163,6 +164,195 @@ TEST(Http2Session, GoawayEndsTheSessionOnceStreamsFinish) {
   server.Send(id, {.status = 200, .end = true});
   client.Exchange(server);
   EXPECT_FALSE(server.alive());
+}
+
+}  // namespace
+}  // namespace mf::http2
+
+// Raw frames against the session: what a misbehaving or unusual client sends.
+namespace mf::http2 {
+namespace {
+
+struct Frame {
+  uint8_t type;
+  uint8_t flags;
+  int32_t stream;
+  std::string payload;
+};
+
+std::string RawFrame(uint8_t type, uint8_t flags, int32_t stream, std::string_view payload) {
+  std::string out;
+  const uint32_t n = static_cast<uint32_t>(payload.size());
+  out += {char(n >> 16), char(n >> 8), char(n), char(type), char(flags)};
+  out += {char(stream >> 24), char(stream >> 16), char(stream >> 8), char(stream)};
+  out.append(payload);
+  return out;
+}
+
+// HPACK for POST /x over http, :authority a (static entries and one literal, no Huffman), then
+// `extra`, already encoded.
+std::string PostBlock(std::string_view extra = {}) {
+  return std::string("\x83\x86\x04\x02/x\x01\x01" "a", 9) + std::string(extra);
+}
+
+// A literal field without indexing, new name (RFC 7541 6.2.2), lengths under 127.
+std::string Literal(std::string_view name, std::string_view value) {
+  return std::string(1, '\x00') + char(name.size()) + std::string(name) + char(value.size()) + std::string(value);
+}
+
+class RawClient {
+ public:
+  explicit RawClient(SessionOptions options = {}) : server_(options, "peer:1", &recorder_) {
+    EXPECT_TRUE(Send(std::string(kClientPreface) + RawFrame(frame::kSettings, 0, 0, "")).ok());
+  }
+  Status Send(const std::string& bytes) {
+    return server_.Receive(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  }
+  // Everything the server wrote since the last call, as frames.
+  std::vector<Frame> Read() {
+    std::string out;
+    EXPECT_TRUE(server_.Produce(&out, 1 << 30).ok());
+    std::vector<Frame> frames;
+    for (size_t at = 0; at + 9 <= out.size();) {
+      const frame::Header h = frame::ParseHeader(reinterpret_cast<const uint8_t*>(out.data() + at));
+      frames.push_back({h.type, h.flags, h.stream_id, out.substr(at + 9, h.length)});
+      at += 9 + h.length;
+    }
+    return frames;
+  }
+  static bool Has(const std::vector<Frame>& frames, uint8_t type, int32_t stream, uint32_t code = ~0u) {
+    return std::any_of(frames.begin(), frames.end(), [&](const Frame& f) {
+      if (f.type != type || f.stream != stream) return false;
+      if (code == ~0u) return true;
+      const size_t at = type == frame::kGoaway ? 4 : 0;
+      return f.payload.size() >= at + 4 &&
+             frame::ReadU32(reinterpret_cast<const uint8_t*>(f.payload.data() + at)) == code;
+    });
+  }
+  Session& server() { return server_; }
+  Recorder& recorder() { return recorder_; }
+
+ private:
+  Recorder recorder_;
+  Session server_;
+};
+
+TEST(Http2SessionFrames, PingIsAcknowledgedWithItsPayload) {
+  RawClient client;
+  client.Read();
+  ASSERT_TRUE(client.Send(RawFrame(frame::kPing, 0, 0, "12345678")).ok());
+  auto frames = client.Read();
+  ASSERT_TRUE(RawClient::Has(frames, frame::kPing, 0));
+  EXPECT_EQ(frames.back().flags, frame::kAck);
+  EXPECT_EQ(frames.back().payload, "12345678");
+}
+
+TEST(Http2SessionFrames, MalformedRequestsAreResetAndTheConnectionLivesOn) {
+  const std::pair<int32_t, std::string> malformed[] = {
+      {1, Literal("X-Upper", "v")},                // uppercase name
+      {3, Literal("connection", "close")},         // HTTP/1.1 hop field
+      {5, Literal("te", "gzip")},                  // te other than trailers
+      {7, Literal("x", "a\nb")},                   // newline in a value
+      {9, Literal(":weird", "1")},                 // unknown pseudo-header
+      {11, Literal("content-length", "5")},        // but no body follows
+  };
+  RawClient client;
+  for (const auto& [id, extra] : malformed) {
+    ASSERT_TRUE(client.Send(RawFrame(frame::kHeaders, frame::kEndHeaders | frame::kEndStream, id, PostBlock(extra))).ok());
+    EXPECT_TRUE(RawClient::Has(client.Read(), frame::kRstStream, id, kProtocolError)) << "stream " << id;
+  }
+  // No :path at all (static :method POST, :scheme http only).
+  ASSERT_TRUE(client.Send(RawFrame(frame::kHeaders, frame::kEndHeaders | frame::kEndStream, 13, "\x83\x86")).ok());
+  EXPECT_TRUE(RawClient::Has(client.Read(), frame::kRstStream, 13, kProtocolError));
+  EXPECT_TRUE(client.recorder().requests.empty());
+  ASSERT_TRUE(client.Send(RawFrame(frame::kHeaders, frame::kEndHeaders | frame::kEndStream, 15, PostBlock())).ok());
+  ASSERT_EQ(client.recorder().requests.count(15), 1u);
+  EXPECT_EQ(client.recorder().requests[15].path, "/x");
+  EXPECT_TRUE(client.server().alive());
+}
+
+TEST(Http2SessionFrames, PaddedHeaderBlockAcrossContinuationsWithTrailers) {
+  RawClient client;
+  const std::string block = PostBlock(Literal("content-length", "2"));
+  // PADDED (2 bytes of padding) and PRIORITY (5 bytes), the block split in three.
+  std::string first = std::string(1, '\x02') + std::string("\x00\x00\x00\x00\x0f", 5) + block.substr(0, 4) + std::string(2, '\0');
+  ASSERT_TRUE(client.Send(RawFrame(frame::kHeaders, frame::kPadded | frame::kPriorityFlag, 1, first) +
+                          RawFrame(frame::kContinuation, 0, 1, block.substr(4, 5)) +
+                          RawFrame(frame::kContinuation, frame::kEndHeaders, 1, block.substr(9)) +
+                          RawFrame(frame::kData, 0, 1, "hi") +
+                          RawFrame(frame::kHeaders, frame::kEndHeaders | frame::kEndStream, 1, Literal("x-sum", "7")))
+                  .ok());
+  ASSERT_EQ(client.recorder().requests.count(1), 1u);
+  const Request& r = client.recorder().requests[1];
+  EXPECT_EQ(r.path, "/x");
+  EXPECT_EQ(r.authority, "a");
+  EXPECT_EQ(r.body, "hi");
+  EXPECT_EQ(FindHeader(r.trailers, "x-sum"), "7");
+}
+
+TEST(Http2SessionFrames, InterruptedHeaderBlockEndsTheConnectionWithGoaway) {
+  RawClient client;
+  client.Read();
+  Status status = client.Send(RawFrame(frame::kHeaders, 0, 1, PostBlock()) + RawFrame(frame::kPing, 0, 0, "12345678"));
+  EXPECT_FALSE(status.ok());
+  EXPECT_TRUE(RawClient::Has(client.Read(), frame::kGoaway, 0, kProtocolError));
+  EXPECT_FALSE(client.server().alive());
+}
+
+TEST(Http2SessionFrames, StreamsBeyondTheLimitAreRefused) {
+  SessionOptions options;
+  options.max_concurrent_streams = 1;
+  RawClient client(options);
+  const uint8_t flags = frame::kEndHeaders | frame::kEndStream;
+  ASSERT_TRUE(client.Send(RawFrame(frame::kHeaders, flags, 1, PostBlock()) + RawFrame(frame::kHeaders, flags, 3, PostBlock())).ok());
+  EXPECT_TRUE(RawClient::Has(client.Read(), frame::kRstStream, 3, kRefusedStream));
+  EXPECT_EQ(client.recorder().requests.size(), 1u);
+  client.server().Send(1, {.status = 200, .end = true});  // frees the slot
+  ASSERT_TRUE(client.Send(RawFrame(frame::kHeaders, flags, 5, PostBlock())).ok());
+  EXPECT_EQ(client.recorder().requests.count(5), 1u);
+}
+
+TEST(Http2SessionFrames, ResponseBodyWaitsForThePeersWindow) {
+  RawClient client;
+  // SETTINGS_INITIAL_WINDOW_SIZE = 10: each stream may receive 10 bytes until updated.
+  ASSERT_TRUE(client.Send(RawFrame(frame::kSettings, 0, 0, std::string("\x00\x04\x00\x00\x00\x0a", 6)) +
+                          RawFrame(frame::kHeaders, frame::kEndHeaders | frame::kEndStream, 1, PostBlock()))
+                  .ok());
+  client.Read();
+  client.server().Send(1, {.status = 200, .data = std::string(25, 'z'), .end = true});
+  std::string body;
+  auto collect = [&](const std::vector<Frame>& frames) {
+    for (const Frame& f : frames) {
+      if (f.type == frame::kData) body += f.payload;
+    }
+  };
+  collect(client.Read());
+  EXPECT_EQ(body.size(), 10u);
+  EXPECT_TRUE(client.server().output_blocked());
+  ASSERT_TRUE(client.Send(RawFrame(frame::kWindowUpdate, 0, 1, std::string("\x00\x00\x00\x0a", 4))).ok());
+  collect(client.Read());
+  EXPECT_EQ(body.size(), 20u);
+  ASSERT_TRUE(client.Send(RawFrame(frame::kWindowUpdate, 0, 1, std::string("\x00\x00\x01\x00", 4))).ok());
+  auto last = client.Read();
+  collect(last);
+  EXPECT_EQ(body, std::string(25, 'z'));
+  EXPECT_TRUE(std::any_of(last.begin(), last.end(), [](const Frame& f) { return (f.flags & frame::kEndStream) != 0; }));
+  EXPECT_FALSE(client.server().output_blocked());
+  EXPECT_EQ(client.server().open_streams(), 0u);
+}
+
+TEST(Http2SessionFrames, PeerThatOnlySendsPingsIsToldToCalmDown) {
+  RawClient client;
+  std::string pings;
+  for (int i = 0; i < 1200; ++i) pings += RawFrame(frame::kPing, 0, 0, "12345678");
+  EXPECT_FALSE(client.Send(pings).ok());
+  EXPECT_TRUE(RawClient::Has(client.Read(), frame::kGoaway, 0, kEnhanceYourCalm));
+}
+
+TEST(Http2SessionFrames, FramesOnAStreamNeverOpenedAreAConnectionError) {
+  RawClient client;
+  EXPECT_FALSE(client.Send(RawFrame(frame::kData, 0, 7, "x")).ok());
+  EXPECT_TRUE(RawClient::Has(client.Read(), frame::kGoaway, 0, kProtocolError));
 }
 
 }  // namespace
