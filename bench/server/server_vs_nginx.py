@@ -8,8 +8,9 @@ transport ceiling. One run, one table, ratios against nginx measured in the same
 
 REST and nginx are loaded by `wrk` (one thread, a Lua script posting the body). gRPC is loaded
 by bench/server/grpc_predict_load (C++, one event-loop thread keeping N calls in flight on N
-connections, as wrk does) with its nghttp2 client (gRPC framing on nghttp2, about as
-cheap per call as wrk; it checks HTTP 200, grpc-status 0 and the parsed answer of every call),
+connections, as wrk does) with its lean client (HTTP/2 on src/http2's frames and HPACK and one
+poll() loop, as cheap per call as wrk; it checks HTTP 200, grpc-status 0 and the parsed answer
+of every call),
 and with h2load (nghttp2's C load generator, the gRPC counterpart of wrk; every call is checked
 through the server's own OK/failure counters), the peers REST is compared with, and with
 grpc++'s generated stub (a real gRPC client, whose own per-call cost is more than the server's
@@ -112,7 +113,7 @@ async def grpc_load(target: str, clients: int, seconds: float, make_call) -> dic
 
 
 def grpc_native(binary: pathlib.Path, target: str, clients: int, seconds: int,
-                model: str = "digits", client: str = "nghttp2", connections: int = 0) -> dict:
+                model: str = "digits", client: str = "lean", connections: int = 0) -> dict:
     """bench/server/grpc_predict_load: `clients` calls in flight, closed loop, on a connection
     each (connections=0) or multiplexed over `connections` (model "@health": grpc.health.v1
     Check, the client's and transport's own ceiling)."""
