@@ -36,6 +36,9 @@ constexpr size_t kMaxOwedFrames = 1000;
 // A header block (compressed) may exceed the header list limit by this much before the peer is
 // told to calm down: legitimate blocks are smaller than what they decode to.
 constexpr size_t kHeaderBlockSlack = 64 * 1024;
+// Open streams a client may reset at once, and how many more per second (nghttp2's defaults).
+constexpr double kResetBurst = 1000;
+constexpr double kResetsPerSecond = 33;
 
 // A block whose stream is gone still goes through the decoder: its table must stay in step.
 class DiscardFields final : public hpack::FieldSink {
@@ -48,7 +51,11 @@ int64_t Clamp(uint64_t window) { return static_cast<int64_t>(std::min<uint64_t>(
 }  // namespace
 
 Session::Session(const SessionOptions& options, std::string peer, Delegate* delegate)
-    : options_(options), peer_(std::move(peer)), delegate_(delegate) {
+    : options_(options),
+      peer_(std::move(peer)),
+      delegate_(delegate),
+      reset_tokens_(kResetBurst),
+      reset_refilled_(std::chrono::steady_clock::now()) {
   // The server's connection preface (RFC 9113 3.4), then the connection window raised: it is not
   // a setting.
   frame::AppendHeader(3 * 6, frame::kSettings, 0, 0, &control_);
@@ -229,6 +236,12 @@ void Session::OnRstStream(int32_t id, const uint8_t* /*payload*/, size_t length)
   if (id == 0) return ConnectionError(kProtocolError, "RST_STREAM on stream 0");
   if (length != 4) return ConnectionError(kFrameSizeError, "RST_STREAM must be 4 bytes");
   if (id > last_stream_id_) return ConnectionError(kProtocolError, "RST_STREAM on a stream never opened");
+  if (Find(id) == nullptr) return;  // already closed: a reset crossing our answer
+  const auto now = std::chrono::steady_clock::now();
+  reset_tokens_ = std::min(kResetBurst, reset_tokens_ + kResetsPerSecond * std::chrono::duration<double>(now - reset_refilled_).count());
+  reset_refilled_ = now;
+  if (reset_tokens_ < 1) return ConnectionError(kEnhanceYourCalm, "streams reset faster than the server allows");
+  reset_tokens_ -= 1;
   CloseStream(id);
 }
 

@@ -12,6 +12,7 @@
 // re-entrantly.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -148,6 +149,11 @@ class Session {
   bool failed_ = false;
   std::string error_;        // why the connection failed
   size_t owed_frames_ = 0;   // ACKs and resets queued since the last Produce()
+  // Streams the client reset while open, as a token bucket: a client that opens and resets
+  // streams faster than this makes the server start work it never sees answered (the "rapid
+  // reset" attack, CVE-2023-44487), so it gets GOAWAY. nghttp2's defaults: 1000, then 33/s.
+  double reset_tokens_ = 0;  // set to the burst by the constructor
+  std::chrono::steady_clock::time_point reset_refilled_;
 };
 
 }  // namespace mf::http2

@@ -357,3 +357,29 @@ TEST(Http2SessionFrames, FramesOnAStreamNeverOpenedAreAConnectionError) {
 
 }  // namespace
 }  // namespace mf::http2
+
+namespace mf::http2 {
+namespace {
+
+// CVE-2023-44487: each stream opened and reset at once frees its slot while the server may
+// still work on its request. A burst of resets is fine; an endless stream of them gets GOAWAY.
+TEST(Http2SessionFrames, ClientThatKeepsResettingStreamsIsToldToCalmDown) {
+  RawClient client;
+  const std::string cancel("\x00\x00\x00\x08", 4);  // CANCEL
+  std::string burst;
+  for (int32_t id = 1; id < 2 * 900; id += 2) {
+    burst += RawFrame(frame::kHeaders, frame::kEndHeaders, id, PostBlock()) + RawFrame(frame::kRstStream, 0, id, cancel);
+  }
+  ASSERT_TRUE(client.Send(burst).ok());  // 900 resets: within the burst
+  client.Read();
+  std::string more;
+  for (int32_t id = 2 * 900 + 1; id < 2 * 1200; id += 2) {
+    more += RawFrame(frame::kHeaders, frame::kEndHeaders, id, PostBlock()) + RawFrame(frame::kRstStream, 0, id, cancel);
+  }
+  EXPECT_FALSE(client.Send(more).ok());
+  EXPECT_TRUE(RawClient::Has(client.Read(), frame::kGoaway, 0, kEnhanceYourCalm));
+  EXPECT_TRUE(client.recorder().requests.empty());  // none ended: none was handed on
+}
+
+}  // namespace
+}  // namespace mf::http2
