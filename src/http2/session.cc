@@ -85,14 +85,33 @@ Status Session::Receive(const uint8_t* data, size_t size) {
       return InvalidArgument("not an HTTP/2 connection: the client preface is missing");
     }
   }
-  size_t consumed = 0;
-  if (input_.empty()) {
+  // A frame an earlier read began is finished in input_; the rest is parsed where it lies, so
+  // a large upload is not copied once more on its way through.
+  if (!input_.empty()) {
+    size_t wanted = kFrameHeaderBytes;
+    if (input_.size() >= kFrameHeaderBytes) {
+      wanted += frame::ParseHeader(reinterpret_cast<const uint8_t*>(input_.data())).length;
+    } else {
+      const size_t take = std::min(size, kFrameHeaderBytes - input_.size());
+      input_.append(reinterpret_cast<const char*>(data), take);
+      data += take, size -= take;
+      if (input_.size() == kFrameHeaderBytes) {
+        wanted += frame::ParseHeader(reinterpret_cast<const uint8_t*>(input_.data())).length;
+      }
+    }
+    // An oversized length is refused by ParseFrames before anything waits for its payload.
+    if (wanted > kFrameHeaderBytes + kDefaultMaxFrameBytes) wanted = input_.size();
+    const size_t take = std::min(size, wanted - std::min(wanted, input_.size()));
+    input_.append(reinterpret_cast<const char*>(data), take);
+    data += take, size -= take;
+    size_t consumed = 0;
+    if (input_.size() >= wanted) ParseFrames(reinterpret_cast<const uint8_t*>(input_.data()), input_.size(), &consumed);
+    input_.erase(0, consumed);
+  }
+  if (!failed_ && input_.empty()) {
+    size_t consumed = 0;
     ParseFrames(data, size, &consumed);
     if (!failed_) input_.assign(reinterpret_cast<const char*>(data) + consumed, size - consumed);
-  } else {
-    input_.append(reinterpret_cast<const char*>(data), size);
-    ParseFrames(reinterpret_cast<const uint8_t*>(input_.data()), input_.size(), &consumed);
-    input_.erase(0, consumed);
   }
   Status status = Status::Ok();
   if (failed_) {

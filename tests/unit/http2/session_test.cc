@@ -383,3 +383,26 @@ TEST(Http2SessionFrames, ClientThatKeepsResettingStreamsIsToldToCalmDown) {
 
 }  // namespace
 }  // namespace mf::http2
+
+namespace mf::http2 {
+namespace {
+
+// Reads end anywhere: inside a frame header, inside a payload, between frames.
+TEST(Http2SessionFrames, RequestsSplitAtAnyByteArriveWhole) {
+  std::string body;
+  for (int i = 0; i < 40000; ++i) body.push_back(static_cast<char>('a' + i % 26));
+  std::string bytes = RawFrame(frame::kHeaders, frame::kEndHeaders, 1, PostBlock());
+  for (size_t at = 0; at < body.size(); at += 16384) {
+    const std::string part = body.substr(at, 16384);
+    bytes += RawFrame(frame::kData, at + part.size() == body.size() ? frame::kEndStream : 0, 1, part);
+  }
+  for (size_t piece : {size_t{1}, size_t{7}, size_t{9}, size_t{10}, size_t{16393}, size_t{65536}}) {
+    RawClient client;
+    for (size_t at = 0; at < bytes.size(); at += piece) ASSERT_TRUE(client.Send(bytes.substr(at, piece)).ok());
+    ASSERT_EQ(client.recorder().requests.count(1), 1u) << "pieces of " << piece;
+    EXPECT_EQ(client.recorder().requests[1].body, body) << "pieces of " << piece;
+  }
+}
+
+}  // namespace
+}  // namespace mf::http2
