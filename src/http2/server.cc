@@ -167,7 +167,15 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
     if (!status.ok()) mf::log::Debug("http2 connection error", {{"error", status.message()}});
     // Answers given inline while the bytes were processed leave in one write.
     Flush();
-    if (status.ok() && !closed_) Read();
+    // The next read waits one turn of the io loop: read now, it would almost always find nothing
+    // (the client has not seen the answer yet) and the thread would go to sleep; a turn later the
+    // loop has polled the other connections once more. A/B at 16 and 64 connections: +3 %
+    // calls/s, 10-20 % fewer sleeps per call (docs/benchmarks.md, run 8).
+    if (status.ok() && !closed_) {
+      asio::post(socket_.get_executor(), [self = shared_from_this()] {
+        if (!self->closed_) self->Read();
+      });
+    }
   }
 
   // Writes what the session has to send: synchronously while the socket takes it (no handler to
