@@ -4,7 +4,7 @@ gRPC, against nginx (1 worker) answering the same POST with the same canned JSON
 transport ceiling. One run, one table, ratios against nginx measured in the same run.
 
     /usr/bin/python3 bench/server/server_vs_nginx.py [--seconds 5] [--clients 1,16,64]
-        [--server PATH] [--baseline PATH] [--python-client]
+        [--rounds 1] [--server PATH] [--baseline PATH] [--python-client]
 
 REST and nginx are loaded by `wrk` (one thread, a Lua script posting the body). gRPC is loaded
 by bench/server/grpc_predict_load (C++, one event-loop thread keeping N calls in flight on N
@@ -18,7 +18,9 @@ on 2 cores); plus the health Check, the transport's own ceiling. The "one channe
 same N calls multiplexed on one HTTP/2 connection, as N threads sharing one gRPC channel do (and
 as ghz does by default): gRPC's own way to carry concurrent calls, which REST/1.1 has no
 counterpart of. --python-client adds a Python grpc.aio client and its health-Check ceiling.
-Every server row also shows the server's own CPU time per request (utime + stime from /proc),
+--rounds R measures every peer R times in turn and reports medians, so a busy moment on the
+shared cores moves one round, not the table. Every server row also shows the server's own CPU
+time per request (utime + stime from /proc),
 which the shared cores do not blur as much as requests/s. --server runs another
 modelfleet-server binary; --baseline measures a second binary (e.g. an older build) in the same
 run, after the first, and prints both tables and the before/after ratios. Needs a built
@@ -30,6 +32,7 @@ import json
 import os
 import pathlib
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -229,10 +232,17 @@ http {{
     return conf
 
 
+def median_of_rounds(rounds: list) -> dict:
+    """{peer: measurement} per round -> {peer: the median of each figure over the rounds}."""
+    return {peer: {key: statistics.median(r[peer][key] for r in rounds) for key in rounds[0][peer]}
+            for peer in rounds[0]}
+
+
 def measure_server(binary: pathlib.Path, native: pathlib.Path, clients: list, seconds: int,
-                   python_client: bool, tmp: pathlib.Path) -> list:
+                   python_client: bool, tmp: pathlib.Path, rounds: int = 1) -> list:
     """Starts `binary` and nginx (answering the server's own Predict body), measures every peer
-    at every concurrency; returns [(clients, {peer: measurement})]."""
+    at every concurrency, all peers in turn `rounds` times (each figure is the median over the
+    rounds); returns [(clients, {peer: measurement})]."""
     procs = []
     try:
         rest_port, grpc_port = free_port(), free_port()
@@ -279,7 +289,8 @@ def measure_server(binary: pathlib.Path, native: pathlib.Path, clients: list, se
         framed = predict_request().SerializeToString()
         body = tmp / "predict.grpc"
         body.write_bytes(b"\x00" + len(framed).to_bytes(4, "big") + framed)
-        for n in clients:
+
+        def measure_once(n: int) -> dict:
             cpu = lambda measure: with_server_cpu(server.pid, seconds, measure)  # noqa: E731
             measured = {
                 "nginx": wrk_url(nginx_url + PREDICT_PATH, n, seconds, script),
@@ -303,6 +314,10 @@ def measure_server(binary: pathlib.Path, native: pathlib.Path, clients: list, se
                     target, n, seconds, predict_call)))
                 measured["gRPC health, Python client"] = cpu(lambda: asyncio.run(grpc_load(
                     target, n, seconds, health_call)))
+            return measured
+
+        for n in clients:
+            measured = median_of_rounds([measure_once(n) for _ in range(rounds)])
             rows.append((n, measured))
             print(f"# {n} clients done, load average {os.getloadavg()[0]:.2f}", flush=True)
         if server.poll() is not None:
@@ -343,6 +358,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=5, help="seconds per measurement")
     parser.add_argument("--clients", default="1,16,64", help="comma-separated concurrencies")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure every peer this many times in turn; figures are medians")
     parser.add_argument("--server", type=pathlib.Path, help="modelfleet-server binary to measure")
     parser.add_argument("--baseline", type=pathlib.Path,
                         help="a second modelfleet-server binary measured in the same run")
@@ -350,8 +367,8 @@ def main() -> None:
                         help="also load gRPC with a Python grpc.aio client")
     args = parser.parse_args()
     clients = [int(c) for c in args.clients.split(",")]
-    if args.seconds < 1 or not clients or min(clients) < 1:
-        parser.error("--seconds must be >= 1 and every client count >= 1")
+    if args.seconds < 1 or args.rounds < 1 or not clients or min(clients) < 1:
+        parser.error("--seconds and --rounds must be >= 1 and every client count >= 1")
 
     build = pathlib.Path(os.environ.get("MODELFLEET_BUILD_DIR", ROOT / "build"))
     binary = args.server or build / "server" / "main" / "modelfleet-server"
@@ -368,7 +385,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mf_server_bench_") as tmp_name:
         for path in servers:
             results.append((path, measure_server(path, native, clients, args.seconds,
-                                                 args.python_client, pathlib.Path(tmp_name))))
+                                                 args.python_client, pathlib.Path(tmp_name),
+                                                 args.rounds)))
     for path, rows in results:
         print_table(path, rows)
     if len(results) == 2:
