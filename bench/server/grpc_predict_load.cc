@@ -11,7 +11,7 @@
 //
 // Two clients speak the same protocol:
 //   --client=lean (default): bench/server/lean_grpc_client.h, HTTP/2 on src/http2's frames and
-//     HPACK with one poll() loop, as cheap per call as wrk is per REST request (the nghttp2
+//     HPACK with one epoll loop, as cheap per call as wrk is per REST request (the nghttp2
 //     session client it replaced cost ~1.3x wrk's CPU per call). Every answer is checked as a
 //     gRPC client would: HTTP 200, grpc-status 0, and one length-prefixed PredictResponse that
 //     parses and has outputs; anything else counts as an error. h2load (server_vs_nginx.py)

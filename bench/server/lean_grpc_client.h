@@ -1,4 +1,4 @@
-// A closed-loop load client for gRPC unary calls, built like wrk: one poll() thread, N calls in
+// A closed-loop load client for gRPC unary calls, built like wrk: one epoll thread, N calls in
 // flight spread over K HTTP/2 connections, each call re-sent the moment its answer is complete.
 // It speaks HTTP/2 with src/http2's frame helpers and HPACK codec, so a call costs the load
 // generator about what a REST request costs wrk (no general-purpose session library per call);
