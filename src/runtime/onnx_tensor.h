@@ -4,6 +4,7 @@
 // more than it contains (or more than kMaxTensorBytes).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "common/status.h"
@@ -24,10 +25,20 @@ int DataTypeToOnnx(DataType dtype);
 // against the file and the shape.
 StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& model_dir);
 
+// Where a tensor's raw_data was left in the model file (graph/raw_data_split.h): it is read from
+// there straight into the tensor, as external data is.
+struct RawDataInFile {
+  int fd = -1;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
 // Same, but takes the proto's payload: `*proto` is left empty (its data freed when this
 // returns, success or not), so a model's weights are never held twice over more than one
-// tensor at a time while a graph is built from its ModelProto.
-StatusOr<Tensor> TakeTensorFromProto(onnx::TensorProto* proto, const std::string& model_dir);
+// tensor at a time while a graph is built from its ModelProto. With `raw_data_in_file`, the
+// tensor's raw_data comes from there (the proto has none).
+StatusOr<Tensor> TakeTensorFromProto(onnx::TensorProto* proto, const std::string& model_dir,
+                                     const RawDataInFile* raw_data_in_file = nullptr);
 
 // Parses a serialized TensorProto (the conformance suite's .pb files).
 StatusOr<Tensor> TensorFromProtoBytes(std::string_view bytes);

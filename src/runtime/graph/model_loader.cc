@@ -10,9 +10,11 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 
+#include "runtime/graph/raw_data_split.h"
 #include "runtime/onnx_tensor.h"
 
 namespace mf::runtime {
@@ -20,6 +22,11 @@ namespace {
 
 // Read size of the file stream a model is parsed from (the only buffer besides the message).
 constexpr int kParseBlockBytes = 256 << 10;
+// Initializers' raw_data of at least this size is read from the file straight into the tensor
+// (graph/raw_data_split.h), when what is left to parse is at most a quarter of the file plus
+// 1 MiB: a model whose bytes are mostly something else is parsed as a stream instead.
+constexpr uint64_t kSplitRawDataMinBytes = 64 << 10;
+uint64_t MaxStructureBytes(uint64_t file_bytes) { return file_bytes / 4 + (1 << 20); }
 
 // Takes a TENSOR attribute's payload out of `a` (a Constant node's value can be a weight).
 StatusOr<Attribute> ConvertAttribute(onnx::AttributeProto& a, const std::string& model_dir) {
@@ -68,9 +75,16 @@ Status ReadValueInfo(const onnx::ValueInfoProto& info, Value* v) {
   return Status::Ok();
 }
 
+// Where initializers' raw_data was left in the model file (by index in graph.initializer).
+struct RawDataLeftInFile {
+  int fd = -1;
+  std::unordered_map<int, ByteSpan> spans;
+};
+
 // Builds the graph, taking each initializer's data out of `model` as it goes: a weight lives
 // in the proto or in the graph, both only while that one tensor is copied.
-StatusOr<Graph> ConvertModel(onnx::ModelProto& model, const std::string& model_dir) {
+StatusOr<Graph> ConvertModel(onnx::ModelProto& model, const std::string& model_dir,
+                             const RawDataLeftInFile* in_file = nullptr) {
   Graph g;
   for (const auto& op : model.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") g.opset = op.version();
@@ -96,9 +110,16 @@ StatusOr<Graph> ConvertModel(onnx::ModelProto& model, const std::string& model_d
     return id;
   };
 
-  for (auto& init : *gp.mutable_initializer()) {
+  for (int i = 0; i < gp.initializer_size(); ++i) {
+    onnx::TensorProto& init = *gp.mutable_initializer(i);
     const std::string name = init.name();  // TakeTensorFromProto empties `init`
-    auto t = TakeTensorFromProto(&init, model_dir);
+    std::optional<RawDataInFile> raw_data;
+    if (in_file != nullptr) {
+      if (auto it = in_file->spans.find(i); it != in_file->spans.end()) {
+        raw_data = RawDataInFile{in_file->fd, it->second.offset, it->second.length};
+      }
+    }
+    auto t = TakeTensorFromProto(&init, model_dir, raw_data ? &*raw_data : nullptr);
     if (!t.ok()) return t.status().WithContext("initializer '" + name + "'");
     Value v;
     v.dtype = t->dtype();
@@ -249,6 +270,28 @@ StatusOr<Graph> LoadModelFile(const std::string& path) {
   if (!S_ISREG(st.st_mode)) return NotFound("model file '" + path + "' is not a regular file");
   const auto size = static_cast<uint64_t>(st.st_size);
   if (size >= kMaxModelFileBytes) return ResourceExhausted("model file '" + path + "' is 2 GiB or larger");
+  std::string dir = fs::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  const ReadAt read_at = [fd](uint64_t offset, size_t n, char* out) {
+    for (size_t done = 0; done < n;) {
+      const ssize_t got = ::pread(fd, out + done, n - done, static_cast<off_t>(offset + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return false;
+      done += static_cast<size_t>(got);
+    }
+    return true;
+  };
+  if (auto split = SplitRawData(size, read_at, kSplitRawDataMinBytes, MaxStructureBytes(size))) {
+    onnx::ModelProto model;
+    if (!model.ParseFromString(split->structure)) {
+      return InvalidArgument(path + ": not a valid ONNX model (protobuf parse failed)");
+    }
+    split->structure = std::string();  // parsed: its memory goes before the weights arrive
+    const RawDataLeftInFile in_file{fd, std::move(split->raw_data)};
+    auto g = ConvertModel(model, dir, &in_file);
+    if (!g.ok()) return g.status().WithContext(path);
+    return g;
+  }
   onnx::ModelProto model;
   {
     google::protobuf::io::FileInputStream stream(fd, kParseBlockBytes);
@@ -261,8 +304,7 @@ StatusOr<Graph> LoadModelFile(const std::string& path) {
       return InvalidArgument(path + ": not a valid ONNX model (protobuf parse failed)");
     }
   }
-  std::string dir = fs::path(path).parent_path().string();
-  auto g = ConvertModel(model, dir.empty() ? "." : dir);
+  auto g = ConvertModel(model, dir);
   if (!g.ok()) return g.status().WithContext(path);
   return g;
 }
