@@ -34,6 +34,9 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
   f.Add("load_thread_nice", &o->load_thread_nice,
         "priority of the thread that loads models: above 0, SCHED_IDLE (or, where refused, this nice "
         "value; 0..19); 0: the same priority as requests");
+  f.Add("retain_load_memory_seconds", &o->retain_load_memory_seconds,
+        "keep the weight memory that loads and unloads free for the next load to reuse, until no load "
+        "or unload has finished for this long (0: give it back at once)");
   f.Add("malloc_mmap_threshold_bytes", &o->malloc_mmap_threshold_bytes,
         "heap blocks this large get their own mapping, returned on free (0: glibc's adaptive default)");
   f.Add("device", &o->device,

@@ -13,6 +13,7 @@
 #include "common/flags.h"
 #include "common/logging.h"
 #include "http/server.h"
+#include "runtime/weight_mappings.h"
 #include "server/config/batching_parameters.h"
 #include "server/config/monitoring_config.h"
 #include "server/config/server_flags.h"
@@ -118,6 +119,16 @@ int Main(int argc, char** argv) {
 
   ManagerOptions manager_options;
   manager_options.memory_released = ReturnFreedHeapToOs;
+  if (!(flags.retain_load_memory_seconds >= 0)) {
+    return fail(InvalidArgument("--retain_load_memory_seconds must be >= 0"));
+  }
+  if (flags.retain_load_memory_seconds > 0) {
+    // Loads reuse the pages earlier loads and unloads freed instead of faulting in new ones
+    // (runtime/weight_mappings.h); given back once loads go quiet.
+    runtime::weight_mappings::SetRetention(true);
+    manager_options.loads_quiet = [] { runtime::weight_mappings::ReleaseRetained(); };
+    manager_options.quiet_after = Millis(flags.retain_load_memory_seconds);
+  }
   if (flags.load_thread_nice < 0 || flags.load_thread_nice > 19) {
     return fail(InvalidArgument("--load_thread_nice must be in 0..19, got " + std::to_string(flags.load_thread_nice)));
   }

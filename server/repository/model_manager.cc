@@ -92,11 +92,12 @@ Status ModelManager::SetModels(std::vector<ModelConfig> models) {
 }
 
 void ModelManager::ReleaseMemory() {
-  if (!options_.memory_released) return;
+  if (!options_.memory_released && !options_.loads_quiet) return;
   std::unique_lock lock(release_mu_);
   if (!housekeeping_running_) {
     lock.unlock();
-    options_.memory_released();
+    if (options_.memory_released) options_.memory_released();
+    if (options_.loads_quiet) options_.loads_quiet();
     return;
   }
   // Waits for it: the next load must start on a returned heap, as it would inline (a stale
@@ -108,14 +109,28 @@ void ModelManager::ReleaseMemory() {
 
 void ModelManager::HousekeepingLoop() {
   std::unique_lock lock(release_mu_);
+  bool quiet_pending = false;  // a release ran and loads_quiet has not followed it yet
+  auto requested = [this] { return release_requested_ > release_done_ || housekeeping_stopping_; };
   while (true) {
-    release_cv_.wait(lock, [this] { return release_requested_ > release_done_ || housekeeping_stopping_; });
+    if (quiet_pending && options_.loads_quiet) {
+      // No new request within quiet_after: loads have gone quiet.
+      if (!release_cv_.wait_for(lock, options_.quiet_after, requested)) {
+        quiet_pending = false;
+        lock.unlock();
+        options_.loads_quiet();
+        lock.lock();
+        continue;
+      }
+    } else {
+      release_cv_.wait(lock, requested);
+    }
     if (release_requested_ == release_done_) return;  // stopping, and nobody waits
     const uint64_t target = release_requested_;  // one call serves every request made so far
     lock.unlock();
-    options_.memory_released();
+    if (options_.memory_released) options_.memory_released();
     lock.lock();
     release_done_ = target;
+    quiet_pending = true;
     release_done_cv_.notify_all();
   }
 }
@@ -124,7 +139,7 @@ void ModelManager::Start() {
   std::lock_guard lock(loop_mu_);
   if (loop_thread_.joinable()) return;
   stopping_ = false;
-  if (options_.memory_released) {
+  if (options_.memory_released || options_.loads_quiet) {
     // Created here, before the loop thread lowers its own priority: it keeps the caller's.
     std::lock_guard release_lock(release_mu_);
     housekeeping_running_ = true;

@@ -54,6 +54,12 @@ struct ManagerOptions {
   // would stall the requests that allocate from it. Without Start() (PollOnce() driven by a
   // test) it is called inline.
   std::function<void()> memory_released;
+  // Called once no load attempt or unload has finished for `quiet_after` (on the housekeeping
+  // thread; inline right after memory_released without Start()): where main gives back the
+  // weight mappings it keeps for the next load to reuse (runtime/weight_mappings.h). While
+  // versions keep arriving (a rollout, back-to-back swaps) they are kept; then they go.
+  std::function<void()> loads_quiet;
+  std::chrono::milliseconds quiet_after{2000};
   // Runs first on the thread that polls, loads and unloads (before any load), e.g. to lower
   // its scheduling priority so loads yield the cores to requests.
   std::function<void()> on_loop_thread_start;

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/weight_mappings.h"
+
 namespace mf::runtime {
 namespace {
 
@@ -16,22 +18,6 @@ namespace {
 constexpr size_t kOwnMappingMinBytes = size_t{1} << 20;
 
 uintptr_t PageSize() { return static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE)); }
-
-void* MapAnonymous(size_t bytes) {
-  // One page in front holds the mapping's length, for UnmapAnonymous.
-  const size_t page = static_cast<size_t>(PageSize());
-  const size_t length = page + (bytes + page - 1) / page * page;
-  void* base = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (base == MAP_FAILED) return nullptr;
-  *static_cast<size_t*>(base) = length;
-  return static_cast<char*>(base) + page;
-}
-
-void UnmapAnonymous(void* data) {
-  if (!data) return;
-  void* base = static_cast<char*>(data) - PageSize();
-  (void)::munmap(base, *static_cast<size_t*>(base));
-}
 
 void FreeAligned(void* data) { std::free(data); }
 
@@ -68,8 +54,8 @@ constexpr size_t kAlignment = 64;
 // frees it; null when out of memory.
 void* AllocateBytes(size_t bytes, bool own_mapping, void (**release)(void*)) {
   if (own_mapping && bytes >= kOwnMappingMinBytes) {
-    *release = &UnmapAnonymous;
-    return MapAnonymous(bytes);
+    *release = &weight_mappings::Unmap;
+    return weight_mappings::Map(bytes);
   }
   *release = &FreeAligned;
   const size_t rounded = std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);

@@ -2,6 +2,8 @@
 // housekeeping thread that keeps the priority of the thread that called Start(), not on the
 // loop thread that loads at SCHED_IDLE: malloc_trim takes every malloc arena's lock, and a
 // SCHED_IDLE thread preempted while holding one stalls the requests allocating from it.
+// loads_quiet (the server gives back the weight mappings kept for the next load) follows once no
+// load or unload has finished for quiet_after, never while versions keep arriving.
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sched.h>
@@ -96,6 +98,51 @@ TEST_F(MemoryReleaseTest, RunsInlineWhenPolledWithoutStart) {
   std::lock_guard lock(mu_);
   ASSERT_EQ(calls_.size(), 1u);
   EXPECT_EQ(calls_[0].thread, std::this_thread::get_id());
+}
+
+TEST_F(MemoryReleaseTest, LoadsQuietFollowsOnceNoLoadFinishedForQuietAfter) {
+  ManagerOptions options = Options();
+  options.quiet_after = std::chrono::milliseconds(300);
+  std::atomic<int> quiet_calls{0};
+  std::atomic<size_t> releases_at_quiet{0};
+  options.loads_quiet = [&] {
+    releases_at_quiet = Calls();
+    ++quiet_calls;
+  };
+  ModelManager manager(loader_, options);
+  ASSERT_TRUE(manager.SetModels({{"m", repo_.base(), VersionPolicy::Latest(1), {}}}).ok());
+  repo_.WriteVersion(1, "ok");
+  manager.Start();
+  ASSERT_TRUE(WaitFor([&] { return manager.AllModelsAvailable() && Calls() >= 1; }));
+  // Versions keep arriving faster than quiet_after: the kept memory stays kept.
+  for (int v = 2; v <= 6; ++v) {
+    repo_.WriteVersion(v, "ok");
+    ASSERT_TRUE(WaitFor([&] {
+      auto h = manager.GetServable("m", VersionRequest::Latest());
+      return h.ok() && h->version == v;
+    }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(quiet_calls.load(), 0) << "released while versions kept arriving";
+  // Then nothing happens: one call, after the last release.
+  ASSERT_TRUE(WaitFor([&] { return quiet_calls.load() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_EQ(quiet_calls.load(), 1);
+  EXPECT_EQ(releases_at_quiet.load(), Calls());
+  manager.Stop();
+}
+
+TEST_F(MemoryReleaseTest, LoadsQuietRunsInlineWhenPolledWithoutStart) {
+  ManagerOptions options = Options();
+  int quiet_calls = 0;
+  options.loads_quiet = [&] { ++quiet_calls; };
+  ModelManager manager(loader_, options);
+  ASSERT_TRUE(manager.SetModels({{"m", repo_.base(), VersionPolicy::Latest(1), {}}}).ok());
+  repo_.WriteVersion(1, "ok");
+  manager.PollOnce();
+  manager.PollOnce();  // the first poll sees the new file, the second loads it (complete by then)
+  EXPECT_EQ(Calls(), 1u);
+  EXPECT_EQ(quiet_calls, 1);
 }
 
 }  // namespace
