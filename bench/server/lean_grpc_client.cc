@@ -336,20 +336,17 @@ bool Connection::OnFrame(const frame::Header& h, const uint8_t* payload, size_t 
       }
       Call* call = Find(h.stream_id);
       if (call == nullptr) return true;
-      size_t skip = 0, padding = 0;
-      if ((h.flags & frame::kPadded) != 0 && length > 0) skip = 1, padding = payload[0];
-      if (skip + padding > length) return Fail("bad DATA padding from the server");
-      call->body.append(reinterpret_cast<const char*>(payload) + skip, length - skip - padding);
+      const frame::Content content = frame::StripPadding(frame::kData, h.flags, payload, length);
+      if (content.problem != frame::Content::kNone) return Fail("bad DATA padding from the server");
+      call->body.append(reinterpret_cast<const char*>(content.data), content.size);
       if (call->body.size() > static_cast<size_t>(kStreamWindow)) return Fail("an answer larger than its window");
       if ((h.flags & frame::kEndStream) != 0) Complete(*call, true);
       return true;
     }
     case frame::kHeaders: {
-      size_t skip = 0, padding = 0;
-      if ((h.flags & frame::kPadded) != 0 && length > 0) skip = 1, padding = payload[0];
-      if ((h.flags & frame::kPriorityFlag) != 0) skip += 5;
-      if (skip + padding > length) return Fail("bad HEADERS from the server");
-      block_.assign(reinterpret_cast<const char*>(payload) + skip, length - skip - padding);
+      const frame::Content content = frame::StripPadding(frame::kHeaders, h.flags, payload, length);
+      if (content.problem != frame::Content::kNone) return Fail("bad HEADERS from the server");
+      block_.assign(reinterpret_cast<const char*>(content.data), content.size);
       block_stream_ = h.stream_id;
       block_ends_stream_ = (h.flags & frame::kEndStream) != 0;
       return (h.flags & frame::kEndHeaders) == 0 || OnHeaderBlock(block_stream_, block_ends_stream_);

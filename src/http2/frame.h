@@ -72,6 +72,31 @@ struct Header {
   int32_t stream_id = 0;
 };
 
+// What a DATA or HEADERS payload carries once its pad length, padding and (HEADERS) priority
+// fields are taken off (RFC 9113 6.1, 6.2); `problem` names the rule a malformed one breaks, for
+// the caller to answer with its own error code.
+struct Content {
+  enum Problem { kNone, kNoPadLength, kShortPriority, kPaddingTooLong };
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  Problem problem = kNone;
+};
+
+inline Content StripPadding(uint8_t type, uint8_t flags, const uint8_t* payload, size_t length) {
+  size_t padding = 0;
+  if ((flags & kPadded) != 0) {
+    if (length == 0) return {nullptr, 0, Content::kNoPadLength};
+    padding = payload[0];
+    ++payload, --length;
+  }
+  if (type == kHeaders && (flags & kPriorityFlag) != 0) {
+    if (length < 5) return {nullptr, 0, Content::kShortPriority};
+    payload += 5, length -= 5;
+  }
+  if (padding > length) return {nullptr, 0, Content::kPaddingTooLong};
+  return {payload, length - padding, Content::kNone};
+}
+
 inline uint32_t ReadU32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }

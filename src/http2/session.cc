@@ -266,13 +266,8 @@ void Session::OnRstStream(int32_t id, const uint8_t* /*payload*/, size_t length)
 
 void Session::OnData(int32_t id, uint8_t flags, const uint8_t* payload, size_t length) {
   if (id == 0) return ConnectionError(kProtocolError, "DATA on stream 0");
-  const uint8_t* data = payload;
-  size_t size = length;
-  if ((flags & frame::kPadded) != 0) {
-    if (length == 0 || payload[0] >= length) return ConnectionError(kProtocolError, "DATA padding exceeds the frame");
-    data = payload + 1;
-    size = length - 1 - payload[0];
-  }
+  const frame::Content content = frame::StripPadding(frame::kData, flags, payload, length);
+  if (content.problem != frame::Content::kNone) return ConnectionError(kProtocolError, "DATA padding exceeds the frame");
   // The whole frame, padding included, counts against both windows (RFC 9113 6.9.1).
   receive_window_ -= static_cast<int64_t>(length);
   if (receive_window_ < 0) return ConnectionError(kFlowControlError, "DATA beyond the connection window");
@@ -292,7 +287,7 @@ void Session::OnData(int32_t id, uint8_t flags, const uint8_t* payload, size_t l
     Replenish(id, &stream->receive_window, &stream->receive_consumed,
               std::max(kDefaultWindowBytes, Clamp(options_.stream_window_bytes)));
   }
-  AppendBody(*stream, data, size);
+  AppendBody(*stream, content.data, content.size);
   if (end) {
     stream->remote_ended = true;
     OnRequestEnded(*stream);
@@ -325,18 +320,14 @@ void Session::OnRequestEnded(Stream& stream) {
 
 void Session::OnHeaders(int32_t id, uint8_t flags, const uint8_t* payload, size_t length) {
   if (id == 0) return ConnectionError(kProtocolError, "HEADERS on stream 0");
-  size_t padding = 0;
-  if ((flags & frame::kPadded) != 0) {
-    if (length == 0) return ConnectionError(kFrameSizeError, "padded HEADERS without a pad length");
-    padding = payload[0];
-    ++payload, --length;
+  const frame::Content content = frame::StripPadding(frame::kHeaders, flags, payload, length);
+  switch (content.problem) {
+    case frame::Content::kNone: break;
+    case frame::Content::kNoPadLength: return ConnectionError(kFrameSizeError, "padded HEADERS without a pad length");
+    case frame::Content::kShortPriority: return ConnectionError(kFrameSizeError, "HEADERS too short for its priority");
+    case frame::Content::kPaddingTooLong: return ConnectionError(kProtocolError, "HEADERS padding exceeds the frame");
   }
-  if ((flags & frame::kPriorityFlag) != 0) {
-    if (length < 5) return ConnectionError(kFrameSizeError, "HEADERS too short for its priority");
-    payload += 5, length -= 5;
-  }
-  if (padding > length) return ConnectionError(kProtocolError, "HEADERS padding exceeds the frame");
-  block_.assign(reinterpret_cast<const char*>(payload), length - padding);
+  block_.assign(reinterpret_cast<const char*>(content.data), content.size);
   block_stream_ = id;
   block_ends_stream_ = (flags & frame::kEndStream) != 0;
   if ((flags & frame::kEndHeaders) != 0) OnHeaderBlock();

@@ -299,6 +299,45 @@ TEST(Http2SessionFrames, InterruptedHeaderBlockEndsTheConnectionWithGoaway) {
   EXPECT_FALSE(client.server().alive());
 }
 
+// Padding and priority fields that do not fit their frame end the connection, each with the
+// code RFC 9113 6.1 / 6.2 gives it.
+TEST(Http2SessionFrames, MalformedPaddingOrPriorityEndsTheConnectionWithItsCode) {
+  struct Case {
+    const char* what;
+    std::string frames;
+    uint32_t code;
+  };
+  const std::string open = RawFrame(frame::kHeaders, frame::kEndHeaders, 1, PostBlock());
+  const std::vector<Case> cases = {
+      {"DATA padded without a pad length", open + RawFrame(frame::kData, frame::kPadded, 1, ""), kProtocolError},
+      {"DATA padding as long as the frame", open + RawFrame(frame::kData, frame::kPadded, 1, std::string("\x04xyz", 4)),
+       kProtocolError},
+      {"HEADERS padded without a pad length", RawFrame(frame::kHeaders, frame::kPadded | frame::kEndHeaders, 1, ""),
+       kFrameSizeError},
+      {"HEADERS too short for its priority",
+       RawFrame(frame::kHeaders, frame::kPriorityFlag | frame::kEndHeaders, 1, "abcd"), kFrameSizeError},
+      {"HEADERS padding past the block",
+       RawFrame(frame::kHeaders, frame::kPadded | frame::kEndHeaders, 1, std::string(1, char(PostBlock().size() + 1)) + PostBlock()),
+       kProtocolError},
+  };
+  for (const Case& c : cases) {
+    RawClient client;
+    client.Read();
+    EXPECT_FALSE(client.Send(c.frames).ok()) << c.what;
+    EXPECT_TRUE(RawClient::Has(client.Read(), frame::kGoaway, 0, c.code)) << c.what;
+  }
+  // At the limits: padding that fills all but the pad length byte, and an exact priority.
+  RawClient client;
+  client.Read();
+  const std::string block = PostBlock();
+  EXPECT_TRUE(client.Send(RawFrame(frame::kHeaders, frame::kPadded | frame::kPriorityFlag | frame::kEndHeaders, 1,
+                                   std::string(1, '\x02') + std::string(5, '\0') + block + "pp") +
+                          RawFrame(frame::kData, frame::kPadded | frame::kEndStream, 1, std::string("\x02xpp", 4)))
+                  .ok());
+  ASSERT_EQ(client.recorder().requests.count(1), 1u);
+  EXPECT_EQ(client.recorder().requests[1].body, "x");
+}
+
 TEST(Http2SessionFrames, StreamsBeyondTheLimitAreRefused) {
   SessionOptions options;
   options.max_concurrent_streams = 1;
