@@ -31,8 +31,8 @@ StatusOr<runtime::DataType> FromTfDataType(tensorflow::DataType dtype);
 StatusOr<runtime::Tensor> TensorFromProto(const tensorflow::TensorProto& proto);
 
 enum class TensorProtoEncoding {
-  kTensorContent,  // numeric tensors as raw bytes (compact; what TF Serving sends)
-  kTypedValues,    // every tensor in its *_val field (for clients that read only those)
+  kTensorContent,  // numeric tensors as raw bytes (compact)
+  kTypedValues,    // every tensor in its *_val field (what TF Serving's Predict answers carry)
 };
 // Strings always use string_val.
 void TensorToProto(const runtime::Tensor& tensor, TensorProtoEncoding encoding, tensorflow::TensorProto* proto);

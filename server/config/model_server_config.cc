@@ -9,7 +9,11 @@
 namespace mf::server {
 
 Status CheckModelPlatform(const std::string& model, const std::string& platform) {
-  if (platform.empty() || platform == "onnx" || platform == "onnxruntime_onnx" || platform == "onnx_onnxv1") {
+  // "tensorflow" is what nearly every TF Serving config says: a config moved over unchanged
+  // serves the model.onnx put in each version directory (a SavedModel there fails to load, and
+  // its model status says so).
+  if (platform.empty() || platform == "onnx" || platform == "onnxruntime_onnx" || platform == "onnx_onnxv1" ||
+      platform == "tensorflow") {
     return Status::Ok();
   }
   return InvalidArgument("model config '" + model + "': model_platform '" + platform +

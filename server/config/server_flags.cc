@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "common/logging.h"
 #include "server/config/model_server_config.h"
 
 namespace mf::server {
@@ -34,6 +35,9 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
   f.Add("load_thread_nice", &o->load_thread_nice,
         "priority of the thread that loads models: above 0, SCHED_IDLE (or, where refused, this nice "
         "value; 0..19); 0: the same priority as requests");
+  f.Add("grpc_predict_tensor_content", &o->grpc_predict_tensor_content,
+        "gRPC Predict answers carry outputs as tensor_content bytes instead of TF Serving's typed "
+        "*_val fields (float_val...); compact, and tf.make_ndarray reads either");
   f.Add("retain_load_memory_seconds", &o->retain_load_memory_seconds,
         "keep the weight memory that loads and unloads free for the next load to reuse, until no load "
         "or unload has finished for this long (0: give it back at once)");
@@ -48,6 +52,9 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
   f.Add("gpu_memory_fraction", &o->gpu_memory_fraction,
         "share of each GPU's memory the server may use, (0, 1]; 0: no limit");
   f.Add("intra_op_threads", &o->intra_op_threads, "CPU threads per model run (0: one per core)");
+  // tensorflow_model_server's names for the same two settings, so its command lines carry over.
+  f.Add("tensorflow_intra_op_parallelism", &o->intra_op_threads, "TF Serving's name for --intra_op_threads");
+  f.Add("per_process_gpu_memory_fraction", &o->gpu_memory_fraction, "TF Serving's name for --gpu_memory_fraction");
   f.Add("drain_seconds", &o->drain_seconds, "on SIGTERM, time allowed for in-flight requests");
   f.Add("not_ready_grace_seconds", &o->not_ready_grace_seconds,
         "on SIGTERM, time to answer not-ready before draining (lets load balancers notice)");
@@ -57,10 +64,12 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
 
 StatusOr<std::vector<ModelConfig>> ModelsFromFlags(ServerFlags& flags, const FlagSet& set) {
   if (!flags.model_config_file.empty()) {
+    // As tensorflow_model_server: the config file wins. The official image's entrypoint always
+    // passes --model_name and --model_base_path, and `docker run IMAGE --model_config_file=...`
+    // must still work.
     if (!flags.model_base_path.empty() || set.IsSet("model_name")) {
-      return InvalidArgument(
-          "--model_config_file names the models; do not also give "
-          "--model_name or --model_base_path");
+      mf::log::Warning("--model_config_file names the models; --model_name and --model_base_path are ignored",
+                       {{"model_config_file", flags.model_config_file}});
     }
     return LoadModelServerConfigFile(flags.model_config_file);
   }

@@ -34,6 +34,7 @@ struct ServerFlags {
   int64_t malloc_mmap_threshold_bytes = 0;
   int load_thread_nice = 10;
   double retain_load_memory_seconds = 2;
+  bool grpc_predict_tensor_content = false;
   std::string device = "auto";
   std::string precision = "fp32";  // fp32 | tf32 | fp16: what the GPU may compute in
   std::string backend;  // the older name of --device (cpu | cuda)

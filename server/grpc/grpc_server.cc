@@ -122,8 +122,8 @@ http2::GrpcHandler Deferred(Impl* impl, void (Impl::*method)(const CallContext&,
 
 struct GrpcServer::Services {
   Services(const std::shared_ptr<ModelManager>& manager, const std::shared_ptr<std::atomic<bool>>& shutting_down,
-           const std::shared_ptr<RunPool>& runs)
-      : prediction(manager, runs), model(manager), inference(manager, shutting_down, runs),
+           const std::shared_ptr<RunPool>& runs, codec::TensorProtoEncoding predict_outputs)
+      : prediction(manager, runs, predict_outputs), model(manager), inference(manager, shutting_down, runs),
         health(manager, shutting_down) {}
 
   http2::GrpcRouter Routes(size_t max_message_bytes, HealthWatchers* watchers) {
@@ -176,7 +176,10 @@ Status GrpcServer::Start(const GrpcServerOptions& options) {
     return InvalidArgument("gRPC port must be in 0..65535, got " + std::to_string(options.port));
   }
   if (options.max_message_bytes == 0) return InvalidArgument("gRPC max_message_bytes must be > 0");
-  services_ = std::make_unique<Services>(manager_, shutting_down_, runs_);
+  services_ = std::make_unique<Services>(manager_, shutting_down_, runs_,
+                                         options.predict_outputs_as_tensor_content
+                                             ? codec::TensorProtoEncoding::kTensorContent
+                                             : codec::TensorProtoEncoding::kTypedValues);
   watchers_ = std::make_unique<HealthWatchers>(
       [health = &services_->health](const std::string& service) { return health->Evaluate(service); },
       kHealthPollInterval);

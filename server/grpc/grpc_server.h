@@ -37,6 +37,8 @@ struct GrpcServerOptions {
   int threads = 0;
   // Larger request messages get RESOURCE_EXHAUSTED (the REST API's body limit is the same).
   size_t max_message_bytes = 64u << 20;
+  // Predict outputs in tensor_content instead of TF Serving's default typed *_val fields.
+  bool predict_outputs_as_tensor_content = false;
 };
 
 class GrpcServer {

@@ -87,10 +87,14 @@ StatusOr<ServableHandle> ResolveV2(const ModelManager& manager, const std::strin
 
 }  // namespace
 
+// TF Serving's answer to a request without a model name (INVALID_ARGUMENT, not NOT_FOUND).
+constexpr const char* kNoModelName = "ModelSpec has no name specified.";
+
 void PredictionServiceImpl::Predict(const CallContext& context, const tfs::PredictRequest* request,
                                     tfs::PredictResponse* response, RpcFinish finish) {
   const auto start = Clock::now();
   const std::string& model = request->model_spec().name();
+  if (model.empty()) return finish(Finish(InvalidArgument(kNoModelName), model, -1, "Predict", start));
   auto handle = manager_->GetServable(model, FromModelSpec(request->model_spec()));
   if (!handle.ok()) return finish(Finish(handle.status(), model, -1, "Predict", start));
   std::set<std::string> wanted(request->output_filter().begin(), request->output_filter().end());
@@ -124,7 +128,7 @@ void PredictionServiceImpl::Predict(const CallContext& context, const tfs::Predi
   // The handle rides along: it keeps the version loaded until the answer is written.
   std::shared_ptr<const Servable> servable = handle->servable;
   DispatchRun(*runs_, servable, std::move(inputs).value(),
-                     [handle = std::move(handle).value(), wanted = std::move(wanted), response,
+                     [handle = std::move(handle).value(), wanted = std::move(wanted), response, encoding = outputs_,
                       finish = std::move(finish), start,
                       deadline = context.deadline()](Status status, Servable::Outputs outputs) {
                        if (status.ok()) {
@@ -132,8 +136,7 @@ void PredictionServiceImpl::Predict(const CallContext& context, const tfs::Predi
                          for (size_t i = 0; i < outputs.size() && i < signature.outputs.size(); ++i) {
                            const std::string& name = signature.outputs[i].name;
                            if (!wanted.empty() && wanted.count(name) == 0) continue;
-                           codec::TensorToProto(outputs[i], codec::TensorProtoEncoding::kTensorContent,
-                                                &(*response->mutable_outputs())[name]);
+                           codec::TensorToProto(outputs[i], encoding, &(*response->mutable_outputs())[name]);
                          }
                          FillModelSpec(handle, response->mutable_model_spec());
                        }
@@ -146,6 +149,7 @@ Status PredictionServiceImpl::GetModelMetadata(const CallContext&, const tfs::Ge
                                                tfs::GetModelMetadataResponse* response) {
   const auto start = Clock::now();
   const std::string& model = request->model_spec().name();
+  if (model.empty()) return Finish(InvalidArgument(kNoModelName), model, -1, "GetModelMetadata", start);
   if (request->metadata_field_size() == 0) {
     return Finish(InvalidArgument("GetModelMetadataRequest must specify at least one metadata_field"), model, -1,
                   "GetModelMetadata", start);

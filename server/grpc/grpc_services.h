@@ -11,6 +11,7 @@
 
 #include "grpc/health/v1/health.pb.h"
 #include "inference/grpc_predict_v2.pb.h"
+#include "server/codec/tensor_proto.h"
 #include "server/grpc/call_context.h"
 #include "server/repository/model_manager.h"
 #include "server/repository/run_pool.h"
@@ -26,8 +27,12 @@ namespace mf::server {
 
 class PredictionServiceImpl final {
  public:
-  PredictionServiceImpl(std::shared_ptr<ModelManager> manager, std::shared_ptr<RunPool> runs)
-      : manager_(std::move(manager)), runs_(std::move(runs)) {}
+  // `outputs`: how Predict writes its output tensors. TF Serving's default fills the typed *_val
+  // fields (float_val...), which clients reading them directly depend on; tensor_content is the
+  // compact alternative (tf.make_ndarray reads either).
+  PredictionServiceImpl(std::shared_ptr<ModelManager> manager, std::shared_ptr<RunPool> runs,
+                        codec::TensorProtoEncoding outputs = codec::TensorProtoEncoding::kTypedValues)
+      : manager_(std::move(manager)), runs_(std::move(runs)), outputs_(outputs) {}
   void Predict(const CallContext& context, const tensorflow::serving::PredictRequest* request,
                tensorflow::serving::PredictResponse* response, RpcFinish finish);
   Status GetModelMetadata(const CallContext& context, const tensorflow::serving::GetModelMetadataRequest* request,
@@ -42,6 +47,7 @@ class PredictionServiceImpl final {
  private:
   std::shared_ptr<ModelManager> manager_;
   std::shared_ptr<RunPool> runs_;
+  codec::TensorProtoEncoding outputs_;
 };
 
 class ModelServiceImpl final {

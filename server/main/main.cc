@@ -171,6 +171,7 @@ int Main(int argc, char** argv) {
     grpc_options.address = flags.grpc_address;
     grpc_options.port = flags.port;
     grpc_options.threads = flags.grpc_threads;
+    grpc_options.predict_outputs_as_tensor_content = flags.grpc_predict_tensor_content;
     if (Status s = grpc_server->Start(grpc_options); !s.ok()) {
       return fail(s.WithContext("gRPC server"));
     }

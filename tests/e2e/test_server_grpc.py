@@ -33,7 +33,39 @@ def server(tmp_path, digits_repo, start_server):
     config = tmp_path / "models.config"
     config.write_text('model_config_list { config { name: "digits" base_path: "%s" '
                       'model_version_policy { all {} } } }' % digits_repo)
-    return start_server([f"--model_config_file={config}"])
+    server = start_server([f"--model_config_file={config}"])
+    # Ready means every model has a version; the other version may still be loading.
+    wait_for(lambda: sorted(v["state"] for v in requests.get(f"{server.url}/v1/models/digits", timeout=5)
+                            .json().get("model_version_status", [])) == ["AVAILABLE", "AVAILABLE"],
+             what="both digits versions AVAILABLE")
+    return server
+
+
+def test_predict_outputs_like_tf_serving_and_config_file_wins(tmp_path, digits_repo, start_server):
+    """TF Serving answers Predict with typed fields (float_val), which clients read directly;
+    --grpc_predict_tensor_content switches to bytes. As in tensorflow_model_server (and its
+    image's entrypoint), --model_config_file wins over --model_name / --model_base_path."""
+    predict_pb2 = proto_stubs.module("tensorflow_serving.apis.predict_pb2")
+    services = proto_stubs.module("tensorflow_serving.apis.prediction_service_pb2_grpc")
+    config = tmp_path / "models.config"
+    config.write_text('model_config_list { config { name: "digits" base_path: "%s" } }' % digits_repo)
+    x = load_digits().data[:3].astype(np.float32)
+    answers = {}
+    for extra in ([], ["--grpc_predict_tensor_content"]):
+        server = start_server(["--model_name=model", "--model_base_path=/nonexistent",
+                               f"--model_config_file={config}"] + extra)
+        assert "are ignored" in server.log()
+        with grpc.insecure_channel(server.grpc_target) as channel:
+            request = predict_pb2.PredictRequest()
+            request.model_spec.name = "digits"
+            request.inputs["images"].CopyFrom(tensor_proto(x))
+            out = services.PredictionServiceStub(channel).Predict(request, timeout=10).outputs["scores"]
+        answers[bool(extra)] = to_numpy(out)
+        if extra:
+            assert out.tensor_content and not out.float_val
+        else:
+            assert len(out.float_val) == 30 and not out.tensor_content
+    np.testing.assert_array_equal(answers[False], answers[True])
 
 
 def test_predict_names_version_and_matches_rest(server):
@@ -60,6 +92,13 @@ def test_predict_names_version_and_matches_rest(server):
         with pytest.raises(grpc.RpcError) as missing:
             stub.Predict(request, timeout=10)
         assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+
+        nameless = predict_pb2.PredictRequest()
+        nameless.inputs["images"].CopyFrom(tensor_proto(x))
+        with pytest.raises(grpc.RpcError) as no_name:
+            stub.Predict(nameless, timeout=10)
+        assert no_name.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "ModelSpec has no name specified" in no_name.value.details()
 
         bad = predict_pb2.PredictRequest()
         bad.model_spec.name = "digits"
@@ -156,7 +195,7 @@ def test_reload_config_over_grpc(tmp_path, server, digits_repo):
         stub = model_services.ModelServiceStub(channel)
         bad = management.ReloadConfigRequest()
         entry = bad.config.model_config_list.config.add(name="digits", base_path=str(digits_repo))
-        entry.model_platform = "tensorflow"
+        entry.model_platform = "pytorch"
         with pytest.raises(grpc.RpcError) as refused:
             stub.HandleReloadConfigRequest(bad, timeout=10)
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT

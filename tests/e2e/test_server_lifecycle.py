@@ -32,8 +32,8 @@ def test_bad_startup_input_is_refused_clearly(tmp_path):
         (["--model_base_path=/m", "--enable_batching", "--batching_parameters_file=/nope"], "/nope"),
     ]
     bad_config = tmp_path / "bad.config"
-    bad_config.write_text('model_config_list { config { name: "m" base_path: "/m" model_platform: "tensorflow" } }')
-    cases.append(([f"--model_config_file={bad_config}"], "model_platform 'tensorflow'"))
+    bad_config.write_text('model_config_list { config { name: "m" base_path: "/m" model_platform: "pytorch" } }')
+    cases.append(([f"--model_config_file={bad_config}"], "model_platform 'pytorch'"))
     for args, needle in cases:
         done = run_server(args)
         assert done.returncode != 0, args
@@ -80,7 +80,8 @@ def test_model_config_file_is_polled(tmp_path, start_server):
                           json={"instances": [[0.0] * 64]}, timeout=10)
         return r.headers.get("X-Model-Version") if r.status_code == 200 else None
 
-    assert stable_version() == "1"
+    # Ready means a version of digits is AVAILABLE; version 1 (stable) may still be loading.
+    wait_for(lambda: stable_version() == "1", timeout=20, what="version 1 behind the stable label")
     write(2)
     wait_for(lambda: stable_version() == "2", timeout=20, what="the label to move to version 2")
     config.write_text("model_config_list { config { name: ")
