@@ -261,8 +261,8 @@ Status InferenceServiceImpl::ModelMetadata(const CallContext&, const inference::
   response->clear_versions();
   auto statuses = manager_->GetModelStatus(request->name(), std::nullopt);
   if (statuses.ok()) {
-    for (const VersionStatus& s : *statuses) {
-      if (s.state == VersionState::kAvailable) response->add_versions(std::to_string(s.version));
+    for (auto it = statuses->rbegin(); it != statuses->rend(); ++it) {  // ascending, as Triton lists them
+      if (it->state == VersionState::kAvailable) response->add_versions(std::to_string(it->version));
     }
   }
   return Status::Ok();

@@ -41,7 +41,7 @@ struct ModelManager::Snapshot {
   // available (so a rollback switches as soon as the older version is back).
   std::optional<int64_t> latest;
   std::map<std::string, int64_t> labels;
-  std::vector<VersionStatus> statuses;  // ascending versions
+  std::vector<VersionStatus> statuses;  // newest version first (TF Serving's order)
   Status storage_status;
 };
 
@@ -404,7 +404,10 @@ void ModelManager::UnloadVersion(ModelState& model, int64_t version) {
 
 void ModelManager::Publish(const ModelState& model) {
   auto snapshot = std::make_shared<Snapshot>();
-  for (const auto& [v, tracked] : model.versions) {
+  // Newest first, as TF Serving lists them (its version map is ordered by std::greater): scripts
+  // read model_version_status[0] as the latest.
+  for (auto it = model.versions.rbegin(); it != model.versions.rend(); ++it) {
+    const auto& [v, tracked] = *it;
     if (tracked.state == VersionState::kAvailable) snapshot->available.emplace(v, tracked.servable);
     snapshot->statuses.push_back({v, tracked.state, tracked.status});
   }

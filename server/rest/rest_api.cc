@@ -152,8 +152,8 @@ std::vector<std::string> AvailableVersions(const ModelManager& manager, std::str
   std::vector<std::string> versions;
   auto statuses = manager.GetModelStatus(model, std::nullopt);
   if (!statuses.ok()) return versions;
-  for (const auto& s : *statuses) {
-    if (s.state == VersionState::kAvailable) versions.push_back(std::to_string(s.version));
+  for (auto it = statuses->rbegin(); it != statuses->rend(); ++it) {  // ascending, as Triton lists them
+    if (it->state == VersionState::kAvailable) versions.push_back(std::to_string(it->version));
   }
   return versions;
 }

@@ -143,7 +143,7 @@ def test_model_status_and_metadata(server):
         request = status_pb2.GetModelStatusRequest()
         request.model_spec.name = "digits"
         status = model_services.ModelServiceStub(channel).GetModelStatus(request, timeout=10)
-        assert [(v.version, v.state) for v in status.model_version_status] == [(1, 30), (2, 30)]
+        assert [(v.version, v.state) for v in status.model_version_status] == [(2, 30), (1, 30)]  # newest first
         assert status.model_version_status[0].status.error_code == 0
 
         meta_request = meta_pb2.GetModelMetadataRequest(metadata_field=["signature_def"])

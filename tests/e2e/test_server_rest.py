@@ -4,7 +4,7 @@ import requests
 import torch
 from sklearn.datasets import load_digits
 
-from server_fixtures import load_example, metric_value, start_server, digits_repo  # noqa: F401
+from server_fixtures import load_example, metric_value, start_server, digits_repo, wait_for  # noqa: F401
 
 
 def test_predict_matches_pytorch(tmp_path, start_server):
@@ -89,6 +89,10 @@ model_config_list {{
 }}""")
     server = start_server([f"--model_config_file={config}"])
     x = [[float(i % 16) for i in range(64)]]
+    # Ready means a version of digits is AVAILABLE; the other may still be loading.
+    wait_for(lambda: all(requests.post(f"{server.url}/v1/models/digits/labels/{label}:predict",
+                                       json={"instances": x}, timeout=10).status_code == 200
+                         for label in ("stable", "canary")), what="both labelled versions")
     answers = {}
     for label in ("stable", "canary"):
         r = requests.post(f"{server.url}/v1/models/digits/labels/{label}:predict",
