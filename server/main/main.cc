@@ -134,6 +134,9 @@ int Main(int argc, char** argv) {
   }
   manager_options.on_loop_thread_start = [nice = flags.load_thread_nice] { (void)LowerCurrentThreadPriority(nice); };
   manager_options.poll_interval = Millis(flags.file_system_poll_wait_seconds);
+  // Two scans can follow within a millisecond (start-up, a config change): a file still being
+  // written must also have stayed unchanged this long before it is loaded.
+  manager_options.min_stable_age = std::chrono::milliseconds(200);
   manager_options.swap_mode =
       flags.resource_preserving_swap ? SwapMode::kResourcePreserving : SwapMode::kAvailabilityPreserving;
   auto manager =

@@ -26,7 +26,8 @@ struct ModelManager::TrackedVersion {
 };
 
 struct ModelManager::ModelState {
-  explicit ModelState(ModelConfig c) : config(std::move(c)), scanner(config.base_path) {}
+  ModelState(ModelConfig c, std::chrono::milliseconds min_stable_age)
+      : config(std::move(c)), scanner(config.base_path, min_stable_age) {}
   ModelConfig config;
   VersionScanner scanner;
   std::map<int64_t, TrackedVersion> versions;
@@ -203,7 +204,7 @@ void ModelManager::ApplyPendingConfig() {
         }
       }
       std::string name = config.name;
-      models_[name] = std::make_unique<ModelState>(std::move(config));
+      models_[name] = std::make_unique<ModelState>(std::move(config), options_.min_stable_age);
     } else {
       // A device change applies to loads from now on; a version that failed on the old device
       // is tried on the new one at once rather than after its backoff.

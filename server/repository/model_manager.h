@@ -46,6 +46,9 @@ struct ManagerOptions {
   // Re-check sooner than poll_interval while a new file waits to prove it is complete, or an
   // unload waits for its last request, so versions go live without a full poll period.
   std::chrono::milliseconds recheck_interval{250};
+  // A model file counts as complete once unchanged for this long across scans (VersionScanner);
+  // 0: two consecutive scans, however close. main uses 200 ms.
+  std::chrono::milliseconds min_stable_age{0};
   // Called after a load attempt (its transient copies are gone) and after a version's last
   // request let go of it: where main returns freed heap to the OS. Once Start() ran it is
   // called on a housekeeping thread of its own, which keeps the priority of the thread that

@@ -48,6 +48,8 @@ StatusOr<std::map<int64_t, ScannedVersion>> VersionScanner::Scan() {
   if (!dir) return ErrnoStatus(errno, "cannot list model base path " + base_path_);
 
   std::map<int64_t, ScannedVersion> found;
+  std::map<int64_t, Seen> seen;
+  const auto now = std::chrono::steady_clock::now();
   errno = 0;
   while (const dirent* entry = readdir(dir.get())) {
     int64_t version = 0;
@@ -64,14 +66,15 @@ StatusOr<std::map<int64_t, ScannedVersion>> VersionScanner::Scan() {
     FileFingerprint fp{static_cast<uint64_t>(st.st_size),
                        int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec};
     auto prev = previous_.find(version);
-    bool stable = prev != previous_.end() && prev->second == fp;
-    found.emplace(version, ScannedVersion{std::move(model_path), fp, stable});
+    const bool unchanged = prev != previous_.end() && prev->second.fingerprint == fp;
+    const auto since = unchanged ? prev->second.since : now;
+    seen.emplace(version, Seen{fp, since});
+    found.emplace(version, ScannedVersion{std::move(model_path), fp, unchanged && now - since >= min_stable_age_});
     errno = 0;
   }
   if (errno != 0) return ErrnoStatus(errno, "cannot list model base path " + base_path_);
 
-  previous_.clear();
-  for (const auto& [version, scanned] : found) previous_.emplace(version, scanned.fingerprint);
+  previous_ = std::move(seen);
   return found;
 }
 

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "temp_repository.h"
 
@@ -41,6 +43,20 @@ TEST(VersionScannerTest, StableOnlyWhenUnchangedAcrossTwoScans) {
   EXPECT_TRUE(scanner.Scan()->at(1).stable);
   repo.WriteVersion(1, "abcdef");  // still being written
   EXPECT_FALSE(scanner.Scan()->at(1).stable);
+  EXPECT_TRUE(scanner.Scan()->at(1).stable);
+}
+
+TEST(VersionScannerTest, ScansCloseTogetherWaitForTheMinimumStableAge) {
+  testing::TempRepository repo;
+  repo.WriteVersion(1, "abc");
+  VersionScanner scanner(repo.base(), std::chrono::milliseconds(150));
+  EXPECT_FALSE(scanner.Scan()->at(1).stable);
+  EXPECT_FALSE(scanner.Scan()->at(1).stable) << "unchanged, but only for a moment";
+  std::this_thread::sleep_for(std::chrono::milliseconds(160));
+  EXPECT_TRUE(scanner.Scan()->at(1).stable);
+  repo.WriteVersion(1, "abcdef");  // written again: the age starts over
+  EXPECT_FALSE(scanner.Scan()->at(1).stable);
+  std::this_thread::sleep_for(std::chrono::milliseconds(160));
   EXPECT_TRUE(scanner.Scan()->at(1).stable);
 }
 
