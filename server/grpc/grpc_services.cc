@@ -201,9 +201,9 @@ Status ModelServiceImpl::GetModelStatus(const CallContext&, const tfs::GetModelS
   std::optional<int64_t> version;
   if (spec.version_choice_case() == tfs::ModelSpec::kVersion) version = spec.version().value();
   if (spec.version_choice_case() == tfs::ModelSpec::kVersionLabel) {
-    auto handle = manager_->GetServable(spec.name(), VersionRequest::Label(spec.version_label()));
-    if (!handle.ok()) return Finish(handle.status(), spec.name(), -1, "GetModelStatus", start);
-    version = handle->version;
+    auto labelled = manager_->ResolveLabel(spec.name(), spec.version_label());
+    if (!labelled.ok()) return Finish(labelled.status(), spec.name(), -1, "GetModelStatus", start);
+    version = *labelled;
   }
   auto statuses = manager_->GetModelStatus(spec.name(), version);
   if (!statuses.ok()) return Finish(statuses.status(), spec.name(), -1, "GetModelStatus", start);

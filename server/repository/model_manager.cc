@@ -433,6 +433,19 @@ void ModelManager::Publish(const ModelState& model) {
   }
 }
 
+StatusOr<int64_t> ModelManager::ResolveLabel(std::string_view model, const std::string& label) const {
+  std::shared_ptr<const Snapshot> snapshot;
+  {
+    std::shared_lock lock(snapshots_mu_);
+    auto it = snapshots_.find(model);
+    if (it != snapshots_.end()) snapshot = it->second;
+  }
+  if (!snapshot) return NotFound("Could not find any versions of model " + std::string(model));
+  auto found = snapshot->labels.find(label);
+  if (found == snapshot->labels.end()) return InvalidArgument("Unrecognized servable version label: " + label);
+  return found->second;
+}
+
 StatusOr<ServableHandle> ModelManager::GetServable(std::string_view model, const VersionRequest& request) const {
   std::shared_ptr<const Snapshot> snapshot;
   {

@@ -108,6 +108,9 @@ class ModelManager {
   StatusOr<ServableHandle> GetServable(std::string_view model, const VersionRequest& request) const;
   // All versions of a model, or one (`version`); NOT_FOUND as TF Serving words it.
   StatusOr<std::vector<VersionStatus>> GetModelStatus(std::string_view model, std::optional<int64_t> version) const;
+  // The version a label names, loaded or not (status by label shows a canary still loading).
+  // NOT_FOUND for an unknown model, INVALID_ARGUMENT for a label the model's config lacks.
+  StatusOr<int64_t> ResolveLabel(std::string_view model, const std::string& label) const;
   // The storage error of a model's last scan (OK when its base path reads fine).
   Status StorageStatus(std::string_view model) const;
   std::vector<std::string> ModelNames() const;

@@ -73,9 +73,9 @@ std::vector<codec::NamedTensorView> OutputViews(const runtime::Signature& signat
 void HandleTfStatus(const Context& ctx, const TfServingPath& p, http::Responder responder, Clock::time_point start) {
   std::optional<int64_t> version = p.version;
   if (p.label) {
-    auto handle = ctx.manager->GetServable(p.model, VersionRequest::Label(*p.label));
-    if (!handle.ok()) return Fail(responder, handle.status(), p.model, "GetModelStatus", start);
-    version = handle->version;
+    auto labelled = ctx.manager->ResolveLabel(p.model, *p.label);
+    if (!labelled.ok()) return Fail(responder, labelled.status(), p.model, "GetModelStatus", start);
+    version = *labelled;
   }
   auto statuses = ctx.manager->GetModelStatus(p.model, version);
   if (!statuses.ok()) return Fail(responder, statuses.status(), p.model, "GetModelStatus", start);

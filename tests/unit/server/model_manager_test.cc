@@ -43,6 +43,18 @@ TEST_F(ModelManagerTest, LoadsOnlyCompleteFiles) {
   EXPECT_TRUE(manager_->AllModelsAvailable());
 }
 
+TEST_F(ModelManagerTest, ALabelResolvesToItsVersionLoadedOrNot) {
+  repo_.WriteVersion(1, "ok");
+  MakeManager();
+  Poll2();
+  EXPECT_EQ(manager_->ResolveLabel("m", "stable").value(), 1);
+  // canary names version 2, not written yet: status by label asks for version 2 itself.
+  EXPECT_EQ(manager_->ResolveLabel("m", "canary").value(), 2);
+  EXPECT_EQ(manager_->GetModelStatus("m", 2).status().message(), "Could not find version 2 of model m");
+  EXPECT_EQ(manager_->ResolveLabel("m", "nope").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(manager_->ResolveLabel("other", "stable").status().code(), StatusCode::kNotFound);
+}
+
 TEST_F(ModelManagerTest, UnknownModelAndVersionErrorsAsTfServing) {
   repo_.WriteVersion(1, "ok");
   MakeManager();
