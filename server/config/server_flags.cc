@@ -1,5 +1,7 @@
 #include "server/config/server_flags.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
 #include "common/logging.h"
@@ -38,6 +40,9 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
   f.Add("grpc_predict_tensor_content", &o->grpc_predict_tensor_content,
         "gRPC Predict answers carry outputs as tensor_content bytes instead of TF Serving's typed "
         "*_val fields (float_val...); compact, and tf.make_ndarray reads either");
+  f.Add("grpc_channel_arguments", &o->grpc_channel_arguments,
+        "TF Serving's comma-separated gRPC server arguments; grpc.max_receive_message_length=N raises "
+        "(or lowers) the 64 MiB request message limit, other keys are ignored with a warning");
   f.Add("retain_load_memory_seconds", &o->retain_load_memory_seconds,
         "keep the weight memory that loads and unloads free for the next load to reuse, until no load "
         "or unload has finished for this long (0: give it back at once)");
@@ -60,6 +65,37 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
         "on SIGTERM, time to answer not-ready before draining (lets load balancers notice)");
   f.Add("log_level", &o->log_level, "debug | info | warning | error");
   f.Add("log_json", &o->log_json, "write logs as JSON lines");
+}
+
+StatusOr<GrpcChannelArguments> ParseGrpcChannelArguments(const std::string& text) {
+  GrpcChannelArguments out;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    at = end + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgument("--grpc_channel_arguments: '" + item + "' is not key=value");
+    }
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key != "grpc.max_receive_message_length") {
+      out.ignored.push_back(key);
+      continue;
+    }
+    constexpr int64_t kLargest = (int64_t{1} << 31) - 1;  // protobuf parses messages below 2 GiB
+    char* parsed_end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(value.c_str(), &parsed_end, 10);
+    if (value.empty() || *parsed_end != '\0' || errno != 0 || n == 0 || n < -1) {
+      return InvalidArgument("--grpc_channel_arguments: grpc.max_receive_message_length must be a positive byte "
+                             "count or -1, got '" + value + "'");
+    }
+    out.max_receive_message_bytes = static_cast<size_t>(n == -1 ? kLargest : std::min<long long>(n, kLargest));
+  }
+  return out;
 }
 
 StatusOr<std::vector<ModelConfig>> ModelsFromFlags(ServerFlags& flags, const FlagSet& set) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@ struct ServerFlags {
   int load_thread_nice = 10;
   double retain_load_memory_seconds = 2;
   bool grpc_predict_tensor_content = false;
+  std::string grpc_channel_arguments;
   std::string device = "auto";
   std::string precision = "fp32";  // fp32 | tf32 | fp16: what the GPU may compute in
   std::string backend;  // the older name of --device (cpu | cuda)
@@ -47,6 +49,16 @@ struct ServerFlags {
 };
 
 void RegisterServerFlags(FlagSet& flags, ServerFlags* out);
+
+// What --grpc_channel_arguments (TF Serving's "key=value,key=value" list of gRPC server
+// arguments) sets here: grpc.max_receive_message_length (-1: the largest message protobuf can
+// parse, 2 GiB - 1). Other keys are reported in `ignored` (grpc.max_send_message_length: answers
+// have no size limit; keepalive and connection-age keys: not implemented).
+struct GrpcChannelArguments {
+  std::optional<size_t> max_receive_message_bytes;
+  std::vector<std::string> ignored;
+};
+StatusOr<GrpcChannelArguments> ParseGrpcChannelArguments(const std::string& text);
 
 // Fills model_name / model_base_path from MODEL_NAME / MODEL_BASE_PATH (the official image's
 // convention: base path $MODEL_BASE_PATH/$MODEL_NAME) when neither the flags nor a config file

@@ -189,6 +189,9 @@ Status GrpcServer::Start(const GrpcServerOptions& options) {
   server_options.io_threads =
       options.threads > 0 ? options.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   server_options.session.max_request_body_bytes = options.max_message_bytes + http2::kGrpcPrefixBytes;
+  // One message of the allowed size must fit in what a connection may buffer.
+  server_options.session.max_buffered_request_bytes =
+      std::max(server_options.session.max_buffered_request_bytes, server_options.session.max_request_body_bytes);
   auto server = std::make_unique<http2::Server>(
       server_options, services_->Routes(options.max_message_bytes, watchers_.get()).AsHandler());
   if (Status s = server->Start(); !s.ok()) {

@@ -110,6 +110,8 @@ int Main(int argc, char** argv) {
   }
 
   if (flags.grpc_threads < 0) return fail(InvalidArgument("--grpc_threads must be >= 0 (0: one per core)"));
+  auto channel_arguments = ParseGrpcChannelArguments(flags.grpc_channel_arguments);
+  if (!channel_arguments.ok()) return fail(channel_arguments.status());
   HeapPolicy heap_policy;
   if (flags.malloc_mmap_threshold_bytes < 0) {
     return fail(InvalidArgument("--malloc_mmap_threshold_bytes must be >= 0"));
@@ -175,6 +177,12 @@ int Main(int argc, char** argv) {
     grpc_options.port = flags.port;
     grpc_options.threads = flags.grpc_threads;
     grpc_options.predict_outputs_as_tensor_content = flags.grpc_predict_tensor_content;
+    for (const std::string& key : channel_arguments->ignored) {
+      mf::log::Warning("--grpc_channel_arguments: argument not implemented, ignored", {{"key", key}});
+    }
+    if (channel_arguments->max_receive_message_bytes) {
+      grpc_options.max_message_bytes = *channel_arguments->max_receive_message_bytes;
+    }
     if (Status s = grpc_server->Start(grpc_options); !s.ok()) {
       return fail(s.WithContext("gRPC server"));
     }

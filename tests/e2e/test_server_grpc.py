@@ -51,7 +51,8 @@ def test_predict_outputs_like_tf_serving_and_config_file_wins(tmp_path, digits_r
     config.write_text('model_config_list { config { name: "digits" base_path: "%s" } }' % digits_repo)
     x = load_digits().data[:3].astype(np.float32)
     answers = {}
-    for extra in ([], ["--grpc_predict_tensor_content"]):
+    for extra in ([], ["--grpc_predict_tensor_content",
+                       "--grpc_channel_arguments=grpc.max_connection_age_ms=1,grpc.max_receive_message_length=2000"]):
         server = start_server(["--model_name=model", "--model_base_path=/nonexistent",
                                f"--model_config_file={config}"] + extra)
         assert "are ignored" in server.log()
@@ -63,6 +64,12 @@ def test_predict_outputs_like_tf_serving_and_config_file_wins(tmp_path, digits_r
         answers[bool(extra)] = to_numpy(out)
         if extra:
             assert out.tensor_content and not out.float_val
+            assert "max_connection_age_ms" in server.log()  # reported as not implemented
+            request.inputs["images"].CopyFrom(tensor_proto(np.zeros((8, 64), np.float32)))  # 2 KiB + framing
+            with grpc.insecure_channel(server.grpc_target) as channel:
+                with pytest.raises(grpc.RpcError) as too_large:
+                    services.PredictionServiceStub(channel).Predict(request, timeout=10)
+            assert too_large.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         else:
             assert len(out.float_val) == 30 and not out.tensor_content
     np.testing.assert_array_equal(answers[False], answers[True])

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "server/config/server_flags.h"
 #include "server/config/batching_parameters.h"
 #include "server/config/model_server_config.h"
 #include "server/config/text_proto.h"
@@ -82,6 +83,28 @@ TEST(BatchingParametersTest, WrapperValuesAndValidation) {
   auto padded = BatchingOptionsFromProto(proto);
   ASSERT_TRUE(padded.ok()) << padded.status().ToString();
   EXPECT_TRUE(padded->pad_variable_length_inputs);
+}
+
+}  // namespace
+}  // namespace mf::server
+
+namespace mf::server {
+namespace {
+
+TEST(GrpcChannelArgumentsTest, MaxReceiveMessageLengthAsTfServingTakesIt) {
+  auto none = ParseGrpcChannelArguments("");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->max_receive_message_bytes);
+  auto set = ParseGrpcChannelArguments("grpc.max_connection_age_ms=2000,grpc.max_receive_message_length=1048576");
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  EXPECT_EQ(set->max_receive_message_bytes.value(), 1048576u);
+  EXPECT_EQ(set->ignored, std::vector<std::string>{"grpc.max_connection_age_ms"});
+  EXPECT_EQ(ParseGrpcChannelArguments("grpc.max_receive_message_length=-1")->max_receive_message_bytes.value(),
+            (size_t{1} << 31) - 1);
+  for (const char* bad : {"grpc.max_receive_message_length=0", "grpc.max_receive_message_length=12k",
+                          "grpc.max_receive_message_length=-5", "novalue", "=3"}) {
+    EXPECT_EQ(ParseGrpcChannelArguments(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
 }
 
 }  // namespace
