@@ -139,7 +139,7 @@ struct GrpcServer::Services {
         .Add(tfs_prediction + "MultiInference", Inline(&prediction, &P::MultiInference));
     const std::string tfs_model = "/tensorflow.serving.ModelService/";
     router.Add(tfs_model + "GetModelStatus", Inline(&model, &M::GetModelStatus))
-        .Add(tfs_model + "HandleReloadConfigRequest", Inline(&model, &M::HandleReloadConfigRequest));
+        .Add(tfs_model + "HandleReloadConfigRequest", Deferred(&model, &M::HandleReloadConfigRequest, timer));
     const std::string v2 = "/inference.GRPCInferenceService/";
     router.Add(v2 + "ServerLive", Inline(&inference, &I::ServerLive))
         .Add(v2 + "ServerReady", Inline(&inference, &I::ServerReady))

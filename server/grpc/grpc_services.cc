@@ -213,13 +213,73 @@ Status ModelServiceImpl::GetModelStatus(const CallContext&, const tfs::GetModelS
   return Finish(Status::Ok(), spec.name(), version.value_or(-1), "GetModelStatus", start);
 }
 
-Status ModelServiceImpl::HandleReloadConfigRequest(const CallContext&, const tfs::ReloadConfigRequest* request,
-                                                   tfs::ReloadConfigResponse* response) {
+namespace {
+
+// Where a model of a reloaded config stands: OK once a version is AVAILABLE, the error when it
+// cannot get one, nullopt while it may still.
+std::optional<Status> ReloadOutcome(const ModelManager& manager, const std::string& model) {
+  const std::vector<std::string> known = manager.ModelNames();
+  if (std::find(known.begin(), known.end(), model) == known.end()) return std::nullopt;  // not polled yet
+  auto statuses = manager.GetModelStatus(model, std::nullopt);
+  if (!statuses.ok()) {
+    // No version found yet: a base path that cannot be read is an answer.
+    Status storage = manager.StorageStatus(model);
+    return storage.ok() ? std::nullopt : std::optional<Status>(storage);
+  }
+  std::optional<Status> failed;
+  for (const VersionStatus& s : *statuses) {
+    if (s.state == VersionState::kAvailable) return Status::Ok();
+    if (s.state != VersionState::kEnd) return std::nullopt;  // still loading
+    if (!s.status.ok()) failed = s.status;
+  }
+  return failed;
+}
+
+}  // namespace
+
+ModelServiceImpl::~ModelServiceImpl() {
+  stopping_ = true;
+  std::lock_guard lock(waits_mu_);
+  for (std::thread& t : waits_) t.join();
+}
+
+void ModelServiceImpl::HandleReloadConfigRequest(const CallContext& context, const tfs::ReloadConfigRequest* request,
+                                                 tfs::ReloadConfigResponse* response, RpcFinish finish) {
+  auto answer = [response, finish](const Status& status) {
+    response->mutable_status()->set_error_code(static_cast<tensorflow::error::Code>(status.code()));
+    response->mutable_status()->set_error_message(status.message());
+    finish(status);
+  };
   auto configs = ModelConfigsFromProto(request->config());
-  Status status = configs.ok() ? manager_->SetModels(*configs) : configs.status();
-  response->mutable_status()->set_error_code(static_cast<tensorflow::error::Code>(status.code()));
-  response->mutable_status()->set_error_message(status.message());
-  return status;
+  Status applied = configs.ok() ? manager_->SetModels(*configs) : configs.status();
+  if (!applied.ok()) return answer(applied);
+  std::vector<std::string> models;
+  for (const ModelConfig& config : *configs) models.push_back(config.name);
+  // Without a deadline from the client, a model that never gets a version stops the wait here.
+  constexpr auto kLongestWait = std::chrono::minutes(10);
+  const auto deadline = std::min(context.deadline(), std::chrono::steady_clock::now() + kLongestWait);
+  std::lock_guard lock(waits_mu_);
+  waits_.emplace_back([this, models = std::move(models), answer, deadline] {
+    std::vector<std::string> pending = models;
+    while (!stopping_) {
+      for (auto it = pending.begin(); it != pending.end();) {
+        std::optional<Status> outcome = ReloadOutcome(*manager_, *it);
+        if (!outcome) {
+          ++it;
+          continue;
+        }
+        if (!outcome->ok()) return answer(outcome->WithContext("model '" + *it + "'"));
+        it = pending.erase(it);
+      }
+      if (pending.empty()) return answer(Status::Ok());
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return answer(DeadlineExceeded("the new config is applied, but model '" + pending.front() +
+                                       "' has no available version yet"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    answer(Unavailable("the server is shutting down"));
+  });
 }
 
 Status InferenceServiceImpl::ServerLive(const CallContext&, const inference::ServerLiveRequest*,

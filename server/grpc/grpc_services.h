@@ -8,6 +8,9 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <vector>
+#include <thread>
+#include <mutex>
 
 #include "grpc/health/v1/health.pb.h"
 #include "inference/grpc_predict_v2.pb.h"
@@ -53,14 +56,21 @@ class PredictionServiceImpl final {
 class ModelServiceImpl final {
  public:
   explicit ModelServiceImpl(std::shared_ptr<ModelManager> manager) : manager_(std::move(manager)) {}
+  ~ModelServiceImpl();  // ends and joins the reload waits still running
   Status GetModelStatus(const CallContext& context, const tensorflow::serving::GetModelStatusRequest* request,
                         tensorflow::serving::GetModelStatusResponse* response);
-  // Replaces the served models (TF Serving's reload); an invalid config changes nothing.
-  Status HandleReloadConfigRequest(const CallContext& context, const tensorflow::serving::ReloadConfigRequest* request,
-                                   tensorflow::serving::ReloadConfigResponse* response);
+  // Replaces the served models (TF Serving's reload); an invalid config changes nothing. As in
+  // TF Serving, answers once every model of the new config has an AVAILABLE version, or with
+  // the error of one that cannot get one (its load failed, its base path cannot be read); the
+  // wait runs on a thread of its own (reloads are rare), bounded by the call's deadline.
+  void HandleReloadConfigRequest(const CallContext& context, const tensorflow::serving::ReloadConfigRequest* request,
+                                 tensorflow::serving::ReloadConfigResponse* response, RpcFinish finish);
 
  private:
   std::shared_ptr<ModelManager> manager_;
+  std::mutex waits_mu_;
+  std::vector<std::thread> waits_;
+  std::atomic<bool> stopping_{false};
 };
 
 class InferenceServiceImpl final {

@@ -210,17 +210,28 @@ def test_reload_config_over_grpc(tmp_path, server, digits_repo):
 
         good = management.ReloadConfigRequest()
         good.config.model_config_list.config.add(name="renamed", base_path=str(digits_repo))
-        response = stub.HandleReloadConfigRequest(good, timeout=10)
+        response = stub.HandleReloadConfigRequest(good, timeout=30)
         assert response.status.error_code == 0
 
-    def renamed_serving():
-        r = requests.post(f"{server.url}/v1/models/renamed:predict",
-                          json={"instances": [[0.0] * 64]}, timeout=10)
-        return r.status_code == 200 and r.headers["X-Model-Version"] == "2"
-    wait_for(renamed_serving, what="the reloaded model to serve")
-    gone = requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": [[0.0] * 64]},
-                         timeout=10)
-    assert gone.status_code == 404
+        # As in TF Serving, the answer comes once the new model serves: no wait needed.
+        r = requests.post(f"{server.url}/v1/models/renamed:predict", json={"instances": [[0.0] * 64]},
+                          timeout=10)
+        assert r.status_code == 200 and r.headers["X-Model-Version"] == "2", r.text
+        gone = requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": [[0.0] * 64]},
+                             timeout=10)
+        assert gone.status_code == 404
+
+        # A model that cannot load is the answer's error (the config stays applied).
+        broken = tmp_path / "broken"
+        (broken / "1").mkdir(parents=True)
+        (broken / "1" / "model.onnx").write_bytes(b"not an onnx model")
+        failing = management.ReloadConfigRequest()
+        failing.config.model_config_list.config.add(name="renamed", base_path=str(digits_repo))
+        failing.config.model_config_list.config.add(name="broken", base_path=str(broken))
+        with pytest.raises(grpc.RpcError) as load_failed:
+            stub.HandleReloadConfigRequest(failing, timeout=30)
+        assert "broken" in load_failed.value.details(), load_failed.value.details()
+        assert load_failed.value.code() != grpc.StatusCode.DEADLINE_EXCEEDED
 
 
 def test_health_watch_streams_and_unknown_methods_answer_unimplemented_at_once(server):
