@@ -240,7 +240,7 @@ std::optional<Status> ReloadOutcome(const ModelManager& manager, const std::stri
 ModelServiceImpl::~ModelServiceImpl() {
   stopping_ = true;
   std::lock_guard lock(waits_mu_);
-  for (std::thread& t : waits_) t.join();
+  for (Wait& w : waits_) w.thread.join();
 }
 
 void ModelServiceImpl::HandleReloadConfigRequest(const CallContext& context, const tfs::ReloadConfigRequest* request,
@@ -259,7 +259,18 @@ void ModelServiceImpl::HandleReloadConfigRequest(const CallContext& context, con
   constexpr auto kLongestWait = std::chrono::minutes(10);
   const auto deadline = std::min(context.deadline(), std::chrono::steady_clock::now() + kLongestWait);
   std::lock_guard lock(waits_mu_);
-  waits_.emplace_back([this, models = std::move(models), answer, deadline] {
+  // Finished waits are joined here, so a controller reloading every few seconds for weeks does
+  // not pile up ended threads.
+  for (auto it = waits_.begin(); it != waits_.end();) {
+    if (!it->done->load()) {
+      ++it;
+      continue;
+    }
+    it->thread.join();
+    it = waits_.erase(it);
+  }
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  auto wait = [this, models = std::move(models), answer, deadline] {
     std::vector<std::string> pending = models;
     while (!stopping_) {
       for (auto it = pending.begin(); it != pending.end();) {
@@ -279,7 +290,12 @@ void ModelServiceImpl::HandleReloadConfigRequest(const CallContext& context, con
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     answer(Unavailable("the server is shutting down"));
-  });
+  };
+  waits_.push_back({std::thread([wait = std::move(wait), done] {
+                      wait();
+                      done->store(true);
+                    }),
+                    done});
 }
 
 Status InferenceServiceImpl::ServerLive(const CallContext&, const inference::ServerLiveRequest*,

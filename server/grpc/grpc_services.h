@@ -68,8 +68,12 @@ class ModelServiceImpl final {
 
  private:
   std::shared_ptr<ModelManager> manager_;
+  struct Wait {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;  // set as the thread ends: joined by the next reload
+  };
   std::mutex waits_mu_;
-  std::vector<std::thread> waits_;
+  std::vector<Wait> waits_;
   std::atomic<bool> stopping_{false};
 };
 
