@@ -37,6 +37,9 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
   f.Add("load_thread_nice", &o->load_thread_nice,
         "priority of the thread that loads models: above 0, SCHED_IDLE (or, where refused, this nice "
         "value; 0..19); 0: the same priority as requests");
+  f.Add("rest_api_enable_cors_support", &o->rest_api_enable_cors_support,
+        "answer browsers from any origin: Access-Control-Allow-Origin: * on every REST response, "
+        "OPTIONS preflights answered 204 (as tensorflow_model_server's flag)");
   f.Add("grpc_predict_tensor_content", &o->grpc_predict_tensor_content,
         "gRPC Predict answers carry outputs as tensor_content bytes instead of TF Serving's typed "
         "*_val fields (float_val...); compact, and tf.make_ndarray reads either");

@@ -36,6 +36,7 @@ struct ServerFlags {
   int load_thread_nice = 10;
   double retain_load_memory_seconds = 2;
   bool grpc_predict_tensor_content = false;
+  bool rest_api_enable_cors_support = false;
   std::string grpc_channel_arguments;
   std::string device = "auto";
   std::string precision = "fp32";  // fp32 | tf32 | fp16: what the GPU may compute in

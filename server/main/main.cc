@@ -157,6 +157,7 @@ int Main(int argc, char** argv) {
   rest_options.timeout = std::chrono::milliseconds(flags.rest_api_timeout_in_ms);
   // One pool for the model runs both front ends start (servables without batching).
   rest_options.run_pool = std::make_shared<RunPool>(0);
+  rest_options.cors = flags.rest_api_enable_cors_support;
   rest::RestApi rest_api(manager, rest_options);
   std::unique_ptr<http::Server> rest_server;
   if (flags.rest_api_port > 0) {
@@ -166,6 +167,7 @@ int Main(int argc, char** argv) {
     http_options.io_threads = flags.rest_api_num_threads;
     http_options.read_timeout = std::chrono::milliseconds(flags.rest_api_timeout_in_ms);
     http_options.metrics_label = "rest";
+    if (flags.rest_api_enable_cors_support) http_options.response_headers = rest::CorsHeaders();
     rest_server = std::make_unique<http::Server>(http_options, rest_api.handler());
     if (Status s = rest_server->Start(); !s.ok()) return fail(s.WithContext("REST server"));
   }

@@ -301,6 +301,12 @@ RestApi::RestApi(std::shared_ptr<const ModelManager> manager, RestApiOptions opt
       options_(std::move(options)),
       pool_(options_.run_pool ? options_.run_pool : std::make_shared<RunPool>(options_.run_threads)) {}
 
+http::Headers CorsHeaders() {
+  http::Headers headers;
+  headers.Set("Access-Control-Allow-Origin", "*");
+  return headers;
+}
+
 http::Handler RestApi::handler() const {
   auto ctx = std::make_shared<const Context>(Context{manager_, options_, shutting_down_, timer_, pool_});
   http::Router router;
@@ -310,6 +316,17 @@ http::Handler RestApi::handler() const {
   }
   router.SetCatchAll([ctx](http::Request request, http::Responder responder) {
     std::string_view path = request.path();
+    if (ctx->options.cors && request.method == "OPTIONS") {
+      // A CORS preflight: the methods and headers a browser may use (the origin header comes
+      // with every response, from the server's response_headers).
+      http::Response preflight;
+      preflight.status = 204;
+      preflight.headers.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      auto asked = request.headers.Get("Access-Control-Request-Headers");
+      preflight.headers.Set("Access-Control-Allow-Headers", asked ? *asked : std::string_view("Content-Type"));
+      preflight.headers.Set("Access-Control-Max-Age", "86400");
+      return responder.Respond(std::move(preflight));
+    }
     if (HasPrefixIgnoreCase(path, "/v1/")) return HandleV1(*ctx, std::move(request), std::move(responder));
     if (HasPrefixIgnoreCase(path, "/v1")) {
       // "/v1" and "/v1?..." alone: TF Serving's grammar needs /v1/models.

@@ -28,7 +28,14 @@ struct RestApiOptions {
   std::shared_ptr<RunPool> run_pool;
   int run_threads = 0;
   std::string server_version = "0.1.0";
+  // --rest_api_enable_cors_support: browsers may call the API from any origin (the server adds
+  // Access-Control-Allow-Origin: * to every response, see CorsHeaders()); OPTIONS preflights
+  // are answered 204.
+  bool cors = false;
 };
+
+// The headers TF Serving's CORS support adds to every response.
+http::Headers CorsHeaders();
 
 class RestApi {
  public:

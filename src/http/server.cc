@@ -398,6 +398,9 @@ class Session : public std::enable_shared_from_this<Session> {
     wire::AppendHeader("Date", HttpDate(), &head_);
     if (!core_->options.server_header.empty()) wire::AppendHeader("Server", core_->options.server_header, &head_);
     if (!headers.Has("x-request-id")) wire::AppendHeader("x-request-id", request_id_, &head_);
+    for (const auto& [name, value] : core_->options.response_headers.fields()) {
+      if (!headers.Has(name)) wire::AppendHeader(name, value, &head_);
+    }
   }
 
   void LogAndCount() {

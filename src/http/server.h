@@ -106,6 +106,8 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{60'000};  // to write one response (or stream chunk)
   bool decode_request_bodies = true;  // inflate Content-Encoding: gzip / deflate
   std::string server_header = "modelfleet";
+  // Added to every response that does not set the same field itself (e.g. CORS headers).
+  Headers response_headers;
   // When non-empty, requests are counted in http_requests_total{server,method,code} and
   // http_request_duration_seconds{server} in the default registry under this label.
   std::string metrics_label;

@@ -273,3 +273,26 @@ def test_triton_metrics_of_a_batched_run(tmp_path, start_server):
     assert nv["nv_inference_exec_count"] < nv["nv_inference_count"]
     assert nv["nv_inference_queue_duration_us"] > 0
     assert nv["nv_inference_compute_infer_duration_us"] > 0
+
+
+def test_cors_support_as_tf_serving(digits_repo, start_server):
+    """--rest_api_enable_cors_support: a browser's preflight gets 204 with the allowed methods
+    and headers, and every answer (errors too) carries Access-Control-Allow-Origin: *. Off by
+    default, as in TF Serving."""
+    plain = start_server(["--model_name=digits", f"--model_base_path={digits_repo}"])
+    assert "Access-Control-Allow-Origin" not in requests.get(f"{plain.url}/v1/models/digits", timeout=10).headers
+
+    server = start_server(["--model_name=digits", f"--model_base_path={digits_repo}",
+                           "--rest_api_enable_cors_support"])
+    preflight = requests.options(f"{server.url}/v1/models/digits:predict", timeout=10, headers={
+        "Origin": "http://notebook.example", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type"})
+    assert preflight.status_code == 204
+    assert preflight.headers["Access-Control-Allow-Origin"] == "*"
+    assert "POST" in preflight.headers["Access-Control-Allow-Methods"]
+    assert preflight.headers["Access-Control-Allow-Headers"] == "content-type"
+    ok = requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": [[0.0] * 64]},
+                       headers={"Origin": "http://notebook.example"}, timeout=10)
+    assert ok.status_code == 200 and ok.headers["Access-Control-Allow-Origin"] == "*"
+    missing = requests.get(f"{server.url}/v1/models/nope", timeout=10)
+    assert missing.status_code == 404 and missing.headers["Access-Control-Allow-Origin"] == "*"
