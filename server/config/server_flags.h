@@ -37,6 +37,7 @@ struct ServerFlags {
   double retain_load_memory_seconds = 2;
   bool grpc_predict_tensor_content = false;
   bool rest_api_enable_cors_support = false;
+  bool allow_version_labels_for_unavailable_models = true;
   std::string grpc_channel_arguments;
   std::string device = "auto";
   std::string precision = "fp32";  // fp32 | tf32 | fp16: what the GPU may compute in

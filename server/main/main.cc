@@ -110,6 +110,11 @@ int Main(int argc, char** argv) {
   }
 
   if (flags.grpc_threads < 0) return fail(InvalidArgument("--grpc_threads must be >= 0 (0: one per core)"));
+  if (!flags.allow_version_labels_for_unavailable_models) {
+    return fail(InvalidArgument(
+        "--allow_version_labels_for_unavailable_models=false is not supported: labels may always name a version "
+        "that is not loaded yet, and requests through them get NOT_FOUND until it is"));
+  }
   auto channel_arguments = ParseGrpcChannelArguments(flags.grpc_channel_arguments);
   if (!channel_arguments.ok()) return fail(channel_arguments.status());
   HeapPolicy heap_policy;

@@ -87,7 +87,8 @@ model_config_list {{
     version_labels {{ key: "canary" value: 2 }}
   }}
 }}""")
-    server = start_server([f"--model_config_file={config}"])
+    # TF Serving needs --allow_version_labels_for_unavailable_models for such configs; taken as is.
+    server = start_server([f"--model_config_file={config}", "--allow_version_labels_for_unavailable_models=true"])
     x = [[float(i % 16) for i in range(64)]]
     # Ready means a version of digits is AVAILABLE; the other may still be loading.
     wait_for(lambda: all(requests.post(f"{server.url}/v1/models/digits/labels/{label}:predict",
