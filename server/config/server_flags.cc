@@ -37,6 +37,9 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
   f.Add("load_thread_nice", &o->load_thread_nice,
         "priority of the thread that loads models: above 0, SCHED_IDLE (or, where refused, this nice "
         "value; 0..19); 0: the same priority as requests");
+  f.Add("max_num_load_retries", &o->max_num_load_retries,
+        "retries of a failed model load (with backoff) before giving up until its file changes; -1: no limit "
+        "(TF Serving's default is 5)");
   f.Add("allow_version_labels_for_unavailable_models", &o->allow_version_labels_for_unavailable_models,
         "accepted for TF Serving command lines: labels may always name a version that is not loaded yet "
         "(it is served once available); false is refused");

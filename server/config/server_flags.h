@@ -38,6 +38,7 @@ struct ServerFlags {
   bool grpc_predict_tensor_content = false;
   bool rest_api_enable_cors_support = false;
   bool allow_version_labels_for_unavailable_models = true;
+  int max_num_load_retries = -1;
   std::string grpc_channel_arguments;
   std::string device = "auto";
   std::string precision = "fp32";  // fp32 | tf32 | fp16: what the GPU may compute in

@@ -141,6 +141,8 @@ int Main(int argc, char** argv) {
   }
   manager_options.on_loop_thread_start = [nice = flags.load_thread_nice] { (void)LowerCurrentThreadPriority(nice); };
   manager_options.poll_interval = Millis(flags.file_system_poll_wait_seconds);
+  if (flags.max_num_load_retries < -1) return fail(InvalidArgument("--max_num_load_retries must be >= -1"));
+  manager_options.max_load_retries = flags.max_num_load_retries;
   // Two scans can follow within a millisecond (start-up, a config change): a file still being
   // written must also have stayed unchanged this long before it is loaded.
   manager_options.min_stable_age = std::chrono::milliseconds(200);

@@ -367,14 +367,16 @@ void ModelManager::LoadVersion(ModelState& model, int64_t version) {
     tracked.failed_fingerprint = tracked.fingerprint;
     auto delay = options_.retry_initial * (int64_t{1} << std::min(tracked.failures - 1, 20));
     delay = std::min(delay, options_.retry_max);
-    tracked.retry_at = Clock::now() + delay;
+    // Past max_load_retries only a rewritten file is tried again (see the scan above).
+    const bool give_up = options_.max_load_retries >= 0 && tracked.failures > options_.max_load_retries;
+    tracked.retry_at = give_up ? Clock::time_point::max() : Clock::now() + delay;
     repository_metrics::SetVersionState(name, version, tracked.state);
     repository_metrics::CountLoadFailure(name);
     mf::log::Error("model version failed to load; previous versions keep serving",
                    {{"model", name},
                     {"version", std::to_string(version)},
                     {"error", tracked.status.ToString()},
-                    {"retry_in_ms", std::to_string(delay.count())}});
+                    {"retry_in_ms", give_up ? std::string("never (until the file changes)") : std::to_string(delay.count())}});
     return;
   }
   tracked.state = VersionState::kAvailable;

@@ -43,6 +43,9 @@ struct ManagerOptions {
   SwapMode swap_mode = SwapMode::kAvailabilityPreserving;
   std::chrono::milliseconds retry_initial{1000};  // first retry delay after a failed load
   std::chrono::milliseconds retry_max{60000};     // backoff cap
+  // Failed loads retried at most this many times (TF Serving's --max_num_load_retries), after
+  // which only a rewritten file is tried again; -1: retried for as long as it fails.
+  int max_load_retries = -1;
   // Re-check sooner than poll_interval while a new file waits to prove it is complete, or an
   // unload waits for its last request, so versions go live without a full poll period.
   std::chrono::milliseconds recheck_interval{250};

@@ -161,6 +161,26 @@ TEST_F(ModelManagerTest, FailedLoadShowsInStatusAndOldKeepsServingThenRetries) {
   EXPECT_TRUE(StatusOf(2).status.ok());
 }
 
+TEST_F(ModelManagerTest, AfterMaxLoadRetriesOnlyARewrittenFileIsTriedAgain) {
+  repo_.WriteVersion(1, "bad: truncated");
+  ManagerOptions options;
+  options.max_load_retries = 1;
+  MakeManager(options);
+  Poll2();
+  EXPECT_EQ(loader_->loads(1), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(70));
+  manager_->PollOnce();
+  EXPECT_EQ(loader_->loads(1), 2) << "one retry, after the backoff";
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  manager_->PollOnce();
+  manager_->PollOnce();
+  EXPECT_EQ(loader_->loads(1), 2) << "given up";
+  repo_.WriteVersion(1, "ok, complete now");
+  Poll2();
+  EXPECT_EQ(loader_->loads(1), 3);
+  EXPECT_EQ(LatestVersion(), 1);
+}
+
 TEST_F(ModelManagerTest, StorageGlitchNeverUnloads) {
   repo_.WriteVersion(3, "ok");
   MakeManager();
