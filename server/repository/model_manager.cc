@@ -435,13 +435,14 @@ void ModelManager::Publish(const ModelState& model) {
   }
 }
 
+std::shared_ptr<const ModelManager::Snapshot> ModelManager::SnapshotOf(std::string_view model) const {
+  std::shared_lock lock(snapshots_mu_);
+  auto it = snapshots_.find(model);
+  return it != snapshots_.end() ? it->second : nullptr;
+}
+
 StatusOr<int64_t> ModelManager::ResolveLabel(std::string_view model, const std::string& label) const {
-  std::shared_ptr<const Snapshot> snapshot;
-  {
-    std::shared_lock lock(snapshots_mu_);
-    auto it = snapshots_.find(model);
-    if (it != snapshots_.end()) snapshot = it->second;
-  }
+  const std::shared_ptr<const Snapshot> snapshot = SnapshotOf(model);
   if (!snapshot) return NotFound("Could not find any versions of model " + std::string(model));
   auto found = snapshot->labels.find(label);
   if (found == snapshot->labels.end()) return InvalidArgument("Unrecognized servable version label: " + label);
@@ -449,12 +450,7 @@ StatusOr<int64_t> ModelManager::ResolveLabel(std::string_view model, const std::
 }
 
 StatusOr<ServableHandle> ModelManager::GetServable(std::string_view model, const VersionRequest& request) const {
-  std::shared_ptr<const Snapshot> snapshot;
-  {
-    std::shared_lock lock(snapshots_mu_);
-    auto it = snapshots_.find(model);
-    if (it != snapshots_.end()) snapshot = it->second;
-  }
+  const std::shared_ptr<const Snapshot> snapshot = SnapshotOf(model);
   int64_t version = 0;
   switch (request.kind) {
     case VersionRequest::Kind::kLatest:
@@ -486,12 +482,7 @@ StatusOr<ServableHandle> ModelManager::GetServable(std::string_view model, const
 
 StatusOr<std::vector<VersionStatus>> ModelManager::GetModelStatus(std::string_view model,
                                                                   std::optional<int64_t> version) const {
-  std::shared_ptr<const Snapshot> snapshot;
-  {
-    std::shared_lock lock(snapshots_mu_);
-    auto it = snapshots_.find(model);
-    if (it != snapshots_.end()) snapshot = it->second;
-  }
+  const std::shared_ptr<const Snapshot> snapshot = SnapshotOf(model);
   if (!snapshot || snapshot->statuses.empty()) {
     std::string message = "Could not find any versions of model " + std::string(model);
     if (snapshot && !snapshot->storage_status.ok()) message += ": " + snapshot->storage_status.message();

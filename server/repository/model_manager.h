@@ -124,6 +124,8 @@ class ModelManager {
   struct TrackedVersion;
   struct ModelState;
   struct Snapshot;
+  // The model's current snapshot (null when it has none), read under the shared lock.
+  std::shared_ptr<const Snapshot> SnapshotOf(std::string_view model) const;
 
   void PollModel(ModelState& model);
   void ApplyPendingConfig();
