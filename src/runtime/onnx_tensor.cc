@@ -69,29 +69,11 @@ StatusOr<ExternalRange> ResolveExternalData(const onnx::TensorProto& proto, cons
   return r;
 }
 
-// Reads [offset, offset + length) of `fd` into `out`, in slices: one read() of a whole weight
-// copies megabytes into fresh pages in a single system call, which a request waiting for the
-// same core cannot preempt (seen to hold it 10-15 ms on a non-preemptible kernel); between
-// slices it can.
-Status ReadRange(int fd, uint64_t offset, uint64_t length, void* out) {
-  constexpr uint64_t kSliceBytes = 128 << 10;
-  auto* dst = static_cast<char*>(out);
-  for (uint64_t done = 0; done < length;) {
-    const auto want = static_cast<size_t>(std::min(kSliceBytes, length - done));
-    const ssize_t n = ::pread(fd, dst + done, want, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return DataLoss(std::string("read failed: ") + std::strerror(errno));
-    if (n == 0) return DataLoss("the file ended early (it changed while it was read)");
-    done += static_cast<uint64_t>(n);
-  }
-  return Status::Ok();
-}
-
 // Reads the range into `out` (exactly r.length bytes).
 Status ReadExternalData(const ExternalRange& r, void* out) {
   const int fd = ::open(r.file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return DataLoss("cannot open external data '" + r.location + "': " + std::strerror(errno));
-  Status s = ReadRange(fd, static_cast<uint64_t>(r.offset), static_cast<uint64_t>(r.length), out);
+  Status s = ReadFileRange(fd, static_cast<uint64_t>(r.offset), static_cast<uint64_t>(r.length), out);
   ::close(fd);
   if (!s.ok()) return DataLoss("cannot read external data '" + r.location + "': " + s.message());
   return Status::Ok();
@@ -125,6 +107,23 @@ Status CopyBits16(const google::protobuf::RepeatedField<int32_t>& field, Tensor*
 }
 
 }  // namespace
+
+// In slices: one read() of a whole weight copies megabytes into fresh pages in a single system
+// call, which a request waiting for the same core cannot preempt (seen to hold it 10-15 ms on a
+// non-preemptible kernel); between slices it can.
+Status ReadFileRange(int fd, uint64_t offset, uint64_t length, void* out) {
+  constexpr uint64_t kSliceBytes = 128 << 10;
+  auto* dst = static_cast<char*>(out);
+  for (uint64_t done = 0; done < length;) {
+    const auto want = static_cast<size_t>(std::min(kSliceBytes, length - done));
+    const ssize_t n = ::pread(fd, dst + done, want, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return DataLoss(std::string("read failed: ") + std::strerror(errno));
+    if (n == 0) return DataLoss("the file ended early (it changed while it was read)");
+    done += static_cast<uint64_t>(n);
+  }
+  return Status::Ok();
+}
 
 StatusOr<DataType> DataTypeFromOnnx(int onnx_type) {
   using TP = onnx::TensorProto;
@@ -215,7 +214,7 @@ StatusOr<Tensor> TensorFromProtoImpl(const onnx::TensorProto& proto, const std::
     if (in_file != nullptr) {
       auto t = Tensor::AllocateForWeights(dtype, shape);
       if (!t.ok()) return t.status().WithContext(what);
-      MF_RETURN_IF_ERROR(ReadRange(in_file->fd, in_file->offset, in_file->length, t->raw_data())
+      MF_RETURN_IF_ERROR(ReadFileRange(in_file->fd, in_file->offset, in_file->length, t->raw_data())
                              .WithContext(what + ": the model file"));
       return t;
     }

@@ -25,6 +25,10 @@ int DataTypeToOnnx(DataType dtype);
 // against the file and the shape.
 StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& model_dir);
 
+// Reads [offset, offset + length) of `fd` into `out` (pread, in 128 KiB slices); DATA_LOSS on a
+// read error or when the file ends first.
+Status ReadFileRange(int fd, uint64_t offset, uint64_t length, void* out);
+
 // Where a tensor's raw_data was left in the model file (graph/raw_data_split.h): it is read from
 // there straight into the tensor, as external data is.
 struct RawDataInFile {

@@ -272,15 +272,7 @@ StatusOr<Graph> LoadModelFile(const std::string& path) {
   if (size >= kMaxModelFileBytes) return ResourceExhausted("model file '" + path + "' is 2 GiB or larger");
   std::string dir = fs::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
-  const ReadAt read_at = [fd](uint64_t offset, size_t n, char* out) {
-    for (size_t done = 0; done < n;) {
-      const ssize_t got = ::pread(fd, out + done, n - done, static_cast<off_t>(offset + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) return false;
-      done += static_cast<size_t>(got);
-    }
-    return true;
-  };
+  const ReadAt read_at = [fd](uint64_t offset, size_t n, char* out) { return ReadFileRange(fd, offset, n, out).ok(); };
   if (auto split = SplitRawData(size, read_at, kSplitRawDataMinBytes, MaxStructureBytes(size))) {
     onnx::ModelProto model;
     if (!model.ParseFromString(split->structure)) {
