@@ -32,6 +32,16 @@ long FaultsToTouch(void* data, size_t bytes) {
   return MinorFaults() - before;
 }
 
+// Maps kBytes, writes every page (so all are resident) and releases the mapping; returns where
+// it was.
+void* TouchAndRelease() {
+  void* data = Map(kBytes);
+  EXPECT_NE(data, nullptr);
+  FaultsToTouch(data, kBytes);
+  Unmap(data);
+  return data;
+}
+
 bool Mapped(void* data) {
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   unsigned char residency = 0;
@@ -46,10 +56,7 @@ class WeightMappingsTest : public ::testing::Test {
 };
 
 TEST(WeightMappingsOffTest, ReleasedMappingsAreUnmappedByDefault) {
-  void* data = Map(kBytes);
-  ASSERT_NE(data, nullptr);
-  FaultsToTouch(data, kBytes);
-  Unmap(data);
+  void* data = TouchAndRelease();
   EXPECT_EQ(RetainedBytes(), 0u);
   EXPECT_FALSE(Mapped(data));
 }
@@ -70,9 +77,7 @@ TEST_F(WeightMappingsTest, TheNextWeightOfTheSameSizeReusesResidentPages) {
 }
 
 TEST_F(WeightMappingsTest, ServesSlightlySmallerWeightsButNotMuchSmallerOnes) {
-  void* kept = Map(kBytes);
-  FaultsToTouch(kept, kBytes);
-  Unmap(kept);
+  void* kept = TouchAndRelease();
   void* half = Map(kBytes / 2);  // would leave half the kept mapping unused: a new mapping
   EXPECT_NE(half, kept);
   void* nearly = Map(kBytes - kBytes / 16);
@@ -91,9 +96,7 @@ TEST_F(WeightMappingsTest, AMappingWhosePagesWereHandedBackIsNotKept) {
 }
 
 TEST_F(WeightMappingsTest, ReleaseRetainedUnmapsWhatIsKept) {
-  void* data = Map(kBytes);
-  FaultsToTouch(data, kBytes);
-  Unmap(data);
+  void* data = TouchAndRelease();
   ASSERT_GT(RetainedBytes(), 0u);
   EXPECT_GE(ReleaseRetained(), kBytes);
   EXPECT_EQ(RetainedBytes(), 0u);
@@ -101,15 +104,11 @@ TEST_F(WeightMappingsTest, ReleaseRetainedUnmapsWhatIsKept) {
 }
 
 TEST_F(WeightMappingsTest, TurningRetentionOffUnmapsWhatIsKeptAndStopsKeeping) {
-  void* data = Map(kBytes);
-  FaultsToTouch(data, kBytes);
-  Unmap(data);
+  void* data = TouchAndRelease();
   SetRetention(false);
   EXPECT_EQ(RetainedBytes(), 0u);
   EXPECT_FALSE(Mapped(data));
-  void* later = Map(kBytes);
-  FaultsToTouch(later, kBytes);
-  Unmap(later);
+  TouchAndRelease();  // released while retention is off: not kept
   EXPECT_EQ(RetainedBytes(), 0u);
 }
 
