@@ -335,12 +335,7 @@ Status InferenceServiceImpl::ModelMetadata(const CallContext&, const inference::
   response->set_name(request->name());
   response->set_platform("onnx_onnxv1");
   response->clear_versions();
-  auto statuses = manager_->GetModelStatus(request->name(), std::nullopt);
-  if (statuses.ok()) {
-    for (auto it = statuses->rbegin(); it != statuses->rend(); ++it) {  // ascending, as Triton lists them
-      if (it->state == VersionState::kAvailable) response->add_versions(std::to_string(it->version));
-    }
-  }
+  for (int64_t v : manager_->AvailableVersions(request->name())) response->add_versions(std::to_string(v));
   return Status::Ok();
 }
 

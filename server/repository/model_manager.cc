@@ -441,6 +441,14 @@ std::shared_ptr<const ModelManager::Snapshot> ModelManager::SnapshotOf(std::stri
   return it != snapshots_.end() ? it->second : nullptr;
 }
 
+std::vector<int64_t> ModelManager::AvailableVersions(std::string_view model) const {
+  std::vector<int64_t> versions;
+  if (const auto snapshot = SnapshotOf(model)) {
+    for (const auto& [version, servable] : snapshot->available) versions.push_back(version);
+  }
+  return versions;
+}
+
 StatusOr<int64_t> ModelManager::ResolveLabel(std::string_view model, const std::string& label) const {
   const std::shared_ptr<const Snapshot> snapshot = SnapshotOf(model);
   if (!snapshot) return NotFound("Could not find any versions of model " + std::string(model));

@@ -111,6 +111,8 @@ class ModelManager {
   StatusOr<ServableHandle> GetServable(std::string_view model, const VersionRequest& request) const;
   // All versions of a model, or one (`version`); NOT_FOUND as TF Serving words it.
   StatusOr<std::vector<VersionStatus>> GetModelStatus(std::string_view model, std::optional<int64_t> version) const;
+  // The model's AVAILABLE versions, ascending (KServe v2 metadata lists them so, as Triton).
+  std::vector<int64_t> AvailableVersions(std::string_view model) const;
   // The version a label names, loaded or not (status by label shows a canary still loading).
   // NOT_FOUND for an unknown model, INVALID_ARGUMENT for a label the model's config lacks.
   StatusOr<int64_t> ResolveLabel(std::string_view model, const std::string& label) const;

@@ -150,11 +150,7 @@ void HandleV1(const Context& ctx, http::Request request, http::Responder respond
 // Versions of `model` that are AVAILABLE, as strings (KServe v2 "versions").
 std::vector<std::string> AvailableVersions(const ModelManager& manager, std::string_view model) {
   std::vector<std::string> versions;
-  auto statuses = manager.GetModelStatus(model, std::nullopt);
-  if (!statuses.ok()) return versions;
-  for (auto it = statuses->rbegin(); it != statuses->rend(); ++it) {  // ascending, as Triton lists them
-    if (it->state == VersionState::kAvailable) versions.push_back(std::to_string(it->version));
-  }
+  for (int64_t v : manager.AvailableVersions(model)) versions.push_back(std::to_string(v));
   return versions;
 }
 
