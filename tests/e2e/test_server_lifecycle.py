@@ -26,6 +26,8 @@ def test_bad_startup_input_is_refused_clearly(tmp_path):
         (["--model_base_path=/m", "--gpu_memory_fraction=-0.1"], "--gpu_memory_fraction"),
         (["--model_base_path=/m", "--grpc_threads=-1"], "--grpc_threads"),
         (["--model_base_path=/m", "--load_thread_nice=20"], "--load_thread_nice"),
+        (["--model_base_path=/m", "--max_num_load_retries=-2"], "--max_num_load_retries"),
+        (["--model_base_path=/m", "--retain_load_memory_seconds=-1"], "--retain_load_memory_seconds"),
         (["--model_base_path=/m", "--allow_version_labels_for_unavailable_models=false"],
          "--allow_version_labels_for_unavailable_models=false"),
         (["--model_base_path=/m", "--grpc_channel_arguments=grpc.max_receive_message_length=1k"],
