@@ -213,30 +213,6 @@ Status ModelServiceImpl::GetModelStatus(const CallContext&, const tfs::GetModelS
   return Finish(Status::Ok(), spec.name(), version.value_or(-1), "GetModelStatus", start);
 }
 
-namespace {
-
-// Where a model of a reloaded config stands: OK once a version is AVAILABLE, the error when it
-// cannot get one, nullopt while it may still.
-std::optional<Status> ReloadOutcome(const ModelManager& manager, const std::string& model) {
-  const std::vector<std::string> known = manager.ModelNames();
-  if (std::find(known.begin(), known.end(), model) == known.end()) return std::nullopt;  // not polled yet
-  auto statuses = manager.GetModelStatus(model, std::nullopt);
-  if (!statuses.ok()) {
-    // No version found yet: a base path that cannot be read is an answer.
-    Status storage = manager.StorageStatus(model);
-    return storage.ok() ? std::nullopt : std::optional<Status>(storage);
-  }
-  std::optional<Status> failed;
-  for (const VersionStatus& s : *statuses) {
-    if (s.state == VersionState::kAvailable) return Status::Ok();
-    if (s.state != VersionState::kEnd) return std::nullopt;  // still loading
-    if (!s.status.ok()) failed = s.status;
-  }
-  return failed;
-}
-
-}  // namespace
-
 ModelServiceImpl::~ModelServiceImpl() {
   stopping_ = true;
   std::lock_guard lock(waits_mu_);
@@ -251,8 +227,9 @@ void ModelServiceImpl::HandleReloadConfigRequest(const CallContext& context, con
     finish(status);
   };
   auto configs = ModelConfigsFromProto(request->config());
-  Status applied = configs.ok() ? manager_->SetModels(*configs) : configs.status();
-  if (!applied.ok()) return answer(applied);
+  if (!configs.ok()) return answer(configs.status());
+  auto generation = manager_->SetModels(*configs);
+  if (!generation.ok()) return answer(generation.status());
   std::vector<std::string> models;
   for (const ModelConfig& config : *configs) models.push_back(config.name);
   // Without a deadline from the client, a model that never gets a version stops the wait here.
@@ -270,11 +247,11 @@ void ModelServiceImpl::HandleReloadConfigRequest(const CallContext& context, con
     it = waits_.erase(it);
   }
   auto done = std::make_shared<std::atomic<bool>>(false);
-  auto wait = [this, models = std::move(models), answer, deadline] {
+  auto wait = [this, models = std::move(models), answer, deadline, generation = *generation] {
     std::vector<std::string> pending = models;
     while (!stopping_) {
       for (auto it = pending.begin(); it != pending.end();) {
-        std::optional<Status> outcome = ReloadOutcome(*manager_, *it);
+        std::optional<Status> outcome = manager_->ConfigOutcome(*it, generation);
         if (!outcome) {
           ++it;
           continue;

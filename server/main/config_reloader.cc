@@ -35,8 +35,8 @@ bool ConfigReloader::ReloadOnce() {
     return false;
   }
   if (*loaded == current_) return false;
-  if (Status s = manager_->SetModels(*loaded); !s.ok()) {
-    log::Error("model config reload refused", {{"file", path_}, {"error", s.ToString()}});
+  if (auto set = manager_->SetModels(*loaded); !set.ok()) {
+    log::Error("model config reload refused", {{"file", path_}, {"error", set.status().ToString()}});
     return false;
   }
   log::Info("model config reloaded", {{"file", path_}, {"models", std::to_string(loaded->size())}});

@@ -150,7 +150,7 @@ int Main(int argc, char** argv) {
       flags.resource_preserving_swap ? SwapMode::kResourcePreserving : SwapMode::kAvailabilityPreserving;
   auto manager =
       std::make_shared<ModelManager>(std::make_shared<SessionLoader>(session_options, scheduler, placement), manager_options);
-  if (Status s = manager->SetModels(*models); !s.ok()) return fail(s);
+  if (auto set = manager->SetModels(*models); !set.ok()) return fail(set.status());
   manager->Start();
 
   std::unique_ptr<ConfigReloader> reloader;

@@ -33,6 +33,9 @@ struct ModelManager::ModelState {
   std::map<int64_t, TrackedVersion> versions;
   std::set<int64_t> aspired;
   Status storage_status;
+  uint64_t generation = 0;  // of the config this state follows
+  // After a base path change: the previous path's versions, serving until the new path does.
+  std::unique_ptr<ModelState> retiring;
 };
 
 // What request handlers read: immutable, replaced as a whole on every change.
@@ -44,6 +47,8 @@ struct ModelManager::Snapshot {
   std::map<std::string, int64_t> labels;
   std::vector<VersionStatus> statuses;  // newest version first (TF Serving's order)
   Status storage_status;
+  uint64_t generation = 0;
+  std::optional<Status> outcome;  // see ConfigOutcome()
 };
 
 namespace {
@@ -52,6 +57,13 @@ std::string LatestRequestString(std::string_view model) { return "Latest(" + std
 
 std::string SpecificRequestString(std::string_view model, int64_t version) {
   return "Specific(" + std::string(model) + ", " + std::to_string(version) + ")";
+}
+
+template <typename Versions>
+bool AnyAvailable(const Versions& versions, const std::set<int64_t>* among = nullptr) {
+  return std::any_of(versions.begin(), versions.end(), [among](const auto& kv) {
+    return kv.second.state == VersionState::kAvailable && (among == nullptr || among->count(kv.first) != 0);
+  });
 }
 
 }  // namespace
@@ -72,24 +84,30 @@ void ModelManager::FinishUnloadIfReleased(const std::string& model, int64_t vers
   ReleaseMemory();
 }
 
-Status ModelManager::SetModels(std::vector<ModelConfig> models) {
-  std::set<std::string> names;
+StatusOr<uint64_t> ModelManager::SetModels(std::vector<ModelConfig> models) {
+  std::set<std::string, std::less<>> names;
   for (const ModelConfig& config : models) {
     MF_RETURN_IF_ERROR(ValidateModelConfig(config));
     if (!names.insert(config.name).second) {
       return InvalidArgument("model config: model '" + config.name + "' is listed twice");
     }
   }
+  uint64_t generation = 0;
   {
     std::lock_guard lock(config_mu_);
+    generation = ++config_generation_;
     pending_config_ = std::move(models);
+    pending_generation_ = generation;
+    // Readiness follows the newest config at once: a model it adds counts before its first poll.
+    std::unique_lock snapshots_lock(snapshots_mu_);
+    configured_ = std::move(names);
   }
   {
     std::lock_guard lock(loop_mu_);
     wake_ = true;
   }
   loop_cv_.notify_all();
-  return Status::Ok();
+  return generation;
 }
 
 void ModelManager::ReleaseMemory() {
@@ -184,9 +202,11 @@ void ModelManager::Loop() {
 
 void ModelManager::ApplyPendingConfig() {
   std::optional<std::vector<ModelConfig>> pending;
+  uint64_t generation = 0;
   {
     std::lock_guard lock(config_mu_);
     pending.swap(pending_config_);
+    generation = pending_generation_;
   }
   if (!pending) return;
 
@@ -194,18 +214,25 @@ void ModelManager::ApplyPendingConfig() {
   for (ModelConfig& config : *pending) {
     wanted.insert(config.name);
     auto it = models_.find(config.name);
-    if (it == models_.end() || it->second->config.base_path != config.base_path) {
-      // A new model, or one moved to another base path: start from a clean slate. Versions of
-      // the old path stay reachable through in-flight handles only.
+    if (it == models_.end()) {
       mf::log::Info("model added", {{"model", config.name}, {"base_path", config.base_path}});
-      if (it != models_.end()) {
-        for (const auto& [v, tracked] : it->second->versions) {
-          repository_metrics::RemoveVersion(config.name, v);
-        }
-      }
       std::string name = config.name;
-      models_[name] = std::make_unique<ModelState>(std::move(config), options_.min_stable_age);
+      auto added = std::make_unique<ModelState>(std::move(config), options_.min_stable_age);
+      added->generation = generation;
+      models_[name] = std::move(added);
+    } else if (it->second->config.base_path != config.base_path) {
+      mf::log::Info("model moved to another base path; its versions serve until the new path's do",
+                    {{"model", config.name}, {"from", it->second->config.base_path}, {"to", config.base_path}});
+      std::unique_ptr<ModelState> previous = std::move(it->second);
+      // What keeps serving meanwhile: the previous path's versions, or, when none of them serves
+      // yet, what that path was itself replacing (two moves in a row).
+      if (!AnyAvailable(previous->versions) && previous->retiring) previous = std::move(previous->retiring);
+      previous->retiring.reset();
+      it->second = std::make_unique<ModelState>(std::move(config), options_.min_stable_age);
+      it->second->generation = generation;
+      it->second->retiring = std::move(previous);
     } else {
+      it->second->generation = generation;
       // A device change applies to loads from now on; a version that failed on the old device
       // is tried on the new one at once rather than after its backoff.
       for (auto& [v, tracked] : it->second->versions) {
@@ -222,8 +249,8 @@ void ModelManager::ApplyPendingConfig() {
       continue;
     }
     mf::log::Info("model removed from config; unloading all its versions", {{"model", it->first}});
-    for (const auto& [v, tracked] : it->second->versions) {
-      repository_metrics::RemoveVersion(it->first, v);
+    for (const ModelState* state = it->second.get(); state != nullptr; state = state->retiring.get()) {
+      for (const auto& [v, tracked] : state->versions) repository_metrics::RemoveVersion(it->first, v);
     }
     decltype(snapshots_)::node_type removed;  // destroyed after the lock (see Publish)
     {
@@ -239,13 +266,61 @@ void ModelManager::PollOnce() {
   ApplyPendingConfig();
   bool recheck = false;
   for (auto& [name, model] : models_) {
+    // Before: a previous base path released by now makes way for loads (resource preserving).
+    // After: a new path that now serves retires the previous one's versions.
+    AdvanceRetirement(*model);
     PollModel(*model);
+    AdvanceRetirement(*model);
     recheck = recheck || NeedsRecheck(*model);
   }
   recheck_soon_ = recheck;
+  uint64_t generation = 0;
+  {
+    std::lock_guard config_lock(config_mu_);
+    if (!pending_config_) generation = config_generation_;
+  }
+  if (generation != 0) applied_generation_ = generation;
+}
+
+void ModelManager::AdvanceRetirement(ModelState& model) {
+  ModelState* old = model.retiring.get();
+  if (old == nullptr) return;
+  const std::string& name = model.config.name;
+  const bool resource_preserving = options_.swap_mode == SwapMode::kResourcePreserving;
+  bool changed = false;
+  if (resource_preserving || AnyAvailable(model.versions, &model.aspired)) {
+    for (auto& [v, tracked] : old->versions) {
+      if (tracked.state != VersionState::kAvailable) continue;
+      tracked.state = VersionState::kUnloading;
+      tracked.releasing = tracked.servable;
+      tracked.servable.reset();
+      mf::log::Info("unloading model version of the previous base path",
+                    {{"model", name}, {"version", std::to_string(v)}, {"path", old->config.base_path}});
+      changed = true;
+    }
+  }
+  if (changed) Publish(model);  // from here new requests get the new path's versions only
+  bool done = true;
+  for (auto& [v, tracked] : old->versions) {
+    if (tracked.state == VersionState::kUnloading && tracked.releasing.expired()) {
+      tracked.state = VersionState::kEnd;
+      tracked.releasing.reset();
+      changed = true;
+    }
+    done = done && tracked.state != VersionState::kAvailable && tracked.state != VersionState::kUnloading;
+  }
+  if (!done) return;
+  for (const auto& [v, tracked] : old->versions) {
+    if (model.versions.count(v) == 0) repository_metrics::RemoveVersion(name, v);
+  }
+  mf::log::Info("previous base path's versions unloaded", {{"model", name}, {"path", old->config.base_path}});
+  model.retiring.reset();
+  Publish(model);
+  if (changed) ReleaseMemory();
 }
 
 bool ModelManager::NeedsRecheck(const ModelState& model) const {
+  if (model.retiring) return true;  // waiting for the new path's first load or the old's release
   for (const auto& [v, tracked] : model.versions) {
     if (tracked.state == VersionState::kUnloading) return true;
     if (model.aspired.count(v) != 0 && tracked.state == VersionState::kStart && !tracked.stable) {
@@ -258,8 +333,7 @@ bool ModelManager::NeedsRecheck(const ModelState& model) const {
 void ModelManager::PollModel(ModelState& model) {
   const std::string& name = model.config.name;
   auto scanned = model.scanner.Scan();
-  bool have_loaded = std::any_of(model.versions.begin(), model.versions.end(),
-                                 [](const auto& kv) { return kv.second.state == VersionState::kAvailable; });
+  const bool have_loaded = AnyAvailable(model.versions) || (model.retiring && AnyAvailable(model.retiring->versions));
   Status storage = scanned.status();
   if (storage.ok() && scanned->empty()) {
     storage = NotFound("no version directories with a " + std::string(VersionScanner::kModelFileName) + " under " +
@@ -310,7 +384,9 @@ void ModelManager::PollModel(ModelState& model) {
   // Apply transitions one at a time until the plan says there is nothing to do now. Each load
   // either succeeds or sets a retry time in the future, and each unload removes an AVAILABLE
   // version, so this ends within two steps per version.
-  for (size_t step = 0; step < 2 * model.versions.size() + 2; ++step) {
+  // In the resource preserving mode a previous base path's versions go before any load.
+  const bool wait_for_retiring = model.retiring && options_.swap_mode == SwapMode::kResourcePreserving;
+  for (size_t step = 0; !wait_for_retiring && step < 2 * model.versions.size() + 2; ++step) {
     std::map<int64_t, VersionView> views;
     for (const auto& [v, tracked] : model.versions) {
       VersionView view;
@@ -405,26 +481,61 @@ void ModelManager::UnloadVersion(ModelState& model, int64_t version) {
   Publish(model);  // from here new requests no longer get this version
 }
 
-void ModelManager::Publish(const ModelState& model) {
-  auto snapshot = std::make_shared<Snapshot>();
-  // Newest first, as TF Serving lists them (its version map is ordered by std::greater): scripts
-  // read model_version_status[0] as the latest.
-  for (auto it = model.versions.rbegin(); it != model.versions.rend(); ++it) {
-    const auto& [v, tracked] = *it;
-    if (tracked.state == VersionState::kAvailable) snapshot->available.emplace(v, tracked.servable);
-    snapshot->statuses.push_back({v, tracked.state, tracked.status});
-  }
-  for (auto it = snapshot->available.rbegin(); it != snapshot->available.rend(); ++it) {
-    if (model.aspired.count(it->first) != 0) {
-      snapshot->latest = it->first;
-      break;
+namespace {
+
+// The highest AVAILABLE version of `versions` among `aspired` (any, when `aspired` is null).
+template <typename Versions>
+std::optional<int64_t> HighestAvailable(const Versions& versions, const std::set<int64_t>* aspired) {
+  for (auto it = versions.rbegin(); it != versions.rend(); ++it) {
+    if (it->second.state == VersionState::kAvailable && (aspired == nullptr || aspired->count(it->first) != 0)) {
+      return it->first;
     }
   }
-  if (!snapshot->latest && !snapshot->available.empty()) {
-    snapshot->latest = snapshot->available.rbegin()->first;
+  return std::nullopt;
+}
+
+}  // namespace
+
+// Where ReloadConfig stands for this model, from its configured base path alone.
+std::optional<Status> ModelManager::OutcomeOf(const ModelState& model) {
+  if (model.versions.empty()) {
+    return model.storage_status.ok() ? std::nullopt : std::optional<Status>(model.storage_status);
   }
+  std::optional<Status> failed;
+  for (const auto& [v, tracked] : model.versions) {
+    if (tracked.state == VersionState::kAvailable) return Status::Ok();
+    if (tracked.state != VersionState::kEnd) return std::nullopt;  // still loading
+    if (!tracked.status.ok()) failed = tracked.status;
+  }
+  return failed;
+}
+
+void ModelManager::Publish(const ModelState& model) {
+  auto snapshot = std::make_shared<Snapshot>();
+  // A previous base path's versions serve (and show) where the new path has no such version yet.
+  std::map<int64_t, VersionStatus> statuses;
+  for (const ModelState* state : std::initializer_list<const ModelState*>{model.retiring.get(), &model}) {
+    if (state == nullptr) continue;
+    for (const auto& [v, tracked] : state->versions) {
+      if (tracked.state == VersionState::kAvailable) snapshot->available[v] = tracked.servable;
+      if (state == &model || model.versions.count(v) == 0) statuses[v] = {v, tracked.state, tracked.status};
+    }
+  }
+  // Newest first, as TF Serving lists them (its version map is ordered by std::greater): scripts
+  // read model_version_status[0] as the latest.
+  for (auto it = statuses.rbegin(); it != statuses.rend(); ++it) snapshot->statuses.push_back(it->second);
+  // Latest requests get the highest available aspired version, else (while a new base path loads)
+  // the previous path's, else the highest available: a rollback switches as soon as the older
+  // version is back.
+  snapshot->latest = HighestAvailable(model.versions, &model.aspired);
+  if (!snapshot->latest && model.retiring) {
+    snapshot->latest = HighestAvailable(model.retiring->versions, &model.retiring->aspired);
+  }
+  if (!snapshot->latest && !snapshot->available.empty()) snapshot->latest = snapshot->available.rbegin()->first;
   snapshot->labels = model.config.version_labels;
   snapshot->storage_status = model.storage_status;
+  snapshot->generation = model.generation;
+  snapshot->outcome = OutcomeOf(model);
   // The old snapshot may hold the last reference to an unloaded version: swap it out under the
   // lock and let it (and the model's memory) go after, so that requests for other models never
   // wait on the lock while a model is torn down.
@@ -531,11 +642,21 @@ std::vector<std::string> ModelManager::ModelNames() const {
 
 bool ModelManager::AllModelsAvailable() const {
   std::shared_lock lock(snapshots_mu_);
-  if (snapshots_.empty()) return false;
-  for (const auto& [name, snapshot] : snapshots_) {
-    if (snapshot->available.empty()) return false;
+  if (configured_.empty()) return false;
+  for (const std::string& name : configured_) {
+    auto it = snapshots_.find(name);
+    if (it == snapshots_.end() || it->second->available.empty()) return false;
   }
   return true;
+}
+
+std::optional<Status> ModelManager::ConfigOutcome(std::string_view model, uint64_t generation) const {
+  const std::shared_ptr<const Snapshot> snapshot = SnapshotOf(model);
+  if (snapshot && snapshot->generation >= generation) return snapshot->outcome;
+  if (!snapshot && applied_generation_ >= generation) {
+    return NotFound("model '" + std::string(model) + "' was removed by a later config");
+  }
+  return std::nullopt;  // the config is not applied yet
 }
 
 }  // namespace mf::server

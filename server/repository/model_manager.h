@@ -13,6 +13,7 @@
 // file changes, and the previous version keeps serving meanwhile.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -98,9 +99,11 @@ class ModelManager {
 
   // Replaces the whole set of models (TF Serving's config reload semantics): new models are
   // added, removed ones are dropped (their versions freed when in-flight requests finish),
-  // changed policies and labels apply on the next poll. Invalid or duplicate configs are
-  // refused as a whole and change nothing.
-  Status SetModels(std::vector<ModelConfig> models);
+  // changed policies and labels apply on the next poll. A model moved to another base path
+  // keeps serving its old versions until one from the new path is AVAILABLE (in the resource
+  // preserving mode they are unloaded first). Invalid or duplicate configs are refused as a
+  // whole and change nothing. Returns the config's generation, for ConfigOutcome().
+  StatusOr<uint64_t> SetModels(std::vector<ModelConfig> models);
 
   // Runs the poll loop on a background thread until Stop() or destruction.
   void Start();
@@ -119,8 +122,12 @@ class ModelManager {
   // The storage error of a model's last scan (OK when its base path reads fine).
   Status StorageStatus(std::string_view model) const;
   std::vector<std::string> ModelNames() const;
-  // True when every configured model has at least one AVAILABLE version (readiness).
+  // True when every model of the newest config has at least one AVAILABLE version (readiness).
   bool AllModelsAvailable() const;
+  // Where a model of config `generation` stands: OK once a version from its configured base
+  // path is AVAILABLE, the error when it cannot get one, nullopt while it may still (or the
+  // config is not applied yet). What ReloadConfig waits for.
+  std::optional<Status> ConfigOutcome(std::string_view model, uint64_t generation) const;
 
  private:
   struct TrackedVersion;
@@ -130,10 +137,14 @@ class ModelManager {
   std::shared_ptr<const Snapshot> SnapshotOf(std::string_view model) const;
 
   void PollModel(ModelState& model);
+  // Unloads the versions of a model's previous base path once the new path serves (at once in
+  // the resource preserving mode), and forgets them once released.
+  void AdvanceRetirement(ModelState& model);
   void ApplyPendingConfig();
   void LoadVersion(ModelState& model, int64_t version);
   void UnloadVersion(ModelState& model, int64_t version);
   void Publish(const ModelState& model);
+  static std::optional<Status> OutcomeOf(const ModelState& model);
   void FinishUnloadIfReleased(const std::string& model, int64_t version, TrackedVersion& tracked);
   bool NeedsRecheck(const ModelState& model) const;
   void Loop();
@@ -151,9 +162,13 @@ class ModelManager {
 
   std::mutex config_mu_;
   std::optional<std::vector<ModelConfig>> pending_config_;
+  uint64_t config_generation_ = 0;   // of the newest SetModels(); guarded by config_mu_
+  uint64_t pending_generation_ = 0;  // of pending_config_
+  std::atomic<uint64_t> applied_generation_{0};
 
   mutable std::shared_mutex snapshots_mu_;
   std::map<std::string, std::shared_ptr<const Snapshot>, std::less<>> snapshots_;
+  std::set<std::string, std::less<>> configured_;  // the newest config's models (readiness)
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

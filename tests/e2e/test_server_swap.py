@@ -130,3 +130,26 @@ def test_truncated_version_refused_then_loaded_when_complete(tmp_path, start_ser
         serving_version(load, 2)
     assert load.failures == [], load.failures[:5]
     assert metric_value(server.metrics(), "modelfleet_model_load_failures_total", model="digits") >= 1
+
+
+def test_base_path_move_by_config_reload_under_load(tmp_path, start_server):
+    """A ReloadConfig that moves the model to another base path: the old path's version serves
+    until the new path's is AVAILABLE (no 404 gap), and the reload answers once it is."""
+    import grpc
+    import proto_stubs
+    management = proto_stubs.module("tensorflow_serving.apis.model_management_pb2")
+    model_services = proto_stubs.module("tensorflow_serving.apis.model_service_pb2_grpc")
+    old_base, new_base = tmp_path / "old", tmp_path / "new"
+    copy_version(EXAMPLES / "digits", 1, old_base)
+    copy_version(EXAMPLES / "digits", 2, new_base)
+    server = start_server(["--model_name=digits", f"--model_base_path={old_base}", POLL])
+    with Load(server.url) as load, grpc.insecure_channel(server.grpc_target) as channel:
+        serving_version(load, 1)
+        reload = management.ReloadConfigRequest()
+        reload.config.model_config_list.config.add(name="digits", base_path=str(new_base))
+        response = model_services.ModelServiceStub(channel).HandleReloadConfigRequest(reload, timeout=30)
+        assert response.status.error_code == 0, response.status.error_message
+        serving_version(load, 2, timeout=5)
+    assert load.failures == [], load.failures[:5]
+    wait_for(lambda: "previous base path's versions unloaded" in server.log(), timeout=10,
+             what="the old path's version unloaded")

@@ -17,7 +17,10 @@ namespace mf::server::testing {
 
 class FakeServable : public Servable {
  public:
-  FakeServable(int64_t version, std::atomic<int>* live) : version_(version), live_(live) { ++*live_; }
+  FakeServable(int64_t version, std::string path, std::atomic<int>* live)
+      : version_(version), path_(std::move(path)), live_(live) {
+    ++*live_;
+  }
   ~FakeServable() override { --*live_; }
 
   const runtime::Signature& signature() const override { return signature_; }
@@ -31,9 +34,11 @@ class FakeServable : public Servable {
   }
   size_t memory_bytes() const override { return 1; }
   int64_t version() const { return version_; }
+  const std::string& path() const { return path_; }  // the model file it was loaded from
 
  private:
   int64_t version_;
+  std::string path_;
   std::atomic<int>* live_;
   runtime::Signature signature_;
 };
@@ -57,7 +62,7 @@ class FakeLoader : public Loader {
     if (contents.str().rfind("bad", 0) == 0) return InvalidArgument("malformed model " + path);
     // Stands in for a GPU-less machine: a strict cuda load is refused as the runtime would.
     if (refuse_cuda_ && request.device == DeviceChoice::kCuda) return Unavailable("no CUDA device");
-    return std::shared_ptr<const Servable>(std::make_shared<FakeServable>(version, &live_));
+    return std::shared_ptr<const Servable>(std::make_shared<FakeServable>(version, path, &live_));
   }
 
   int loads(int64_t version) {

@@ -13,6 +13,7 @@ namespace mf::server {
 namespace {
 
 using testing::FakeLoader;
+using testing::FakeServable;
 using testing::TempRepository;
 
 class ModelManagerTest : public testing::ManagerFixture {
@@ -258,10 +259,10 @@ TEST_F(ModelManagerTest, ConfigReloadReplacesTheSetAndRefusesBadConfigs) {
   MakeManager();
   Poll2();
   ModelConfig dup = Config();
-  EXPECT_EQ(manager_->SetModels({dup, dup}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(manager_->SetModels({dup, dup}).status().code(), StatusCode::kInvalidArgument);
   ModelConfig bad = Config();
   bad.policy = VersionPolicy::Latest(0);
-  EXPECT_EQ(manager_->SetModels({bad}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(manager_->SetModels({bad}).status().code(), StatusCode::kInvalidArgument);
   manager_->PollOnce();
   EXPECT_EQ(LatestVersion(), 1) << "refused configs change nothing";
 
@@ -269,6 +270,115 @@ TEST_F(ModelManagerTest, ConfigReloadReplacesTheSetAndRefusesBadConfigs) {
   manager_->PollOnce();
   EXPECT_EQ(manager_->GetServable("m", VersionRequest::Latest()).status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(manager_->ModelNames().empty());
+}
+
+// Which repository the servable a request gets was loaded from.
+std::string LoadedFrom(const StatusOr<ServableHandle>& handle) {
+  if (!handle.ok()) return handle.status().ToString();
+  return static_cast<const FakeServable&>(*handle->servable).path();
+}
+
+// A config that moves a model to another base path keeps the old path's versions serving until
+// the new path's are AVAILABLE (no 404 gap), and ReloadConfig's outcome follows the new path.
+TEST_F(ModelManagerTest, BasePathChangeServesTheOldPathUntilTheNewOneLoads) {
+  repo_.WriteVersion(3, "ok");
+  MakeManager();
+  Poll2();
+  TempRepository moved_to;
+  ModelConfig moved = Config();
+  moved.base_path = moved_to.base();
+  auto generation = manager_->SetModels({moved});
+  ASSERT_TRUE(generation.ok());
+  EXPECT_EQ(manager_->ConfigOutcome("m", *generation), std::nullopt) << "not applied yet";
+
+  manager_->PollOnce();  // the new path is empty: a storage error, and the old version serves on
+  EXPECT_EQ(LatestVersion(), 3);
+  EXPECT_TRUE(manager_->AllModelsAvailable());
+  auto outcome = manager_->ConfigOutcome("m", *generation);
+  ASSERT_TRUE(outcome.has_value());
+  EXPECT_EQ(outcome->code(), StatusCode::kNotFound) << outcome->ToString();
+
+  moved_to.WriteVersion(1, "ok");
+  manager_->PollOnce();  // seen once: not yet known complete
+  EXPECT_EQ(LoadedFrom(manager_->GetServable("m", VersionRequest::Latest())), repo_.base() + "/3/model.onnx");
+  auto in_flight = manager_->GetServable("m", VersionRequest::Latest());
+  manager_->PollOnce();
+  EXPECT_EQ(LoadedFrom(manager_->GetServable("m", VersionRequest::Latest())), moved_to.base() + "/1/model.onnx");
+  EXPECT_EQ(manager_->GetServable("m", VersionRequest::Number(3)).status().code(), StatusCode::kNotFound)
+      << "the old path's version no longer takes new requests";
+  EXPECT_EQ(manager_->ConfigOutcome("m", *generation), std::optional<Status>(Status::Ok()));
+  EXPECT_EQ(StatusOf(3).state, VersionState::kUnloading) << "held by the in-flight request";
+  EXPECT_EQ(loader_->live(), 2);
+
+  in_flight = StatusOr<ServableHandle>(NotFound("released"));
+  manager_->PollOnce();
+  EXPECT_EQ(loader_->live(), 1);
+  auto statuses = manager_->GetModelStatus("m", std::nullopt);
+  ASSERT_TRUE(statuses.ok());
+  ASSERT_EQ(statuses->size(), 1u);
+  EXPECT_EQ(statuses->at(0).version, 1);
+}
+
+// The same version number on both paths: the old file serves until the new one has loaded.
+TEST_F(ModelManagerTest, BasePathChangeWithTheSameVersionNumberHasNoGap) {
+  repo_.WriteVersion(1, "ok");
+  MakeManager();
+  Poll2();
+  TempRepository moved_to;
+  moved_to.WriteVersion(1, "bad: truncated");
+  ModelConfig moved = Config();
+  moved.base_path = moved_to.base();
+  auto generation = manager_->SetModels({moved});
+  ASSERT_TRUE(generation.ok());
+  Poll2();
+  EXPECT_EQ(LoadedFrom(manager_->GetServable("m", VersionRequest::Number(1))), repo_.base() + "/1/model.onnx")
+      << "the new path's version 1 failed to load; the old one keeps serving";
+  auto outcome = manager_->ConfigOutcome("m", *generation);
+  ASSERT_TRUE(outcome.has_value());
+  EXPECT_EQ(outcome->code(), StatusCode::kInvalidArgument) << outcome->ToString();
+  EXPECT_FALSE(StatusOf(1).status.ok()) << "status shows the configured path's failure";
+
+  moved_to.WriteVersion(1, "ok, rewritten");
+  Poll2();
+  EXPECT_EQ(LoadedFrom(manager_->GetServable("m", VersionRequest::Number(1))), moved_to.base() + "/1/model.onnx");
+  EXPECT_EQ(loader_->live(), 1);
+}
+
+TEST_F(ModelManagerTest, BasePathChangeInResourcePreservingModeUnloadsFirst) {
+  repo_.WriteVersion(1, "ok");
+  ManagerOptions options;
+  options.swap_mode = SwapMode::kResourcePreserving;
+  MakeManager(options);
+  Poll2();
+  auto in_flight = manager_->GetServable("m", VersionRequest::Latest());
+  TempRepository moved_to;
+  moved_to.WriteVersion(2, "ok");
+  ModelConfig moved = Config();
+  moved.base_path = moved_to.base();
+  ASSERT_TRUE(manager_->SetModels({moved}).ok());
+  Poll2();
+  EXPECT_EQ(loader_->loads(2), 0) << "waits for the in-flight request on the old path's version";
+  in_flight = StatusOr<ServableHandle>(NotFound("released"));
+  manager_->PollOnce();
+  EXPECT_EQ(LatestVersion(), 2);
+  EXPECT_EQ(loader_->max_live_at_load(), 1) << "never two versions in memory";
+}
+
+// Readiness counts a model a reload adds at once, before the poll that first scans it.
+TEST_F(ModelManagerTest, ReadinessCountsAModelAddedByReloadBeforeItsFirstPoll) {
+  repo_.WriteVersion(1, "ok");
+  MakeManager();
+  Poll2();
+  ASSERT_TRUE(manager_->AllModelsAvailable());
+  TempRepository other;
+  other.WriteVersion(1, "ok");
+  ModelConfig added{"other", other.base(), VersionPolicy::Latest(1), {}};
+  ASSERT_TRUE(manager_->SetModels({Config(), added}).ok());
+  EXPECT_FALSE(manager_->AllModelsAvailable());
+  Poll2();
+  EXPECT_TRUE(manager_->AllModelsAvailable());
+  ASSERT_TRUE(manager_->SetModels({added}).ok());
+  EXPECT_TRUE(manager_->AllModelsAvailable()) << "a removed model no longer counts";
 }
 
 TEST_F(ModelManagerTest, BackgroundLoopLoadsWithoutManualPolls) {
