@@ -252,7 +252,9 @@ void HandleV2(const Context& ctx, http::Request request, http::Responder respond
       return;
     case V2Path::Kind::kReady: {
       bool ready = !ctx.shutting_down->load() && ctx.manager->AllModelsAvailable();
-      responder.Respond(http::Response::Text(ready ? 200 : 503, ""));
+      // The KServe v2 spec answers "not ready" with a 4xx; Triton sends 400. Kubernetes probes
+      // fail on either 4xx or 5xx.
+      responder.Respond(http::Response::Text(ready ? 200 : 400, ""));
       return;
     }
     case V2Path::Kind::kModelReady: {

@@ -54,7 +54,7 @@ def test_sigterm_not_ready_then_drain_then_exit(tmp_path, start_server):
     server.proc.send_signal(signal.SIGTERM)
     time.sleep(0.5)
     # During the grace period the server says it is not ready but still answers.
-    assert requests.get(f"{server.url}/v2/health/ready", timeout=5).status_code == 503
+    assert requests.get(f"{server.url}/v2/health/ready", timeout=5).status_code == 400
     r = requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": [[0.0] * 64]},
                       timeout=5)
     assert r.status_code == 200
