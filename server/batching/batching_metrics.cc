@@ -13,6 +13,7 @@ struct Families {
   prometheus::Family<prometheus::Histogram>& batch_size;
   prometheus::Family<prometheus::Counter>& padding_rows;
   prometheus::Family<prometheus::Counter>& skipped;
+  prometheus::Counter& tf_wrapped_runs;
 };
 
 Families& Get() {
@@ -32,6 +33,11 @@ Families& Get() {
             .Help("Queued requests answered without being run: their caller gave up (deadline, cancellation) "
                   "before their batch ran")
             .Register(registry),
+        prometheus::BuildCounter()
+            .Name(":tensorflow:serving:batching_session:wrapped_run_count")
+            .Help("Total count of run calls on the wrapped session (TF Serving's name): executed batches")
+            .Register(registry)
+            .Add({}),
     };
   }();
   return *families;
@@ -41,6 +47,7 @@ Families& Get() {
 
 void ObserveBatch(const std::string& model, int64_t rows, int64_t padding_rows) {
   Get().batch_size.Add({{"model", model}}, metrics::ExponentialBuckets(1, 2, 12)).Observe(static_cast<double>(rows));
+  Get().tf_wrapped_runs.Increment();
   if (padding_rows > 0) {
     Get().padding_rows.Add({{"model", model}}).Increment(static_cast<double>(padding_rows));
   }

@@ -6,6 +6,7 @@
 //                                                queued requests whose caller gave up (deadline,
 //                                                cancellation) before their batch ran: answered
 //                                                without being run
+//   :tensorflow:serving:batching_session:wrapped_run_count   executed batches (TF Serving's name)
 // A request's queue wait and a batch's execution are request metrics (request_metrics.h).
 #pragma once
 

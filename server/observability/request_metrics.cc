@@ -19,6 +19,7 @@ struct Families {
   prometheus::Family<prometheus::Counter>& tf_request_count;
   prometheus::Family<prometheus::Histogram>& tf_request_latency;
   prometheus::Family<prometheus::Histogram>& tf_runtime_latency;
+  prometheus::Family<prometheus::Histogram>& tf_queuing_latency;
   prometheus::Family<prometheus::Counter>& requests;
   prometheus::Family<prometheus::Histogram>& request_latency;
   prometheus::Family<prometheus::Histogram>& compute_latency;
@@ -49,6 +50,8 @@ Families& Get() {
                   "Distribution of wall time (in microseconds) for requests (TF Serving's name)."),
         Histogram(r, ":tensorflow:serving:runtime_latency",
                   "Distribution of wall time (in microseconds) for model runs (TF Serving's name)."),
+        Histogram(r, ":tensorflow:serving:batching_session:queuing_latency",
+                  "Distribution of wall time spent (in microseconds) in queuing (TF Serving's name)."),
         Counter(r, "modelfleet_requests_total", "Model API requests by model, version, API and canonical status code"),
         Histogram(r, "modelfleet_request_latency_seconds", "Time from request arrival to response, by model and API"),
         Histogram(r, "modelfleet_compute_latency_seconds", "Time the model spent computing a request's batch"),
@@ -69,6 +72,12 @@ Families& Get() {
 // TF Serving's request latency buckets: 10 µs growing by 1.8, 33 of them.
 const prometheus::Histogram::BucketBoundaries& TfMicrosBuckets() {
   static const auto* buckets = new prometheus::Histogram::BucketBoundaries(metrics::ExponentialBuckets(10, 1.8, 33));
+  return *buckets;
+}
+
+// TF Serving's batching queue buckets: 100 µs growing by 1.2, 52 of them (~1 s).
+const prometheus::Histogram::BucketBoundaries& TfQueuingBuckets() {
+  static const auto* buckets = new prometheus::Histogram::BucketBoundaries(metrics::ExponentialBuckets(100, 1.2, 52));
   return *buckets;
 }
 
@@ -113,6 +122,7 @@ struct ExecutionSeries {
 
 struct QueueSeries {
   prometheus::Histogram* queue;
+  prometheus::Histogram* tf_queuing;
   prometheus::Counter* nv_queue_us = nullptr;
 };
 
@@ -206,11 +216,15 @@ void RecordExecution(const ExecutionRecord& record) {
 void RecordQueueWait(std::string_view model, int64_t version, double seconds) {
   const QueueSeries& series = Cached<QueueSeries>(Key({model, std::to_string(version)}), [&] {
     Families& f = Get();
-    QueueSeries made{&f.queue_latency.Add({{"model", std::string(model)}}, metrics::LatencySecondsBuckets())};
+    // TF Serving's series is per batch thread pool, not per model; its pools are named
+    // "batch_threads" unless configured otherwise, and ours is the one shared scheduler.
+    QueueSeries made{&f.queue_latency.Add({{"model", std::string(model)}}, metrics::LatencySecondsBuckets()),
+                     &f.tf_queuing_latency.Add({{"thread_pool_name", "batch_threads"}}, TfQueuingBuckets())};
     if (version >= 0) made.nv_queue_us = &f.nv_queue_us.Add(TritonLabels(model, version));
     return made;
   });
   series.queue->Observe(seconds);
+  series.tf_queuing->Observe(seconds * 1e6);
   if (series.nv_queue_us) series.nv_queue_us->Increment(WholeMicros(seconds));
 }
 

@@ -4,6 +4,7 @@
 //   :tensorflow:serving:request_count{model_name,status}
 //   :tensorflow:serving:request_latency{model_name,API,entrypoint}   µs histogram
 //   :tensorflow:serving:runtime_latency{model_name,API,runtime}      µs histogram
+//   :tensorflow:serving:batching_session:queuing_latency{thread_pool_name}   µs histogram
 //  Prometheus-style:
 //   modelfleet_requests_total{model,version,api,status}
 //   modelfleet_request_latency_seconds{model,api}

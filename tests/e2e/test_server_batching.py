@@ -66,6 +66,11 @@ def test_concurrent_clients_are_batched(tmp_path, start_server):
     assert 0 < batches < CLIENTS / 2, f"{batches} batches for {CLIENTS} concurrent requests"
     assert metric_value(metrics, "modelfleet_batch_size_bucket", model="cnn", le="1") < batches
     assert metric_value(metrics, "modelfleet_queue_latency_seconds_count", model="cnn") == CLIENTS
+    # TF Serving's batching names, for its dashboards: one queue wait per request, one wrapped
+    # run per batch.
+    assert metric_value(metrics, ":tensorflow:serving:batching_session:queuing_latency_count",
+                        thread_pool_name="batch_threads") == CLIENTS
+    assert metric_value(metrics, ":tensorflow:serving:batching_session:wrapped_run_count") == batches
 
 
 def test_rest_timeout_answers_504(tmp_path, start_server):
