@@ -22,7 +22,8 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
   f.Add("model_config_file_poll_wait_seconds", &o->model_config_file_poll_wait_seconds,
         "re-read --model_config_file this often (0: read once)");
   f.Add("file_system_poll_wait_seconds", &o->file_system_poll_wait_seconds,
-        "how often model base paths are polled for new versions");
+        "how often model base paths are polled for new versions; 0: poll once, as TF Serving (scanned "
+        "until every model serves a version, then again only after a config change)");
   f.Add("enable_batching", &o->enable_batching, "batch concurrent requests to each model version");
   f.Add("batching_parameters_file", &o->batching_parameters_file,
         "BatchingParameters in protobuf text format (max_batch_size, batch_timeout_micros, ...)");
@@ -30,6 +31,9 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
         "MonitoringConfig in protobuf text format (prometheus_config { enable: true path: ... })");
   f.Add("rest_api_timeout_in_ms", &o->rest_api_timeout_in_ms, "time allowed to receive one REST request");
   f.Add("rest_api_num_threads", &o->rest_api_num_threads, "REST io threads (0: one per core)");
+  f.Add("enable_model_warmup", &o->enable_model_warmup,
+        "replay each version's TF Serving warm-up requests (<version>/assets.extra/tf_serving_warmup_requests, "
+        "a TFRecord file of PredictionLog) before it takes traffic; a failing one fails the load");
   f.Add("resource_preserving_swap", &o->resource_preserving_swap,
         "unload the old version before loading the new one (no memory doubling, brief unavailability)");
   f.Add("grpc_threads", &o->grpc_threads,

@@ -31,6 +31,7 @@ struct ServerFlags {
   int rest_api_num_threads = 0;
   // ModelFleet's own.
   bool resource_preserving_swap = false;
+  bool enable_model_warmup = true;
   int grpc_threads = 0;
   int64_t malloc_mmap_threshold_bytes = 0;
   int load_thread_nice = 10;

@@ -60,8 +60,8 @@ int Main(int argc, char** argv) {
   if (flags.rest_api_timeout_in_ms <= 0) {
     return fail(InvalidArgument("--rest_api_timeout_in_ms must be positive"));
   }
-  if (flags.file_system_poll_wait_seconds <= 0) {
-    return fail(InvalidArgument("--file_system_poll_wait_seconds must be positive"));
+  if (flags.file_system_poll_wait_seconds < 0) {
+    return fail(InvalidArgument("--file_system_poll_wait_seconds must be >= 0 (0: poll once)"));
   }
   auto models = ModelsFromFlags(flags, flag_set);
   if (!models.ok()) return fail(models.status());
@@ -140,7 +140,9 @@ int Main(int argc, char** argv) {
     return fail(InvalidArgument("--load_thread_nice must be in 0..19, got " + std::to_string(flags.load_thread_nice)));
   }
   manager_options.on_loop_thread_start = [nice = flags.load_thread_nice] { (void)LowerCurrentThreadPriority(nice); };
-  manager_options.poll_interval = Millis(flags.file_system_poll_wait_seconds);
+  // 0 polls once (ModelManager); a positive value below a millisecond is not taken for it.
+  manager_options.poll_interval = std::max(Millis(flags.file_system_poll_wait_seconds),
+                                           std::chrono::milliseconds(flags.file_system_poll_wait_seconds > 0 ? 1 : 0));
   if (flags.max_num_load_retries < -1) return fail(InvalidArgument("--max_num_load_retries must be >= -1"));
   manager_options.max_load_retries = flags.max_num_load_retries;
   // Two scans can follow within a millisecond (start-up, a config change): a file still being
@@ -149,7 +151,7 @@ int Main(int argc, char** argv) {
   manager_options.swap_mode =
       flags.resource_preserving_swap ? SwapMode::kResourcePreserving : SwapMode::kAvailabilityPreserving;
   auto manager =
-      std::make_shared<ModelManager>(std::make_shared<SessionLoader>(session_options, scheduler, placement), manager_options);
+      std::make_shared<ModelManager>(std::make_shared<SessionLoader>(session_options, scheduler, placement, flags.enable_model_warmup), manager_options);
   if (auto set = manager->SetModels(*models); !set.ok()) return fail(set.status());
   manager->Start();
 

@@ -190,11 +190,20 @@ void ModelManager::Stop() {
 }
 
 void ModelManager::Loop() {
+  // With polling off, a model still without a version is scanned this often until it has one.
+  constexpr std::chrono::milliseconds kUntilServing{1000};
   while (true) {
     PollOnce();
     std::unique_lock lock(loop_mu_);
-    auto wait = recheck_soon_ ? std::min(options_.recheck_interval, options_.poll_interval) : options_.poll_interval;
-    loop_cv_.wait_for(lock, wait, [this] { return stopping_ || wake_; });
+    const bool poll_once = options_.poll_interval.count() == 0;
+    const auto period = poll_once ? kUntilServing : options_.poll_interval;
+    const auto wait = recheck_soon_ ? std::min(options_.recheck_interval, period) : period;
+    const auto woken = [this] { return stopping_ || wake_; };
+    if (poll_once && all_serving_ && !recheck_soon_) {
+      loop_cv_.wait(lock, woken);  // settled: only a config change or Stop() wakes the loop
+    } else {
+      loop_cv_.wait_for(lock, wait, woken);
+    }
     if (stopping_) return;
     wake_ = false;
   }
@@ -265,6 +274,7 @@ void ModelManager::PollOnce() {
   std::lock_guard lock(poll_mu_);
   ApplyPendingConfig();
   bool recheck = false;
+  bool all_serving = true;
   for (auto& [name, model] : models_) {
     // Before: a previous base path released by now makes way for loads (resource preserving).
     // After: a new path that now serves retires the previous one's versions.
@@ -272,8 +282,10 @@ void ModelManager::PollOnce() {
     PollModel(*model);
     AdvanceRetirement(*model);
     recheck = recheck || NeedsRecheck(*model);
+    all_serving = all_serving && AnyAvailable(model->versions);
   }
   recheck_soon_ = recheck;
+  all_serving_ = all_serving;
   uint64_t generation = 0;
   {
     std::lock_guard config_lock(config_mu_);

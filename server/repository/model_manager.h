@@ -40,7 +40,10 @@
 namespace mf::server {
 
 struct ManagerOptions {
-  std::chrono::milliseconds poll_interval{1000};  // --file_system_poll_wait_seconds
+  // --file_system_poll_wait_seconds. 0: TF Serving's "poll once": base paths are scanned until
+  // every model has an AVAILABLE version (files settle, failed loads retry, unloads finish),
+  // then only after a config change.
+  std::chrono::milliseconds poll_interval{1000};
   SwapMode swap_mode = SwapMode::kAvailabilityPreserving;
   std::chrono::milliseconds retry_initial{1000};  // first retry delay after a failed load
   std::chrono::milliseconds retry_max{60000};     // backoff cap
@@ -159,6 +162,7 @@ class ModelManager {
   std::mutex poll_mu_;
   std::map<std::string, std::unique_ptr<ModelState>, std::less<>> models_;
   bool recheck_soon_ = false;
+  bool all_serving_ = false;  // every model had an AVAILABLE version at the end of the last poll
 
   std::mutex config_mu_;
   std::optional<std::vector<ModelConfig>> pending_config_;

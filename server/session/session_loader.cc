@@ -3,6 +3,7 @@
 #include "common/logging.h"
 #include "server/batching/batching_servable.h"
 #include "server/observability/metered_servable.h"
+#include "server/session/warmup_requests.h"
 
 namespace mf::server {
 
@@ -54,6 +55,7 @@ StatusOr<std::shared_ptr<const Servable>> SessionLoader::Load(const LoadRequest&
   // could not; running it twice would double every load's compute. Unwrapped: the warm-up is
   // no execution in the metrics.
   if (!warmed_up) MF_RETURN_IF_ERROR(WarmUp(*servable));
+  if (replay_warmup_requests_) MF_RETURN_IF_ERROR(ReplayWarmupRequests(*servable, request.model_path));
   if (!scheduler_) {
     return std::shared_ptr<const Servable>(
         std::make_shared<MeteredServable>(servable, request.model_name, request.version));

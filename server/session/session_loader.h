@@ -4,7 +4,8 @@
 // takes traffic, and wraps it for dynamic batching when a scheduler is given, else in a
 // MeteredServable, so every execution is recorded once (request_metrics.h). Each version runs
 // on the device its LoadRequest names, else on DevicePlacement's --device, by the rules of
-// device_placement.h.
+// device_placement.h. A version shipping TF Serving's warm-up requests has them replayed too
+// (warmup_requests.h).
 #pragma once
 
 #include <atomic>
@@ -41,8 +42,11 @@ class SessionLoader : public Loader {
  public:
   // `scheduler` may be null (no batching). options.backend is replaced by each load's device.
   SessionLoader(runtime::SessionOptions options, std::shared_ptr<batching::BatchScheduler> scheduler,
-                DevicePlacement placement = {})
-      : options_(options), scheduler_(std::move(scheduler)), placement_(placement) {}
+                DevicePlacement placement = {}, bool replay_warmup_requests = true)
+      : options_(options),
+        scheduler_(std::move(scheduler)),
+        placement_(placement),
+        replay_warmup_requests_(replay_warmup_requests) {}
 
   using Loader::Load;
   // On request.device when the config chose one, else on the placement's --device.
@@ -54,6 +58,7 @@ class SessionLoader : public Loader {
   const runtime::SessionOptions options_;
   const std::shared_ptr<batching::BatchScheduler> scheduler_;
   const DevicePlacement placement_;
+  const bool replay_warmup_requests_;  // --enable_model_warmup (warmup_requests.h)
   // Set once an auto load's CUDA attempt answered UNAVAILABLE (no GPU, or not built in).
   std::atomic<bool> cuda_unavailable_{false};
 };

@@ -18,7 +18,7 @@ def run_server(args, timeout=30):
 def test_bad_startup_input_is_refused_clearly(tmp_path):
     cases = [
         (["--no_such_flag=1"], "no_such_flag"),
-        (["--model_base_path=/m", "--file_system_poll_wait_seconds=0"], "file_system_poll_wait_seconds"),
+        (["--model_base_path=/m", "--file_system_poll_wait_seconds=-1"], "file_system_poll_wait_seconds"),
         (["--model_base_path=/m", "--backend=tpu"], "--backend"),
         (["--model_base_path=/m", "--device=gpu"], "--device must be auto, cpu or cuda"),
         (["--model_base_path=/m", "--device=cpu", "--backend=cpu"], "not both"),

@@ -11,6 +11,7 @@ import sys
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "e2e"))
 import proto_stubs  # noqa: E402
+import tfrecord  # noqa: E402
 
 REST = {
     "row_single.json": '{"instances": [[1, 2.5, -3e2], [4, 5, 6]]}',
@@ -93,6 +94,22 @@ def model_infer_requests():
     return {"typed.bin": typed.SerializeToString(), "raw.bin": raw.SerializeToString()}
 
 
+def warmup_files():
+    logs = proto_stubs.module("tensorflow_serving.apis.prediction_log_pb2")
+    tensor_pb2 = proto_stubs.module("tensorflow.core.framework.tensor_pb2")
+    types = proto_stubs.module("tensorflow.core.framework.types_pb2")
+    predict = logs.PredictionLog()
+    predict.predict_log.request.model_spec.name = "m"
+    x = tensor_pb2.TensorProto(dtype=types.DT_FLOAT, float_val=[1.0, 2.0])
+    x.tensor_shape.dim.add(size=2)
+    predict.predict_log.request.inputs["x"].CopyFrom(x)
+    classify = logs.PredictionLog()
+    classify.classify_log.request.model_spec.name = "m"
+    record = tfrecord.frame(predict.SerializeToString())
+    return {"two_predict.bin": record * 2, "classify.bin": tfrecord.frame(classify.SerializeToString()),
+            "truncated.bin": record[:-3]}
+
+
 def write(target, files):
     folder = HERE / "corpus" / target
     folder.mkdir(parents=True, exist_ok=True)
@@ -106,6 +123,7 @@ def main():
     write("kserve_json", {**no_header, "binary.bin": kserve_binary()})
     write("tensor_proto", tensor_protos())
     write("kserve_proto", model_infer_requests())
+    write("warmup_records", warmup_files())
 
 
 if __name__ == "__main__":

@@ -394,5 +394,31 @@ TEST_F(ModelManagerTest, BackgroundLoopLoadsWithoutManualPolls) {
   manager_->Stop();
 }
 
+// --file_system_poll_wait_seconds=0 (TF Serving's "poll once"): scanned until the model serves,
+// then a new version on disk is not picked up until a config change asks for a scan.
+TEST_F(ModelManagerTest, PollOnceStopsScanningOnceServingUntilAConfigChange) {
+  repo_.WriteVersion(1, "ok");
+  ManagerOptions options;
+  options.poll_interval = std::chrono::milliseconds(0);
+  options.recheck_interval = std::chrono::milliseconds(10);
+  MakeManager(options);
+  manager_->Start();
+  auto wait_for_version = [this](int64_t version) {
+    for (int i = 0; i < 500; ++i) {
+      auto handle = manager_->GetServable("m", VersionRequest::Latest());
+      if (handle.ok() && handle->version == version) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_for_version(1));
+  repo_.WriteVersion(2, "ok");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(loader_->loads(2), 0) << "polling is off once the model serves";
+  ASSERT_TRUE(manager_->SetModels({Config()}).ok());
+  EXPECT_TRUE(wait_for_version(2)) << "a config change scans again";
+  manager_->Stop();
+}
+
 }  // namespace
 }  // namespace mf::server
