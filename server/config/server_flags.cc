@@ -34,6 +34,15 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
   f.Add("enable_model_warmup", &o->enable_model_warmup,
         "replay each version's TF Serving warm-up requests (<version>/assets.extra/tf_serving_warmup_requests, "
         "a TFRecord file of PredictionLog) before it takes traffic; a failing one fails the load");
+  f.Add("num_request_iterations_for_warmup", &o->num_request_iterations_for_warmup,
+        "times each warm-up request is run (used when > 0)");
+  f.Add("load_retry_interval_micros", &o->load_retry_interval_micros,
+        "when given, failed loads are retried at this fixed interval (negative: at once) instead of with "
+        "exponential backoff from 1 s to 60 s");
+  f.Add("flush_filesystem_caches", &o->flush_filesystem_caches,
+        "after a version loads, drop its files from the page cache (the weights are in memory already; the "
+        "cached copy would count against the pod's memory)");
+  f.Add("version", &o->version, "print the server's version and exit");
   f.Add("resource_preserving_swap", &o->resource_preserving_swap,
         "unload the old version before loading the new one (no memory doubling, brief unavailability)");
   f.Add("grpc_threads", &o->grpc_threads,
@@ -72,6 +81,9 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
   f.Add("intra_op_threads", &o->intra_op_threads, "CPU threads per model run (0: one per core)");
   // tensorflow_model_server's names for the same two settings, so its command lines carry over.
   f.Add("tensorflow_intra_op_parallelism", &o->intra_op_threads, "TF Serving's name for --intra_op_threads");
+  f.Add("tensorflow_session_parallelism", &o->intra_op_threads,
+        "TF Serving's session-wide thread count: --intra_op_threads here (a request's operators run in order)");
+  f.Add("grpc_max_threads", &o->grpc_threads, "TF Serving's name for --grpc_threads");
   f.Add("per_process_gpu_memory_fraction", &o->gpu_memory_fraction, "TF Serving's name for --gpu_memory_fraction");
   f.Add("drain_seconds", &o->drain_seconds, "on SIGTERM, time allowed for in-flight requests");
   f.Add("not_ready_grace_seconds", &o->not_ready_grace_seconds,

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/flags.h"
+#include "modelfleet_version.h"
 #include "server/codec/kserve_proto.h"
 #include "server/codec/model_info.h"
 #include "server/codec/named_tensor.h"
@@ -300,7 +301,7 @@ Status InferenceServiceImpl::ModelReady(const CallContext&, const inference::Mod
 Status InferenceServiceImpl::ServerMetadata(const CallContext&, const inference::ServerMetadataRequest*,
                                             inference::ServerMetadataResponse* response) {
   response->set_name("modelfleet");
-  response->set_version("0.1.0");
+  response->set_version(MODELFLEET_VERSION);
   return Status::Ok();
 }
 

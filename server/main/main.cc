@@ -13,10 +13,12 @@
 #include "common/flags.h"
 #include "common/logging.h"
 #include "http/server.h"
+#include "modelfleet_version.h"
 #include "runtime/weight_mappings.h"
 #include "server/config/batching_parameters.h"
 #include "server/config/monitoring_config.h"
 #include "server/config/server_flags.h"
+#include "server/config/tf_serving_only_flags.h"
 #include "server/grpc/grpc_server.h"
 #include "server/main/config_reloader.h"
 #include "server/main/heap_policy.h"
@@ -37,12 +39,18 @@ int Main(int argc, char** argv) {
   flag_set.EnableConfigFile();
   ServerFlags flags;
   RegisterServerFlags(flag_set, &flags);
+  TfServingOnlyFlags tf_serving_only;
+  tf_serving_only.Register(flag_set);
   if (Status s = flag_set.Parse(argc, argv); !s.ok()) {
     std::cerr << s.message() << "\n\n" << flag_set.Usage();
     return 2;
   }
   if (flag_set.help_requested()) {
     std::cout << flag_set.Usage();
+    return 0;
+  }
+  if (flags.version) {
+    std::cout << "ModelFleet model server: " << MODELFLEET_VERSION << "\n";
     return 0;
   }
   log::Level level;
@@ -57,6 +65,7 @@ int Main(int argc, char** argv) {
     log::Error("cannot start", {{"error", status.ToString()}});
     return 1;
   };
+  if (Status s = tf_serving_only.Check(flag_set); !s.ok()) return fail(s);
   if (flags.rest_api_timeout_in_ms <= 0) {
     return fail(InvalidArgument("--rest_api_timeout_in_ms must be positive"));
   }
@@ -145,13 +154,22 @@ int Main(int argc, char** argv) {
                                            std::chrono::milliseconds(flags.file_system_poll_wait_seconds > 0 ? 1 : 0));
   if (flags.max_num_load_retries < -1) return fail(InvalidArgument("--max_num_load_retries must be >= -1"));
   manager_options.max_load_retries = flags.max_num_load_retries;
+  if (flag_set.IsSet("load_retry_interval_micros")) {
+    // TF Serving's fixed interval (negative: no wait) instead of our backoff.
+    const auto interval = std::chrono::ceil<std::chrono::milliseconds>(
+        std::chrono::microseconds(std::max<int64_t>(flags.load_retry_interval_micros, 0)));
+    manager_options.retry_initial = manager_options.retry_max = interval;
+  }
   // Two scans can follow within a millisecond (start-up, a config change): a file still being
   // written must also have stayed unchanged this long before it is loaded.
   manager_options.min_stable_age = std::chrono::milliseconds(200);
   manager_options.swap_mode =
       flags.resource_preserving_swap ? SwapMode::kResourcePreserving : SwapMode::kAvailabilityPreserving;
   auto manager =
-      std::make_shared<ModelManager>(std::make_shared<SessionLoader>(session_options, scheduler, placement, flags.enable_model_warmup), manager_options);
+      std::make_shared<ModelManager>(std::make_shared<SessionLoader>(
+          session_options, scheduler, placement,
+          LoadSteps{flags.enable_model_warmup, std::max(flags.num_request_iterations_for_warmup, 1),
+                    flags.flush_filesystem_caches}), manager_options);
   if (auto set = manager->SetModels(*models); !set.ok()) return fail(set.status());
   manager->Start();
 

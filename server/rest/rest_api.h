@@ -10,6 +10,7 @@
 #include <string>
 
 #include "http/server.h"
+#include "modelfleet_version.h"
 #include "server/config/monitoring_config.h"
 #include "server/repository/model_manager.h"
 #include "server/repository/deadline_timer.h"
@@ -27,7 +28,7 @@ struct RestApiOptions {
   // gRPC front end, or (null) one of run_threads threads of its own (0: one per core).
   std::shared_ptr<RunPool> run_pool;
   int run_threads = 0;
-  std::string server_version = "0.1.0";
+  std::string server_version = MODELFLEET_VERSION;
   // --rest_api_enable_cors_support: browsers may call the API from any origin (the server adds
   // Access-Control-Allow-Origin: * to every response, see CorsHeaders()); OPTIONS preflights
   // are answered 204.

@@ -38,15 +38,19 @@ class SessionServable : public Servable {
 // Runs `servable` once on zero inputs of batch size one (symbolic dims taken as 1).
 Status WarmUp(const Servable& servable);
 
+// What a load does besides loading (TF Serving's flags of the same names).
+struct LoadSteps {
+  bool replay_warmup_requests = true;  // --enable_model_warmup (warmup_requests.h)
+  int warmup_iterations = 1;           // --num_request_iterations_for_warmup
+  bool flush_filesystem_caches = true;  // --flush_filesystem_caches (file_cache.h)
+};
+
 class SessionLoader : public Loader {
  public:
   // `scheduler` may be null (no batching). options.backend is replaced by each load's device.
   SessionLoader(runtime::SessionOptions options, std::shared_ptr<batching::BatchScheduler> scheduler,
-                DevicePlacement placement = {}, bool replay_warmup_requests = true)
-      : options_(options),
-        scheduler_(std::move(scheduler)),
-        placement_(placement),
-        replay_warmup_requests_(replay_warmup_requests) {}
+                DevicePlacement placement = {}, LoadSteps steps = {})
+      : options_(options), scheduler_(std::move(scheduler)), placement_(placement), steps_(steps) {}
 
   using Loader::Load;
   // On request.device when the config chose one, else on the placement's --device.
@@ -58,7 +62,7 @@ class SessionLoader : public Loader {
   const runtime::SessionOptions options_;
   const std::shared_ptr<batching::BatchScheduler> scheduler_;
   const DevicePlacement placement_;
-  const bool replay_warmup_requests_;  // --enable_model_warmup (warmup_requests.h)
+  const LoadSteps steps_;
   // Set once an auto load's CUDA attempt answered UNAVAILABLE (no GPU, or not built in).
   std::atomic<bool> cuda_unavailable_{false};
 };

@@ -22,7 +22,7 @@ std::string WarmupFilePath(const std::string& model_path) {
   return (std::filesystem::path(model_path).parent_path() / kWarmupFileRelativePath).string();
 }
 
-Status ReplayWarmupRequests(const Servable& servable, const std::string& model_path) {
+Status ReplayWarmupRequests(const Servable& servable, const std::string& model_path, int iterations) {
   const std::string path = WarmupFilePath(model_path);
   std::error_code error;
   const auto status = std::filesystem::status(path, error);
@@ -47,8 +47,10 @@ Status ReplayWarmupRequests(const Servable& servable, const std::string& model_p
     if (!inputs.ok()) return fail(inputs.status().WithContext(which));
     std::vector<const runtime::Tensor*> pointers;
     for (const runtime::Tensor& t : *inputs) pointers.push_back(&t);
-    Servable::Outputs outputs;
-    if (Status s = servable.Run(pointers, &outputs); !s.ok()) return fail(s.WithContext(which));
+    for (int run = 0; run < iterations; ++run) {
+      Servable::Outputs outputs;
+      if (Status s = servable.Run(pointers, &outputs); !s.ok()) return fail(s.WithContext(which));
+    }
   }
   log::Info("warm-up requests replayed", {{"file", path}, {"requests", std::to_string(requests->size())}});
   return Status::Ok();

@@ -18,8 +18,9 @@ inline constexpr const char* kWarmupFileRelativePath = "assets.extra/tf_serving_
 // The warm-up file of the version whose model file is `model_path`.
 std::string WarmupFilePath(const std::string& model_path);
 
-// Runs each warm-up request of the version's file on `servable`, in order. OK when the version
-// has no warm-up file; the first error otherwise, naming the file and record.
-Status ReplayWarmupRequests(const Servable& servable, const std::string& model_path);
+// Runs each warm-up request of the version's file on `servable`, in order, `iterations` times
+// each. OK when the version has no warm-up file; the first error otherwise, naming the file and
+// record.
+Status ReplayWarmupRequests(const Servable& servable, const std::string& model_path, int iterations = 1);
 
 }  // namespace mf::server

@@ -36,6 +36,11 @@ def test_bad_startup_input_is_refused_clearly(tmp_path):
          "--malloc_mmap_threshold_bytes"),
         (["--model_base_path=/m", "--batching_parameters_file=/nope"], "--enable_batching"),
         (["--model_base_path=/m", "--enable_batching", "--batching_parameters_file=/nope"], "/nope"),
+        # TF Serving flags we do not implement and must not ignore: plaintext where TLS was asked for.
+        (["--model_base_path=/m", "--ssl_config_file=/etc/ssl.config"], "--ssl_config_file: TLS"),
+        (["--model_base_path=/m", "--use_alts_credentials"], "--use_alts_credentials"),
+        (["--model_base_path=/m", "--grpc_socket_path=/tmp/grpc.sock"], "--grpc_socket_path"),
+        (["--model_base_path=/m", "--num_load_threads=many"], "num_load_threads"),
     ]
     bad_config = tmp_path / "bad.config"
     bad_config.write_text('model_config_list { config { name: "m" base_path: "/m" model_platform: "pytorch" } }')
@@ -44,6 +49,31 @@ def test_bad_startup_input_is_refused_clearly(tmp_path):
         done = run_server(args)
         assert done.returncode != 0, args
         assert needle in done.stdout + done.stderr, (args, done.stdout + done.stderr)
+
+
+def test_tf_serving_command_line_starts_unchanged(tmp_path, start_server):
+    """A tensorflow_model_server command line as Kubernetes manifests carry it: TensorFlow-only
+    flags are accepted and each is logged as ignored with the reason; the ones that map here
+    (session parallelism, gRPC threads, retry interval, warm-up, page cache) take effect."""
+    version = run_server(["--version"])
+    assert version.returncode == 0 and "ModelFleet model server: " in version.stdout, version
+    base = tmp_path / "digits"
+    copy_version(EXAMPLES / "digits", 1, base)
+    server = start_server(["--model_name=digits", f"--model_base_path={base}",
+                           "--tensorflow_session_parallelism=2", "--tensorflow_inter_op_parallelism=2",
+                           "--saved_model_tags=serve", "--num_load_threads=4", "--num_unload_threads=4",
+                           "--grpc_max_threads=4", "--xla_cpu_compilation_enabled", "--enable_model_warmup=true",
+                           "--num_request_iterations_for_warmup=2", "--flush_filesystem_caches=true",
+                           "--load_retry_interval_micros=500000", "--use_alts_credentials=false",
+                           "--enable_signature_method_name_check=false"])
+    r = requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": [[0.0] * 64]}, timeout=10)
+    assert r.status_code == 200, r.text
+    log = server.log()
+    for ignored in ("--tensorflow_inter_op_parallelism", "--saved_model_tags", "--num_load_threads",
+                    "--num_unload_threads", "--xla_cpu_compilation_enabled",
+                    "--enable_signature_method_name_check"):
+        assert f"TF Serving flag ignored flag={ignored}" in log, (ignored, log[-3000:])
+    assert "flag=--tensorflow_session_parallelism" not in log, "it maps to --intra_op_threads"
 
 
 def test_sigterm_not_ready_then_drain_then_exit(tmp_path, start_server):
