@@ -2,7 +2,8 @@
 """What one version swap costs the server: load + warm-up time (modelfleet_model_load_seconds),
 page faults, and resident memory during back-to-back swaps and once they stop, with the weight
 memory of earlier loads kept for the next one (--retain_load_memory_seconds, the default) and
-given back at once (=0), in the same run.
+given back at once (=0), and with the page cache kept (--flush_filesystem_caches=false), in the
+same run.
 
     /usr/bin/python3 bench/server/swap_load_cost.py [--swaps 8] [--channels 512] [--rounds 2]
         [--baseline OTHER_BINARY]   # also an older build (run with its defaults) in the same run
@@ -47,8 +48,9 @@ def load_seconds(url: str) -> tuple:
     return total, count
 
 
-def measure(binary, sources, tmp: pathlib.Path, swaps: int, retain) -> dict:
-    """`retain` None: the binary's defaults (a baseline build may not know the flag)."""
+def measure(binary, sources, tmp: pathlib.Path, swaps: int, flags: list, linger: float) -> dict:
+    """`flags`: extra server flags (none for a baseline build, which may not know ours); `linger`:
+    how long kept load memory outlives the last swap (--retain_load_memory_seconds)."""
     base = pathlib.Path(tempfile.mkdtemp(dir=tmp)) / "cnn"  # publish/retire use its parent
     install(sources[0], base, 1)
     port = free_port()
@@ -57,12 +59,11 @@ def measure(binary, sources, tmp: pathlib.Path, swaps: int, retain) -> dict:
         [str(binary), "--model_name=cnn", f"--model_base_path={base}", f"--rest_api_port={port}",
          f"--port={free_port()}", "--rest_api_address=127.0.0.1", "--grpc_address=127.0.0.1",
          "--file_system_poll_wait_seconds=0.2", "--log_level=warning"]
-        + ([] if retain is None else [f"--retain_load_memory_seconds={retain}"]),
+        + flags,
         stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: only_version(url, "cnn", 1), "version 1")
-        linger = 2.0 if retain is None else retain
         time.sleep(linger + 1)
         start_rss = rss_mib(server.pid)
         sum0, count0 = load_seconds(url)
@@ -104,11 +105,14 @@ def main() -> None:
               "| RSS MiB: start / during swaps (median) / 1 s after they stop |")
         print("|---:|---:|---:|---|")
         for _ in range(args.rounds):
-            runs = [(f"--retain_load_memory_seconds={r:g}", binary, r) for r in (0.0, 2.0)]
+            runs = [(binary, ["--retain_load_memory_seconds=0"], 0.0),
+                    (binary, ["--retain_load_memory_seconds=2"], 2.0),
+                    (binary, ["--flush_filesystem_caches=false"], 2.0)]
             if args.baseline:
-                runs.insert(0, (f"baseline {args.baseline}", args.baseline, None))
-            for label, server, retain in runs:
-                r = measure(server, sources, tmp, args.swaps, retain)
+                runs.insert(0, (args.baseline, [], 2.0))
+            for server, flags, linger in runs:
+                label = " ".join(flags) if flags else f"baseline {server}"
+                r = measure(server, sources, tmp, args.swaps, flags, linger)
                 print(f"| {label} | {r['load_ms']:.0f} | {r['faults']:.0f} | {r['start']:.0f} / {r['during']:.0f} / "
                       f"{r['after']:.0f} |", flush=True)
 
