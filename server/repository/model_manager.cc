@@ -233,13 +233,21 @@ void ModelManager::ApplyPendingConfig() {
       mf::log::Info("model moved to another base path; its versions serve until the new path's do",
                     {{"model", config.name}, {"from", it->second->config.base_path}, {"to", config.base_path}});
       std::unique_ptr<ModelState> previous = std::move(it->second);
+      std::unique_ptr<ModelState> older = std::move(previous->retiring);  // has none of its own
       // What keeps serving meanwhile: the previous path's versions, or, when none of them serves
-      // yet, what that path was itself replacing (two moves in a row).
-      if (!AnyAvailable(previous->versions) && previous->retiring) previous = std::move(previous->retiring);
-      previous->retiring.reset();
+      // yet, what that path was itself replacing (two moves in a row); else nothing.
+      std::unique_ptr<ModelState> serving;
+      if (AnyAvailable(previous->versions)) {
+        serving = std::move(previous);
+      } else if (older && AnyAvailable(older->versions)) {
+        serving = std::move(older);
+      }
+      for (const ModelState* dropped : {previous.get(), older.get()}) {
+        if (dropped != nullptr) ForgetMetrics(config.name, *dropped, serving.get());
+      }
       it->second = std::make_unique<ModelState>(std::move(config), options_.min_stable_age);
       it->second->generation = generation;
-      it->second->retiring = std::move(previous);
+      it->second->retiring = std::move(serving);
     } else {
       it->second->generation = generation;
       // A device change applies to loads from now on; a version that failed on the old device
@@ -258,9 +266,8 @@ void ModelManager::ApplyPendingConfig() {
       continue;
     }
     mf::log::Info("model removed from config; unloading all its versions", {{"model", it->first}});
-    for (const ModelState* state = it->second.get(); state != nullptr; state = state->retiring.get()) {
-      for (const auto& [v, tracked] : state->versions) repository_metrics::RemoveVersion(it->first, v);
-    }
+    if (it->second->retiring) ForgetMetrics(it->first, *it->second->retiring, nullptr);
+    ForgetMetrics(it->first, *it->second, nullptr);
     decltype(snapshots_)::node_type removed;  // destroyed after the lock (see Publish)
     {
       std::unique_lock lock(snapshots_mu_);
@@ -294,6 +301,12 @@ void ModelManager::PollOnce() {
   if (generation != 0) applied_generation_ = generation;
 }
 
+void ModelManager::ForgetMetrics(const std::string& model, const ModelState& dropped, const ModelState* keep) {
+  for (const auto& [v, tracked] : dropped.versions) {
+    if (keep == nullptr || keep->versions.count(v) == 0) repository_metrics::RemoveVersion(model, v);
+  }
+}
+
 void ModelManager::AdvanceRetirement(ModelState& model) {
   ModelState* old = model.retiring.get();
   if (old == nullptr) return;
@@ -306,6 +319,8 @@ void ModelManager::AdvanceRetirement(ModelState& model) {
       tracked.state = VersionState::kUnloading;
       tracked.releasing = tracked.servable;
       tracked.servable.reset();
+      // The version metrics are the new path's where it has the same version number.
+      if (model.versions.count(v) == 0) repository_metrics::SetVersionState(name, v, tracked.state);
       mf::log::Info("unloading model version of the previous base path",
                     {{"model", name}, {"version", std::to_string(v)}, {"path", old->config.base_path}});
       changed = true;
@@ -317,14 +332,13 @@ void ModelManager::AdvanceRetirement(ModelState& model) {
     if (tracked.state == VersionState::kUnloading && tracked.releasing.expired()) {
       tracked.state = VersionState::kEnd;
       tracked.releasing.reset();
+      if (model.versions.count(v) == 0) repository_metrics::SetVersionState(name, v, tracked.state);
       changed = true;
     }
     done = done && tracked.state != VersionState::kAvailable && tracked.state != VersionState::kUnloading;
   }
   if (!done) return;
-  for (const auto& [v, tracked] : old->versions) {
-    if (model.versions.count(v) == 0) repository_metrics::RemoveVersion(name, v);
-  }
+  ForgetMetrics(name, *old, &model);
   mf::log::Info("previous base path's versions unloaded", {{"model", name}, {"path", old->config.base_path}});
   model.retiring.reset();
   Publish(model);

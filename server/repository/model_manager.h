@@ -143,6 +143,8 @@ class ModelManager {
   // Unloads the versions of a model's previous base path once the new path serves (at once in
   // the resource preserving mode), and forgets them once released.
   void AdvanceRetirement(ModelState& model);
+  // Removes the version metrics of a state that goes, except for versions `keep` also tracks.
+  static void ForgetMetrics(const std::string& model, const ModelState& dropped, const ModelState* keep);
   void ApplyPendingConfig();
   void LoadVersion(ModelState& model, int64_t version);
   void UnloadVersion(ModelState& model, int64_t version);

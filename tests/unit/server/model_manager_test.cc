@@ -344,6 +344,26 @@ TEST_F(ModelManagerTest, BasePathChangeWithTheSameVersionNumberHasNoGap) {
   EXPECT_EQ(loader_->live(), 1);
 }
 
+// Two moves before the first new path served: the original path's version keeps serving.
+TEST_F(ModelManagerTest, TwoBasePathChangesInARowKeepTheLastServingPath) {
+  repo_.WriteVersion(1, "ok");
+  MakeManager();
+  Poll2();
+  TempRepository second, third;
+  ModelConfig moved = Config();
+  moved.base_path = second.base();
+  ASSERT_TRUE(manager_->SetModels({moved}).ok());
+  Poll2();
+  moved.base_path = third.base();
+  ASSERT_TRUE(manager_->SetModels({moved}).ok());
+  Poll2();
+  EXPECT_EQ(LoadedFrom(manager_->GetServable("m", VersionRequest::Latest())), repo_.base() + "/1/model.onnx");
+  third.WriteVersion(2, "ok");
+  Poll2();
+  EXPECT_EQ(LoadedFrom(manager_->GetServable("m", VersionRequest::Latest())), third.base() + "/2/model.onnx");
+  EXPECT_EQ(loader_->live(), 1) << "the first path's version is gone";
+}
+
 TEST_F(ModelManagerTest, BasePathChangeInResourcePreservingModeUnloadsFirst) {
   repo_.WriteVersion(1, "ok");
   ManagerOptions options;
