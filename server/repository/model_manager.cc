@@ -661,9 +661,7 @@ Status ModelManager::StorageStatus(std::string_view model) const {
 
 std::vector<std::string> ModelManager::ModelNames() const {
   std::shared_lock lock(snapshots_mu_);
-  std::vector<std::string> names;
-  for (const auto& [name, snapshot] : snapshots_) names.push_back(name);
-  return names;
+  return {configured_.begin(), configured_.end()};
 }
 
 bool ModelManager::AllModelsAvailable() const {

@@ -124,6 +124,7 @@ class ModelManager {
   StatusOr<int64_t> ResolveLabel(std::string_view model, const std::string& label) const;
   // The storage error of a model's last scan (OK when its base path reads fine).
   Status StorageStatus(std::string_view model) const;
+  // The models of the newest config (as readiness counts them), polled yet or not.
   std::vector<std::string> ModelNames() const;
   // True when every model of the newest config has at least one AVAILABLE version (readiness).
   bool AllModelsAvailable() const;
