@@ -23,8 +23,10 @@ struct BatchScheduler::Batch {
 
 class BatchScheduler::Queue {
  public:
-  explicit Queue(BatchProcessor processor) : processor(std::move(processor)) {}
+  Queue(BatchProcessor processor, BatchingOptions options)
+      : processor(std::move(processor)), options(std::move(options)) {}
   BatchProcessor processor;
+  const BatchingOptions options;  // everything but num_batch_threads, which is the pool's
   std::deque<Batch> batches;  // guarded by the scheduler's mu_
 };
 
@@ -111,22 +113,27 @@ BatchScheduler::~BatchScheduler() {
 }
 
 std::shared_ptr<BatchScheduler::Queue> BatchScheduler::AddQueue(BatchProcessor processor) {
-  auto queue = std::make_shared<Queue>(std::move(processor));
+  return AddQueue(std::move(processor), options_);
+}
+
+std::shared_ptr<BatchScheduler::Queue> BatchScheduler::AddQueue(BatchProcessor processor, BatchingOptions options) {
+  auto queue = std::make_shared<Queue>(std::move(processor), std::move(options));
   std::lock_guard lock(mu_);
   queues_.push_back(queue);
   return queue;
 }
 
 Status BatchScheduler::Schedule(Queue& queue, BatchTask&& task) {
+  const BatchingOptions& options = queue.options;
   if (task.rows < 1 || task.inputs.empty()) {
     return InvalidArgument("a batched request needs at least one input with at least one row");
   }
-  if (task.rows > options_.max_batch_size) {
+  if (task.rows > options.max_batch_size) {
     return InvalidArgument("Task size " + std::to_string(task.rows) + " is larger than maximum batch size " +
-                           std::to_string(options_.max_batch_size));
+                           std::to_string(options.max_batch_size));
   }
   std::vector<size_t> element_bytes;  // per input, when padding (scanned outside the lock)
-  if (options_.pad_variable_length_inputs) {
+  if (options.pad_variable_length_inputs) {
     for (const runtime::Tensor& input : task.inputs) element_bytes.push_back(ElementBytesBound(input));
   }
   task.enqueued = Clock::now();
@@ -134,18 +141,18 @@ Status BatchScheduler::Schedule(Queue& queue, BatchTask&& task) {
     std::lock_guard lock(mu_);
     if (stopping_) return Unavailable("the server is shutting down");
     auto fits = [&](const Batch& batch) {
-      if (batch.closed || batch.rows + task.rows > options_.max_batch_size) return false;
+      if (batch.closed || batch.rows + task.rows > options.max_batch_size) return false;
       const auto& first = batch.tasks.front().inputs;
       if (first.size() != task.inputs.size()) return false;
       for (size_t i = 0; i < first.size(); ++i) {
-        if (!options_.pad_variable_length_inputs) {
+        if (!options.pad_variable_length_inputs) {
           if (!SameBatchShape(first[i], task.inputs[i])) return false;
           continue;
         }
         if (!SamePaddableShape(first[i], task.inputs[i])) return false;
         runtime::Shape grown = batch.max_shapes[i];
         RaiseDims(grown, task.inputs[i].shape());
-        if (!PaddedInputFits(options_, batch.rows + task.rows, grown,
+        if (!PaddedInputFits(options, batch.rows + task.rows, grown,
                              std::max(batch.element_bytes[i], element_bytes[i]))) {
           return false;
         }
@@ -154,7 +161,7 @@ Status BatchScheduler::Schedule(Queue& queue, BatchTask&& task) {
     };
     if (queue.batches.empty() || !fits(queue.batches.back())) {
       if (!queue.batches.empty()) queue.batches.back().closed = true;
-      if (static_cast<int64_t>(queue.batches.size()) >= options_.max_enqueued_batches) {
+      if (static_cast<int64_t>(queue.batches.size()) >= options.max_enqueued_batches) {
         return Unavailable("The batch scheduling queue to which this task was submitted is full");
       }
       queue.batches.emplace_back();
@@ -172,7 +179,7 @@ Status BatchScheduler::Schedule(Queue& queue, BatchTask&& task) {
     }
     batch.rows += task.rows;
     batch.tasks.push_back(std::move(task));
-    if (batch.rows == options_.max_batch_size) batch.closed = true;
+    if (batch.rows == options.max_batch_size) batch.closed = true;
   }
   cv_.notify_one();
   return Status::Ok();
@@ -192,7 +199,7 @@ std::shared_ptr<BatchScheduler::Queue> BatchScheduler::PickReady(Clock::time_poi
     ++it;
     if (queue->batches.empty()) continue;
     const Batch& front = queue->batches.front();
-    Clock::time_point due = front.opened + options_.batch_timeout;
+    Clock::time_point due = front.opened + queue->options.batch_timeout;
     bool ready = front.closed || stopping_ || now >= due;
     if (!ready) {
       *wake_at = std::min(*wake_at, due);

@@ -7,7 +7,8 @@
 // (strings counted at the longest string, which the padding may copy): a request that would push
 // it over opens a new batch instead, so padding never fails a batch nor grows one without bound.
 // A batch is run when it is full or has waited batch_timeout; the thread pool takes the oldest
-// ready batch across all queues. A queue holding max_enqueued_batches batches refuses new
+// ready batch across all queues. A queue may have options of its own (its model's), all but the
+// thread count, which is the pool's. A queue holding max_enqueued_batches batches refuses new
 // requests at once with UNAVAILABLE (fail fast, no unbounded memory or latency).
 #pragma once
 
@@ -72,8 +73,11 @@ class BatchScheduler {
   const BatchingOptions& options() const { return options_; }
 
   // A queue whose batches `processor` runs. The queue stays registered until the returned
-  // pointer and all of its pending batches are gone.
+  // pointer and all of its pending batches are gone. Batches are formed by the scheduler's
+  // options, or by the queue's own (a model's batching_params.pbtxt); either way they run on
+  // the scheduler's threads.
   std::shared_ptr<Queue> AddQueue(BatchProcessor processor);
+  std::shared_ptr<Queue> AddQueue(BatchProcessor processor, BatchingOptions options);
 
   // Queues `task`; on error (too many rows, queue full) `task.done` is NOT called and the
   // error is returned, so the caller answers the request itself.

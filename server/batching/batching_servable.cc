@@ -74,17 +74,19 @@ void FailAll(std::vector<BatchTask>& tasks, const Status& status) {
 }  // namespace
 
 BatchingServable::BatchingServable(std::shared_ptr<const Servable> inner, std::shared_ptr<BatchScheduler> scheduler,
-                                   std::string model_name, int64_t version)
+                                   std::string model_name, int64_t version, std::optional<BatchingOptions> options)
     : inner_(std::move(inner)),
       alone_(std::make_shared<MeteredServable>(inner_, model_name, version)),
-      scheduler_(std::move(scheduler)) {
+      scheduler_(std::move(scheduler)),
+      options_(options ? std::move(*options) : scheduler_->options()) {
   // The processor owns what a pending batch needs, so batches still queued when this servable
   // is unloaded run to completion.
   queue_ = scheduler_->AddQueue(
-      [inner = inner_, options = scheduler_->options(), name = std::move(model_name), version,
+      [inner = inner_, options = options_, name = std::move(model_name), version,
        recent = std::make_shared<RecentRuns>()](std::vector<BatchTask> tasks) {
         ProcessBatch(*inner, options, name, version, *recent, std::move(tasks));
-      });
+      },
+      options_);
 }
 
 Status BatchingServable::Run(const std::vector<const runtime::Tensor*>& inputs, Outputs* outputs) const {
@@ -103,8 +105,8 @@ Status BatchingServable::Run(const std::vector<const runtime::Tensor*>& inputs, 
 
 void BatchingServable::RunAsync(std::vector<runtime::Tensor> inputs, Done done, StillWanted still_wanted) const {
   std::optional<int64_t> rows = BatchRows(inputs);
-  if (!rows || *rows > scheduler_->options().max_batch_size ||
-      (scheduler_->options().pad_variable_length_inputs && !PaddableForSignature(inputs, inner_->signature()))) {
+  if (!rows || *rows > options_.max_batch_size ||
+      (options_.pad_variable_length_inputs && !PaddableForSignature(inputs, inner_->signature()))) {
     // Not batchable, or larger than any batch: run it alone rather than refuse it.
     alone_->RunAsync(std::move(inputs), std::move(done), std::move(still_wanted));
     return;

@@ -26,8 +26,10 @@ class BatchingServable : public Servable {
  public:
   // `model_name` and `version` label the metrics of its executions (request_metrics.h); a
   // version of -1 (a servable outside the model manager, e.g. a benchmark) has no Triton series.
+  // `options`: the model's own batching options (its threads stay the scheduler's); none: the
+  // scheduler's.
   BatchingServable(std::shared_ptr<const Servable> inner, std::shared_ptr<BatchScheduler> scheduler,
-                   std::string model_name, int64_t version = -1);
+                   std::string model_name, int64_t version = -1, std::optional<BatchingOptions> options = {});
 
   const runtime::Signature& signature() const override { return inner_->signature(); }
   Status Run(const std::vector<const runtime::Tensor*>& inputs, Outputs* outputs) const override;
@@ -55,6 +57,7 @@ class BatchingServable : public Servable {
   std::shared_ptr<const Servable> inner_;
   std::shared_ptr<const Servable> alone_;  // inner_, metered: for requests that run unbatched
   std::shared_ptr<BatchScheduler> scheduler_;
+  const BatchingOptions options_;
   std::shared_ptr<BatchScheduler::Queue> queue_;
 };
 

@@ -43,6 +43,9 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
         "after a version loads, drop its files from the page cache (the weights are in memory already; the "
         "cached copy would count against the pod's memory)");
   f.Add("version", &o->version, "print the server's version and exit");
+  f.Add("enable_per_model_batching_parameters", &o->enable_per_model_batching_parameters,
+        "with --enable_batching, a version directory's batching_params.pbtxt replaces --batching_parameters_file "
+        "for that version (all but num_batch_threads: the batch threads are shared)");
   f.Add("resource_preserving_swap", &o->resource_preserving_swap,
         "unload the old version before loading the new one (no memory doubling, brief unavailability)");
   f.Add("grpc_threads", &o->grpc_threads,

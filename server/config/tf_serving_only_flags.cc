@@ -27,8 +27,6 @@ constexpr IgnoredFlag kIgnored[] = {
     {"xla_cpu_compilation_enabled", Kind::kBool, "there is no XLA"},
     {"enable_profiler", Kind::kBool, "the TensorFlow profiler service is not served"},
     {"enable_signature_method_name_check", Kind::kBool, "ONNX models have a predict signature only"},
-    {"enable_per_model_batching_parameters", Kind::kBool,
-     "--batching_parameters_file applies to every model (no batching_params.pbtxt is read)"},
     {"num_load_threads", Kind::kInt,
      "versions load one at a time on one low-priority thread, so loads do not take cores from requests"},
     {"num_unload_threads", Kind::kInt, "a version is freed by the last request that holds it"},

@@ -4,6 +4,7 @@
 
 #include "common/logging.h"
 #include "server/batching/batching_servable.h"
+#include "server/config/batching_parameters.h"
 #include "server/observability/metered_servable.h"
 #include "server/session/file_cache.h"
 #include "server/session/warmup_requests.h"
@@ -68,8 +69,21 @@ StatusOr<std::shared_ptr<const Servable>> SessionLoader::Load(const LoadRequest&
     return std::shared_ptr<const Servable>(
         std::make_shared<MeteredServable>(servable, request.model_name, request.version));
   }
-  return std::shared_ptr<const Servable>(
-      std::make_shared<const batching::BatchingServable>(servable, scheduler_, request.model_name, request.version));
+  std::optional<batching::BatchingOptions> own_options;
+  const std::filesystem::path own_file = std::filesystem::path(request.model_path).parent_path() / kPerModelBatchingFile;
+  std::error_code error;
+  if (steps_.per_model_batching_parameters && std::filesystem::exists(own_file, error)) {
+    auto loaded = LoadBatchingParametersFile(own_file.string());
+    if (!loaded.ok()) return loaded.status().WithContext("per-model batching parameters");
+    own_options = std::move(loaded).value();
+    log::Info("model version batches by its own parameters",
+              {{"model", request.model_name},
+               {"version", std::to_string(request.version)},
+               {"file", own_file.string()},
+               {"max_batch_size", std::to_string(own_options->max_batch_size)}});
+  }
+  return std::shared_ptr<const Servable>(std::make_shared<const batching::BatchingServable>(
+      servable, scheduler_, request.model_name, request.version, std::move(own_options)));
 }
 
 }  // namespace mf::server

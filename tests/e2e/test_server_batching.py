@@ -130,3 +130,57 @@ def test_grpc_deadline_answered_while_queued(tmp_path, start_server):
     assert metric_value(metrics, "modelfleet_batch_skipped_requests_total", model="digits",
                         reason="DEADLINE_EXCEEDED") == 1, metrics
     assert metric_value(metrics, "modelfleet_batch_size_count", model="digits") == 0, "the expired call ran"
+
+
+def test_per_model_batching_parameters(tmp_path, start_server):
+    """--enable_per_model_batching_parameters: a version's batching_params.pbtxt replaces the
+    global parameters for that model only; a malformed one fails that version's load."""
+    from server_fixtures import copy_version, wait_for
+    for name in ("wide", "narrow", "broken"):
+        copy_version(EXAMPLES / "digits", 1, tmp_path / name)
+    (tmp_path / "narrow" / "1" / "batching_params.pbtxt").write_text(
+        "max_batch_size { value: 2 }\nbatch_timeout_micros { value: 100000 }\n")
+    (tmp_path / "broken" / "1" / "batching_params.pbtxt").write_text("max_batch_size { value: -1 }\n")
+    config = tmp_path / "models.config"
+    config.write_text("model_config_list {\n" + "".join(
+        f'  config {{ name: "{name}" base_path: "{tmp_path / name}" }}\n' for name in ("wide", "narrow", "broken"))
+        + "}\n")
+    params = tmp_path / "batching.config"
+    params.write_text("max_batch_size { value: 32 }\nbatch_timeout_micros { value: 100000 }\n")
+    server = start_server([f"--model_config_file={config}", "--enable_batching", f"--batching_parameters_file={params}",
+                           "--enable_per_model_batching_parameters"], ready=False)
+    def status_of(model):
+        try:
+            r = requests.get(f"{server.url}/v1/models/{model}", timeout=5)
+        except requests.ConnectionError:
+            return None  # not listening yet
+        return r.json()["model_version_status"][0] if r.status_code == 200 else None
+
+    wait_for(lambda: all((status_of(m) or {}).get("state") in ("AVAILABLE", "END")
+                         for m in ("wide", "narrow", "broken")), timeout=60, what="every model loaded or failed")
+    broken = status_of("broken")
+    assert broken["state"] == "END" and "per-model batching parameters" in broken["status"]["error_message"], broken
+
+    def burst(model, n=8):
+        barrier = threading.Barrier(n)
+        codes = []
+
+        def one():
+            barrier.wait(timeout=30)
+            codes.append(requests.post(f"{server.url}/v1/models/{model}:predict",
+                                       json={"instances": [[0.0] * 64]}, timeout=30).status_code)
+        threads = [threading.Thread(target=one) for _ in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert codes == [200] * n, codes
+
+    burst("wide")
+    burst("narrow")
+    metrics = server.metrics()
+    narrow_batches = metric_value(metrics, "modelfleet_batch_size_count", model="narrow")
+    assert narrow_batches >= 4, metrics
+    assert metric_value(metrics, "modelfleet_batch_size_bucket", model="narrow", le="2") == narrow_batches
+    assert metric_value(metrics, "modelfleet_batch_size_bucket", model="wide", le="2") < \
+        metric_value(metrics, "modelfleet_batch_size_count", model="wide"), "the global 32 still batches 'wide'"
