@@ -5,6 +5,7 @@ against the same wrk load with B left alone, in the same run and on the same ser
 
     /usr/bin/python3 bench/server/load_interference.py [--seconds 4] [--rounds 7]
         [--clients 2] [--channels 512] [--client wrk|exact] [--client-fifo] [--client-cpu N]
+        [--rate R]   # with --client exact: open loop, R requests/s due over --clients connections
         [--server-arg=--load_thread_nice=0 ...]
 
 Phases alternate quiet / loading for --rounds rounds so that drift in the machine's background
@@ -115,9 +116,12 @@ def wrk(url: str, clients: int, seconds: int, script: pathlib.Path, prefix: list
             "p50": ms("50"), "p99": ms("99")}
 
 
-def exact(binary: pathlib.Path, port: int, clients: int, seconds: int, body: pathlib.Path, prefix: list) -> dict:
-    """bench/server/rest_predict_load: the same closed loop as wrk, every request timed."""
-    out = subprocess.run(prefix + [str(binary), str(port), str(clients), str(seconds), PREDICT_PATH, str(body)],
+def exact(binary: pathlib.Path, port: int, clients: int, seconds: int, body: pathlib.Path, prefix: list,
+          rate: float = 0) -> dict:
+    """bench/server/rest_predict_load: the same closed loop as wrk, every request timed; with a
+    rate, open loop (requests due at a fixed rate, latency from when each was due)."""
+    out = subprocess.run(prefix + [str(binary), str(port), str(clients), str(seconds), PREDICT_PATH, str(body)]
+                         + ([f"{rate:g}"] if rate else []),
                          capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
     fields = dict(item.split("=") for item in out.split())
     if int(fields["errors"]):
@@ -132,6 +136,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7, help="quiet + loading pairs")
     parser.add_argument("--clients", type=int, default=2, help="wrk connections to model A")
     parser.add_argument("--channels", type=int, default=512, help="make_cnn.py --channels for model B")
+    parser.add_argument("--rate", type=float, default=0,
+                        help="with --client exact: open loop at this many requests/s over --clients connections "
+                             "(as real traffic arrives), instead of a closed loop")
     parser.add_argument("--client", choices=["wrk", "exact"], default="wrk",
                         help="load generator for model A: wrk, or bench/server/rest_predict_load (same closed "
                              "loop, every request timed)")
@@ -188,7 +195,7 @@ def main() -> None:
 
         def load() -> dict:
             if args.client == "exact":
-                return exact(probe, rest_port, args.clients, args.seconds, body, prefix)
+                return exact(probe, rest_port, args.clients, args.seconds, body, prefix, args.rate)
             return wrk(url + PREDICT_PATH, args.clients, args.seconds, script, prefix)
         rows = []
         try:
@@ -196,6 +203,7 @@ def main() -> None:
             print(f"# {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, {os.cpu_count()} cores, "
                   f"load average {os.getloadavg()[0]:.2f}; model B {sources[0].stat().st_size / 2**20:.1f} MiB; "
                   f"client {args.client}{' (SCHED_FIFO)' if args.client_fifo else ''}"
+                  f"{f', open loop at {args.rate:g} req/s' if args.rate else ''}"
                   f"{f' on CPU {args.client_cpu}, server on {server_cpus}' if server_cpus else ''}; server flags {' '.join(args.server_arg) or '(defaults)'}",
                   flush=True)
             version = 1

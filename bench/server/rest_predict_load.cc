@@ -10,7 +10,12 @@
 // interval also counts as the requests an open-loop client would have sent meanwhile, so a few
 // millisecond stalls, which barely move the raw p99 of two closed-loop connections, lift it.
 //
-//   rest_predict_load <port> <clients> <seconds> <path> <body file>
+// With a rate (requests/s, all connections together) it is an open-loop client instead, as real
+// traffic is: request k is due at start + k / rate whatever the answers do, goes out on the
+// first free connection, and its latency runs from when it was due (so a stall also counts for
+// every request that came due during it, measured rather than estimated as wrk does).
+//
+//   rest_predict_load <port> <clients> <seconds> <path> <body file> [<rate>]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -79,17 +84,18 @@ size_t CompleteResponse(const std::string& in, bool* ok) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: %s <port> <clients> <seconds> <path> <body file>\n", argv[0]);
+  if (argc != 6 && argc != 7) {
+    std::fprintf(stderr, "usage: %s <port> <clients> <seconds> <path> <body file> [<rate>]\n", argv[0]);
     return 2;
   }
+  const double rate = argc == 7 ? std::atof(argv[6]) : 0;  // 0: closed loop
   const int port = std::atoi(argv[1]);
   const int clients = std::atoi(argv[2]);
   const double seconds = std::atof(argv[3]);
   std::ifstream body_file(argv[5], std::ios::binary);
   std::stringstream body;
   body << body_file.rdbuf();
-  if (port <= 0 || clients <= 0 || seconds <= 0 || !body_file) {
+  if (port <= 0 || clients <= 0 || seconds <= 0 || rate < 0 || !body_file) {
     std::fprintf(stderr, "bad arguments\n");
     return 2;
   }
@@ -108,13 +114,37 @@ int main(int argc, char** argv) {
   long errors = 0;
   const auto start = Clock::now();
   const auto end = start + std::chrono::duration<double>(seconds);
-  for (Connection& c : connections) {
+  // Open loop: the next request's due time, and the connections with nothing in flight.
+  long sent_count = 0;
+  auto due = [&] { return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                      static_cast<double>(sent_count) / rate)); };
+  std::vector<size_t> idle;
+  for (size_t i = 0; i < connections.size(); ++i) {
+    Connection& c = connections[i];
+    if (rate > 0) {
+      idle.push_back(i);
+      continue;
+    }
     c.sent = Clock::now();
     if (!SendAll(c.fd, request)) return 1;
   }
+  // Sends every request that is due on the idle connections; the poll timeout until the next one.
+  auto send_due = [&]() -> int {
+    if (rate <= 0) return 1000;
+    for (auto now = Clock::now(); !idle.empty() && due() <= now; now = Clock::now()) {
+      Connection& c = connections[idle.back()];
+      idle.pop_back();
+      c.sent = due();  // latency counts from when it was due, queueing at the client included
+      ++sent_count;
+      if (!SendAll(c.fd, request)) std::exit(1);
+    }
+    if (idle.empty()) return 1000;  // an answer frees a connection first
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(due() - Clock::now()).count();
+    return static_cast<int>(std::clamp<long>(wait, 0, 1000));
+  };
   char buffer[65536];
   while (Clock::now() < end) {
-    if (poll(polls.data(), polls.size(), 1000) < 0) return 1;
+    if (poll(polls.data(), polls.size(), send_due()) < 0) return 1;
     for (size_t i = 0; i < polls.size(); ++i) {
       if ((polls[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
       Connection& c = connections[i];
@@ -131,6 +161,10 @@ int main(int argc, char** argv) {
       latencies_ms.push_back(std::chrono::duration<double, std::milli>(now - c.sent).count());
       errors += ok ? 0 : 1;
       c.in.erase(0, length);
+      if (rate > 0) {
+        idle.push_back(i);
+        continue;
+      }
       c.sent = now;
       if (!SendAll(c.fd, request)) return 1;
     }
@@ -145,8 +179,9 @@ int main(int argc, char** argv) {
   // wrk's correction: the expected interval is a connection's mean time per request; a latency L
   // adds samples at L - k * interval for every k with L - k * interval > interval.
   const double interval_ms = elapsed * 1e3 / (static_cast<double>(latencies_ms.size()) / clients);
+  // An open-loop run needs no correction: its latencies already count from when each was due.
   std::vector<double> corrected = latencies_ms;
-  for (double latency : latencies_ms) {
+  for (double latency : rate > 0 ? std::vector<double>{} : latencies_ms) {
     for (double m = latency - interval_ms; latency >= 2 * interval_ms && m > interval_ms; m -= interval_ms) {
       corrected.push_back(m);
     }
