@@ -25,7 +25,7 @@ int DataTypeToOnnx(DataType dtype);
 // against the file and the shape.
 StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& model_dir);
 
-// Reads [offset, offset + length) of `fd` into `out` (pread, in 128 KiB slices); DATA_LOSS on a
+// Reads [offset, offset + length) of `fd` into `out` (pread, in 32 KiB slices); DATA_LOSS on a
 // read error or when the file ends first.
 Status ReadFileRange(int fd, uint64_t offset, uint64_t length, void* out);
 
