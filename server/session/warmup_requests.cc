@@ -2,7 +2,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "common/logging.h"
 #include "server/codec/model_info.h"
@@ -34,15 +33,22 @@ Status ReplayWarmupRequests(const Servable& servable, const std::string& model_p
   if (size > kMaxWarmupFileBytes) {
     return fail(InvalidArgument(std::to_string(size) + " bytes; at most " + std::to_string(kMaxWarmupFileBytes)));
   }
+  std::string bytes(static_cast<size_t>(size), '\0');
   std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  if (!in) return fail(NotFound("cannot read it"));
-  auto requests = codec::ParseWarmupRecords(bytes.str());
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
+    return fail(DataLoss("cannot read it whole (it changed while it was read?)"));
+  }
+  auto requests = codec::ParseWarmupRecords(bytes);
   if (!requests.ok()) return fail(requests.status());
+  std::string().swap(bytes);  // the requests hold their own copy: not both through the runs
   const codec::ModelSignature signature = codec::ModelSignature::FromRuntime(servable.signature());
   for (size_t i = 0; i < requests->size(); ++i) {
     const std::string which = "warm-up request " + std::to_string(i) + " of " + std::to_string(requests->size());
+    // As a Predict call would be: only the one signature our models have.
+    const std::string& signature_name = (*requests)[i].model_spec().signature_name();
+    if (!signature_name.empty() && signature_name != codec::kDefaultSignatureName) {
+      return fail(InvalidArgument(which + ": the model has no signature '" + signature_name + "'"));
+    }
     auto inputs = codec::InputsFromPredictRequest((*requests)[i], signature);
     if (!inputs.ok()) return fail(inputs.status().WithContext(which));
     std::vector<const runtime::Tensor*> pointers;

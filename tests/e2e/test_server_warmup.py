@@ -10,7 +10,7 @@ import tfrecord
 from server_fixtures import EXAMPLES, copy_version, start_server, wait_for  # noqa: F401
 
 
-def warmup_file(path, batches, input_name="images"):
+def warmup_file(path, batches, input_name="images", signature="serving_default"):
     logs = proto_stubs.module("tensorflow_serving.apis.prediction_log_pb2")
     tensor_pb2 = proto_stubs.module("tensorflow.core.framework.tensor_pb2")
     types = proto_stubs.module("tensorflow.core.framework.types_pb2")
@@ -19,7 +19,7 @@ def warmup_file(path, batches, input_name="images"):
         log = logs.PredictionLog()
         request = log.predict_log.request
         request.model_spec.name = "digits"
-        request.model_spec.signature_name = "serving_default"
+        request.model_spec.signature_name = signature
         x = tensor_pb2.TensorProto(dtype=types.DT_FLOAT)
         for d in (batch, 64):
             x.tensor_shape.dim.add(size=d)
@@ -55,6 +55,22 @@ def test_warmup_requests_replayed_and_a_failing_file_fails_the_load(tmp_path, st
     assert "warm-up request 0 of 1" in message and "pixels" in message, message
     r = requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": [[0.0] * 64]}, timeout=10)
     assert r.status_code == 200 and r.headers["X-Model-Version"] == "1", r.text
+
+
+def test_warmup_request_for_another_signature_fails_the_load(tmp_path, start_server):
+    base = tmp_path / "digits"
+    copy_version(EXAMPLES / "digits", 1, base)
+    warmup_file(base / "1" / "assets.extra" / "tf_serving_warmup_requests", batches=[1], signature="classify")
+    server = start_server(["--model_name=digits", f"--model_base_path={base}"], ready=False)
+
+    def failed():
+        try:
+            status = version_status(server, 1)
+        except requests.ConnectionError:
+            return False
+        return status is not None and status["state"] == "END"
+    wait_for(failed, timeout=30, what="version 1's load to fail")
+    assert "no signature 'classify'" in version_status(server, 1)["status"]["error_message"]
 
 
 def test_enable_model_warmup_false_skips_the_file(tmp_path, start_server):
