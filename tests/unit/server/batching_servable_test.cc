@@ -271,6 +271,40 @@ TEST(BatchingServableTest, OversizedAndUnbatchableRequestsRunAlone) {
   EXPECT_EQ(inner->batch_sizes(), (std::vector<int64_t>{5}));
 }
 
+// A model's own options (--enable_per_model_batching_parameters) shape its batches on the
+// shared scheduler, while another model on the same threads keeps the scheduler's.
+TEST(BatchingServableTest, OwnOptionsShapeOnlyThatModelsBatches) {
+  BatchingOptions shared;
+  shared.max_batch_size = 16;
+  shared.batch_timeout = std::chrono::milliseconds(50);
+  shared.num_batch_threads = 2;
+  auto scheduler = std::make_shared<BatchScheduler>(shared);
+  BatchingOptions own = shared;
+  own.max_batch_size = 2;
+  own.allowed_batch_sizes = {2};
+  auto narrow_inner = std::make_shared<AffineServable>();
+  auto wide_inner = std::make_shared<AffineServable>();
+  BatchingServable narrow(narrow_inner, scheduler, "narrow", 1, own);
+  BatchingServable wide(wide_inner, scheduler, "wide", 1);
+
+  constexpr int kClients = 8;
+  std::vector<std::thread> clients;
+  std::atomic<int> ok{0};
+  for (int c = 0; c < 2 * kClients; ++c) {
+    clients.emplace_back([&, c] {
+      const BatchingServable& target = c % 2 == 0 ? narrow : wide;
+      if (RunOne(target, Rows(1, static_cast<float>(c))).first.ok()) ++ok;
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(ok.load(), 2 * kClients);
+  for (int64_t size : narrow_inner->batch_sizes()) EXPECT_EQ(size, 2) << "padded to its own allowed size";
+  const auto wide_sizes = wide_inner->batch_sizes();
+  EXPECT_GT(*std::max_element(wide_sizes.begin(), wide_sizes.end()), 2) << "the scheduler's 16 still applies";
+  // A request larger than the model's own maximum runs alone rather than being refused.
+  EXPECT_TRUE(RunOne(narrow, Rows(3, 0)).first.ok());
+}
+
 TEST(BatchingServableTest, DifferentInnerShapesNeverShareABatch) {
   BatchingOptions options;
   options.max_batch_size = 8;
