@@ -2,8 +2,7 @@
 """What one version swap costs the server: load + warm-up time (modelfleet_model_load_seconds),
 page faults, and resident memory during back-to-back swaps and once they stop, with the weight
 memory of earlier loads kept for the next one (--retain_load_memory_seconds, the default) and
-given back at once (=0), and with the page cache kept (--flush_filesystem_caches=false), in the
-same run.
+given back at once (=0), in the same run.
 
     /usr/bin/python3 bench/server/swap_load_cost.py [--swaps 8] [--channels 512] [--rounds 2]
         [--baseline OTHER_BINARY]   # also an older build (run with its defaults) in the same run
@@ -106,8 +105,7 @@ def main() -> None:
         print("|---:|---:|---:|---|")
         for _ in range(args.rounds):
             runs = [(binary, ["--retain_load_memory_seconds=0"], 0.0),
-                    (binary, ["--retain_load_memory_seconds=2"], 2.0),
-                    (binary, ["--flush_filesystem_caches=false"], 2.0)]
+                    (binary, ["--retain_load_memory_seconds=2"], 2.0)]
             if args.baseline:
                 runs.insert(0, (args.baseline, [], 2.0))
             for server, flags, linger in runs:

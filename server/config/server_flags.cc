@@ -39,9 +39,6 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
   f.Add("load_retry_interval_micros", &o->load_retry_interval_micros,
         "when given, failed loads are retried at this fixed interval (negative: at once) instead of with "
         "exponential backoff from 1 s to 60 s");
-  f.Add("flush_filesystem_caches", &o->flush_filesystem_caches,
-        "after a version loads, drop its files from the page cache (the weights are in memory already; the "
-        "cached copy would count against the pod's memory)");
   f.Add("version", &o->version, "print the server's version and exit");
   f.Add("enable_per_model_batching_parameters", &o->enable_per_model_batching_parameters,
         "with --enable_batching, a version directory's batching_params.pbtxt replaces --batching_parameters_file "

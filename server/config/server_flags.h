@@ -34,7 +34,6 @@ struct ServerFlags {
   bool enable_model_warmup = true;
   int num_request_iterations_for_warmup = 0;  // > 0: each warm-up request runs this often
   int64_t load_retry_interval_micros = 60'000'000;  // when set: a fixed retry interval
-  bool flush_filesystem_caches = true;
   bool enable_per_model_batching_parameters = false;
   bool version = false;
   int grpc_threads = 0;

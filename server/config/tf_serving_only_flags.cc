@@ -30,6 +30,10 @@ constexpr IgnoredFlag kIgnored[] = {
     {"num_load_threads", Kind::kInt,
      "versions load one at a time on one low-priority thread, so loads do not take cores from requests"},
     {"num_unload_threads", Kind::kInt, "a version is freed by the last request that holds it"},
+    // TF's flag empties its filesystems' in-process caches (GCS, S3 blocks); the kernel's page
+    // cache is not one of them, and neither is anything here.
+    {"flush_filesystem_caches", Kind::kBool, "model files are read straight from the filesystem: no file cache "
+                                            "is kept in the process"},
 };
 
 }  // namespace

@@ -171,7 +171,7 @@ int Main(int argc, char** argv) {
       std::make_shared<ModelManager>(std::make_shared<SessionLoader>(
           session_options, scheduler, placement,
           LoadSteps{flags.enable_model_warmup, std::max(flags.num_request_iterations_for_warmup, 1),
-                    flags.flush_filesystem_caches, flags.enable_per_model_batching_parameters}), manager_options);
+                    flags.enable_per_model_batching_parameters}), manager_options);
   if (auto set = manager->SetModels(*models); !set.ok()) return fail(set.status());
   manager->Start();
 

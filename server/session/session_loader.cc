@@ -6,7 +6,6 @@
 #include "server/batching/batching_servable.h"
 #include "server/config/batching_parameters.h"
 #include "server/observability/metered_servable.h"
-#include "server/session/file_cache.h"
 #include "server/session/warmup_requests.h"
 
 namespace mf::server {
@@ -62,9 +61,6 @@ StatusOr<std::shared_ptr<const Servable>> SessionLoader::Load(const LoadRequest&
   if (steps_.replay_warmup_requests) {
     MF_RETURN_IF_ERROR(ReplayWarmupRequests(*servable, request.model_path, steps_.warmup_iterations));
   }
-  // The weights are in memory now; the page cache's copy of the files would only count against
-  // the pod's memory limit.
-  if (steps_.flush_filesystem_caches) DropFromPageCache(std::filesystem::path(request.model_path).parent_path());
   if (!scheduler_) {
     return std::shared_ptr<const Servable>(
         std::make_shared<MeteredServable>(servable, request.model_name, request.version));

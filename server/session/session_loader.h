@@ -42,7 +42,6 @@ Status WarmUp(const Servable& servable);
 struct LoadSteps {
   bool replay_warmup_requests = true;  // --enable_model_warmup (warmup_requests.h)
   int warmup_iterations = 1;           // --num_request_iterations_for_warmup
-  bool flush_filesystem_caches = true;  // --flush_filesystem_caches (file_cache.h)
   // --enable_per_model_batching_parameters: with batching on, a version directory's
   // batching_params.pbtxt (BatchingParameters text format) replaces --batching_parameters_file
   // for that version, all but the thread count (the batch threads are shared by every model).

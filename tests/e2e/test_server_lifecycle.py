@@ -54,7 +54,7 @@ def test_bad_startup_input_is_refused_clearly(tmp_path):
 def test_tf_serving_command_line_starts_unchanged(tmp_path, start_server):
     """A tensorflow_model_server command line as Kubernetes manifests carry it: TensorFlow-only
     flags are accepted and each is logged as ignored with the reason; the ones that map here
-    (session parallelism, gRPC threads, retry interval, warm-up, page cache) take effect."""
+    (session parallelism, gRPC threads, retry interval, warm-up iterations) take effect."""
     version = run_server(["--version"])
     assert version.returncode == 0 and "ModelFleet model server: " in version.stdout, version
     base = tmp_path / "digits"
@@ -69,7 +69,7 @@ def test_tf_serving_command_line_starts_unchanged(tmp_path, start_server):
     r = requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": [[0.0] * 64]}, timeout=10)
     assert r.status_code == 200, r.text
     log = server.log()
-    for ignored in ("--tensorflow_inter_op_parallelism", "--saved_model_tags", "--num_load_threads",
+    for ignored in ("--tensorflow_inter_op_parallelism", "--saved_model_tags", "--num_load_threads", "--flush_filesystem_caches",
                     "--num_unload_threads", "--xla_cpu_compilation_enabled",
                     "--enable_signature_method_name_check"):
         assert f"TF Serving flag ignored flag={ignored}" in log, (ignored, log[-3000:])
