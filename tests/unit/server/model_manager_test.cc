@@ -24,6 +24,15 @@ class ModelManagerTest : public testing::ManagerFixture {
     ASSERT_TRUE(manager_->SetModels({Config()}).ok());
   }
   ModelConfig Config() const { return {"m", repo_.base(), VersionPolicy::Latest(1), {{"stable", 1}, {"canary", 2}}}; }
+  // Version 1 serving in the resource preserving mode, and a request in flight holding it.
+  StatusOr<ServableHandle> ServeVersion1ResourcePreserving() {
+    repo_.WriteVersion(1, "ok");
+    ManagerOptions options;
+    options.swap_mode = SwapMode::kResourcePreserving;
+    MakeManager(options);
+    Poll2();
+    return manager_->GetServable("m", VersionRequest::Latest());
+  }
   int64_t LatestVersion() {
     auto handle = manager_->GetServable("m", VersionRequest::Latest());
     EXPECT_TRUE(handle.ok()) << handle.status().ToString();
@@ -224,12 +233,7 @@ TEST_F(ModelManagerTest, LabelsResolveAndMayPointAtUnloadedVersions) {
 }
 
 TEST_F(ModelManagerTest, ResourcePreservingUnloadsBeforeLoading) {
-  repo_.WriteVersion(1, "ok");
-  ManagerOptions options;
-  options.swap_mode = SwapMode::kResourcePreserving;
-  MakeManager(options);
-  Poll2();
-  auto in_flight = manager_->GetServable("m", VersionRequest::Latest());
+  auto in_flight = ServeVersion1ResourcePreserving();
   ASSERT_TRUE(in_flight.ok());
   repo_.WriteVersion(2, "ok");
   Poll2();
@@ -365,12 +369,8 @@ TEST_F(ModelManagerTest, TwoBasePathChangesInARowKeepTheLastServingPath) {
 }
 
 TEST_F(ModelManagerTest, BasePathChangeInResourcePreservingModeUnloadsFirst) {
-  repo_.WriteVersion(1, "ok");
-  ManagerOptions options;
-  options.swap_mode = SwapMode::kResourcePreserving;
-  MakeManager(options);
-  Poll2();
-  auto in_flight = manager_->GetServable("m", VersionRequest::Latest());
+  auto in_flight = ServeVersion1ResourcePreserving();
+  ASSERT_TRUE(in_flight.ok());
   TempRepository moved_to;
   moved_to.WriteVersion(2, "ok");
   ModelConfig moved = Config();
