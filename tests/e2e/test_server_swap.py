@@ -153,3 +153,19 @@ def test_base_path_move_by_config_reload_under_load(tmp_path, start_server):
     assert load.failures == [], load.failures[:5]
     wait_for(lambda: "previous base path's versions unloaded" in server.log(), timeout=10,
              what="the old path's version unloaded")
+
+
+def test_poll_once_serves_what_was_there_at_start(tmp_path, start_server):
+    """--file_system_poll_wait_seconds=0 (TF Serving's "poll once"): the versions present at start
+    are served; one that appears later is not picked up."""
+    base = tmp_path / "digits"
+    copy_version(EXAMPLES / "digits", 1, base)
+    server = start_server(["--model_name=digits", f"--model_base_path={base}",
+                           "--file_system_poll_wait_seconds=0"])
+    copy_version(EXAMPLES / "digits", 2, base)
+    time.sleep(3.5)  # a 1 s poll would have seen it twice and loaded it by now
+    r = requests.post(f"{server.url}/v1/models/digits:predict", json={"instances": X}, timeout=10)
+    assert r.status_code == 200 and r.headers["X-Model-Version"] == "1", r.text
+    versions = [v["version"] for v in requests.get(f"{server.url}/v1/models/digits", timeout=5).json()
+                ["model_version_status"]]
+    assert versions == ["1"], versions
