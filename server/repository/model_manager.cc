@@ -19,6 +19,20 @@ struct ModelManager::TrackedVersion {
   bool stable = false;
   std::shared_ptr<const Servable> servable;  // set while AVAILABLE
   std::weak_ptr<const Servable> releasing;   // set while UNLOADING
+
+  // AVAILABLE -> UNLOADING: new requests no longer get it; requests in flight keep it alive.
+  void StartUnload() {
+    state = VersionState::kUnloading;
+    releasing = servable;
+    servable.reset();
+  }
+  // UNLOADING -> END once the last request let go of it; true when that happened now.
+  bool EndUnloadIfReleased() {
+    if (state != VersionState::kUnloading || !releasing.expired()) return false;
+    state = VersionState::kEnd;
+    releasing.reset();
+    return true;
+  }
   // Failed-load bookkeeping: the file that failed and when to try again.
   int failures = 0;
   FileFingerprint failed_fingerprint;
@@ -59,11 +73,20 @@ std::string SpecificRequestString(std::string_view model, int64_t version) {
   return "Specific(" + std::string(model) + ", " + std::to_string(version) + ")";
 }
 
+// The highest AVAILABLE version of `versions` among `aspired` (any, when `aspired` is null).
+template <typename Versions>
+std::optional<int64_t> HighestAvailable(const Versions& versions, const std::set<int64_t>* aspired = nullptr) {
+  for (auto it = versions.rbegin(); it != versions.rend(); ++it) {
+    if (it->second.state == VersionState::kAvailable && (aspired == nullptr || aspired->count(it->first) != 0)) {
+      return it->first;
+    }
+  }
+  return std::nullopt;
+}
+
 template <typename Versions>
 bool AnyAvailable(const Versions& versions, const std::set<int64_t>* among = nullptr) {
-  return std::any_of(versions.begin(), versions.end(), [among](const auto& kv) {
-    return kv.second.state == VersionState::kAvailable && (among == nullptr || among->count(kv.first) != 0);
-  });
+  return HighestAvailable(versions, among).has_value();
 }
 
 }  // namespace
@@ -75,9 +98,7 @@ ModelManager::~ModelManager() { Stop(); }
 
 // UNLOADING ends once the last request holding the version has let go of it.
 void ModelManager::FinishUnloadIfReleased(const std::string& model, int64_t version, TrackedVersion& tracked) {
-  if (tracked.state != VersionState::kUnloading || !tracked.releasing.expired()) return;
-  tracked.state = VersionState::kEnd;
-  tracked.releasing.reset();
+  if (!tracked.EndUnloadIfReleased()) return;
   repository_metrics::SetVersionState(model, version, tracked.state);
   repository_metrics::SetMemoryBytes(model, version, "cpu", 0);
   mf::log::Info("model version unloaded", {{"model", model}, {"version", std::to_string(version)}});
@@ -316,9 +337,7 @@ void ModelManager::AdvanceRetirement(ModelState& model) {
   if (resource_preserving || AnyAvailable(model.versions, &model.aspired)) {
     for (auto& [v, tracked] : old->versions) {
       if (tracked.state != VersionState::kAvailable) continue;
-      tracked.state = VersionState::kUnloading;
-      tracked.releasing = tracked.servable;
-      tracked.servable.reset();
+      tracked.StartUnload();
       // The version metrics are the new path's where it has the same version number.
       if (model.versions.count(v) == 0) repository_metrics::SetVersionState(name, v, tracked.state);
       mf::log::Info("unloading model version of the previous base path",
@@ -329,9 +348,7 @@ void ModelManager::AdvanceRetirement(ModelState& model) {
   if (changed) Publish(model);  // from here new requests get the new path's versions only
   bool done = true;
   for (auto& [v, tracked] : old->versions) {
-    if (tracked.state == VersionState::kUnloading && tracked.releasing.expired()) {
-      tracked.state = VersionState::kEnd;
-      tracked.releasing.reset();
+    if (tracked.EndUnloadIfReleased()) {
       if (model.versions.count(v) == 0) repository_metrics::SetVersionState(name, v, tracked.state);
       changed = true;
     }
@@ -499,28 +516,11 @@ void ModelManager::LoadVersion(ModelState& model, int64_t version) {
 
 void ModelManager::UnloadVersion(ModelState& model, int64_t version) {
   TrackedVersion& tracked = model.versions.at(version);
-  tracked.state = VersionState::kUnloading;
-  tracked.releasing = tracked.servable;
-  tracked.servable.reset();
+  tracked.StartUnload();
   repository_metrics::SetVersionState(model.config.name, version, tracked.state);
   mf::log::Info("unloading model version", {{"model", model.config.name}, {"version", std::to_string(version)}});
   Publish(model);  // from here new requests no longer get this version
 }
-
-namespace {
-
-// The highest AVAILABLE version of `versions` among `aspired` (any, when `aspired` is null).
-template <typename Versions>
-std::optional<int64_t> HighestAvailable(const Versions& versions, const std::set<int64_t>* aspired) {
-  for (auto it = versions.rbegin(); it != versions.rend(); ++it) {
-    if (it->second.state == VersionState::kAvailable && (aspired == nullptr || aspired->count(it->first) != 0)) {
-      return it->first;
-    }
-  }
-  return std::nullopt;
-}
-
-}  // namespace
 
 // Where ReloadConfig stands for this model, from its configured base path alone.
 std::optional<Status> ModelManager::OutcomeOf(const ModelState& model) {
