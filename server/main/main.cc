@@ -30,8 +30,9 @@
 namespace mf::server {
 namespace {
 
+// Rounded up: a positive duration never becomes 0, which some flags read as "off" or "once".
 std::chrono::milliseconds Millis(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  return std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(seconds));
 }
 
 int Main(int argc, char** argv) {
@@ -151,9 +152,7 @@ int Main(int argc, char** argv) {
     return fail(InvalidArgument("--load_thread_nice must be in 0..19, got " + std::to_string(flags.load_thread_nice)));
   }
   manager_options.on_loop_thread_start = [nice = flags.load_thread_nice] { (void)LowerCurrentThreadPriority(nice); };
-  // 0 polls once (ModelManager); a positive value below a millisecond is not taken for it.
-  manager_options.poll_interval = std::max(Millis(flags.file_system_poll_wait_seconds),
-                                           std::chrono::milliseconds(flags.file_system_poll_wait_seconds > 0 ? 1 : 0));
+  manager_options.poll_interval = Millis(flags.file_system_poll_wait_seconds);  // 0: poll once
   if (flags.max_num_load_retries < -1) return fail(InvalidArgument("--max_num_load_retries must be >= -1"));
   manager_options.max_load_retries = flags.max_num_load_retries;
   if (flag_set.IsSet("load_retry_interval_micros")) {
