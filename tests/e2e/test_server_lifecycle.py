@@ -41,6 +41,9 @@ def test_bad_startup_input_is_refused_clearly(tmp_path):
         (["--model_base_path=/m", "--use_alts_credentials"], "--use_alts_credentials"),
         (["--model_base_path=/m", "--grpc_socket_path=/tmp/grpc.sock"], "--grpc_socket_path"),
         (["--model_base_path=/m", "--num_load_threads=many"], "num_load_threads"),
+        (["--model_base_path=/m", "--load_retry_interval_micros=soon"], "load_retry_interval_micros"),
+        (["--model_base_path=/m", "--enable_per_model_batching_parameters"],
+         "--enable_per_model_batching_parameters needs --enable_batching"),
     ]
     bad_config = tmp_path / "bad.config"
     bad_config.write_text('model_config_list { config { name: "m" base_path: "/m" model_platform: "pytorch" } }')
