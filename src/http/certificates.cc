@@ -10,6 +10,7 @@
 #include <openssl/x509v3.h>
 
 #include <ctime>
+#include <utility>
 #include <functional>
 #include <memory>
 
@@ -87,7 +88,8 @@ Status AddExtension(X509* cert, X509* issuer, int nid, const std::string& value)
 
 // A certificate for `key` named `common_name`, valid from now for `validity`, with a random
 // 159-bit serial; the issuer and signature are filled in by Sign().
-StatusOr<Cert> NewCertificate(EVP_PKEY* key, const std::string& common_name, std::chrono::hours validity) {
+StatusOr<Cert> NewCertificate(EVP_PKEY* key, const std::string& common_name, std::chrono::hours validity,
+                              const std::vector<std::string>& organizations = {}) {
   Cert cert(X509_new());
   if (!cert || X509_set_version(cert.get(), 2) != 1) return Failed("cannot create a certificate");
   std::unique_ptr<BIGNUM, Deleter<BIGNUM, BN_free>> serial(BN_new());
@@ -101,6 +103,12 @@ StatusOr<Cert> NewCertificate(EVP_PKEY* key, const std::string& common_name, std
     return Failed("cannot set the certificate validity");
   }
   X509_NAME* name = X509_get_subject_name(cert.get());
+  for (const auto& organization : organizations) {
+    if (X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(organization.c_str()),
+                                   -1, -1, 0) != 1) {
+      return Failed("cannot set the certificate organization");
+    }
+  }
   if (X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(common_name.c_str()),
                                  -1, -1, 0) != 1 ||
       X509_set_pubkey(cert.get(), key) != 1) {
@@ -124,7 +132,28 @@ bool IsIpAddress(const std::string& host) {
   return ip != nullptr;
 }
 
+// The CA's certificate and key, checked to belong together.
+StatusOr<std::pair<Cert, Key>> ReadCa(const PemCertificate& ca) {
+  MF_ASSIGN_OR_RETURN(Cert ca_cert, ReadCertificate(ca.certificate_pem, "the CA certificate"));
+  MF_ASSIGN_OR_RETURN(Key ca_key, ReadKey(ca.private_key_pem, "the CA key"));
+  if (X509_check_private_key(ca_cert.get(), ca_key.get()) != 1) {
+    ERR_clear_error();
+    return InvalidArgument("the CA key does not belong to the CA certificate");
+  }
+  return std::make_pair(std::move(ca_cert), std::move(ca_key));
+}
+
 }  // namespace
+
+StatusOr<std::string> CreatePrivateKeyPem() {
+  MF_ASSIGN_OR_RETURN(Key key, NewKey());
+  return Pem([&](BIO* b) { return PEM_write_bio_PrivateKey(b, key.get(), nullptr, nullptr, 0, nullptr, nullptr); });
+}
+
+StatusOr<std::string> PublicKeyPem(const std::string& private_key_pem) {
+  MF_ASSIGN_OR_RETURN(Key key, ReadKey(private_key_pem, "the private key"));
+  return Pem([&](BIO* b) { return PEM_write_bio_PUBKEY(b, key.get()); });
+}
 
 StatusOr<PemCertificate> CreateCertificateAuthority(const std::string& common_name, std::chrono::hours validity) {
   MF_ASSIGN_OR_RETURN(Key key, NewKey());
@@ -138,12 +167,8 @@ StatusOr<PemCertificate> CreateCertificateAuthority(const std::string& common_na
 }
 
 StatusOr<PemCertificate> IssueServingCertificate(const PemCertificate& ca, const ServingCertificateRequest& request) {
-  MF_ASSIGN_OR_RETURN(Cert ca_cert, ReadCertificate(ca.certificate_pem, "the CA certificate"));
-  MF_ASSIGN_OR_RETURN(Key ca_key, ReadKey(ca.private_key_pem, "the CA key"));
-  if (X509_check_private_key(ca_cert.get(), ca_key.get()) != 1) {
-    ERR_clear_error();
-    return InvalidArgument("the CA key does not belong to the CA certificate");
-  }
+  MF_ASSIGN_OR_RETURN(auto signer, ReadCa(ca));
+  auto& [ca_cert, ca_key] = signer;
   std::string alt_names;
   for (const auto& dns : request.dns_names) {
     if (dns.empty() || dns.find_first_of(",:\n") != std::string::npos) {
@@ -168,32 +193,63 @@ StatusOr<PemCertificate> IssueServingCertificate(const PemCertificate& ca, const
   return Encode(cert.get(), key.get());
 }
 
-Status CheckServingCertificate(const std::string& certificate_pem, const std::string& ca_certificate_pem,
-                               const std::string& host, std::chrono::hours remaining) {
-  MF_ASSIGN_OR_RETURN(Cert cert, ReadCertificate(certificate_pem, "the serving certificate"));
+namespace {
+
+// Verifies the chain to the CA for `purpose`, as of `remaining` from now (a certificate about to
+// expire counts as expired).
+Status VerifyChain(X509* cert, const std::string& ca_certificate_pem, int purpose, std::chrono::hours remaining) {
   MF_ASSIGN_OR_RETURN(Cert ca, ReadCertificate(ca_certificate_pem, "the CA certificate"));
   Store store(X509_STORE_new());
   StoreContext ctx(X509_STORE_CTX_new());
   if (!store || !ctx || X509_STORE_add_cert(store.get(), ca.get()) != 1 ||
-      X509_STORE_CTX_init(ctx.get(), store.get(), cert.get(), nullptr) != 1) {
+      X509_STORE_CTX_init(ctx.get(), store.get(), cert, nullptr) != 1) {
     return Failed("cannot set up certificate verification");
   }
-  // Verified as of `remaining` from now: a certificate about to expire counts as expired.
   X509_VERIFY_PARAM* param = X509_STORE_CTX_get0_param(ctx.get());
   X509_VERIFY_PARAM_set_time(param, time(nullptr) + static_cast<time_t>(remaining.count()) * 3600);
-  X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER);
+  X509_VERIFY_PARAM_set_purpose(param, purpose);
   if (X509_verify_cert(ctx.get()) != 1) {
     std::string why = X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx.get()));
     ERR_clear_error();
-    return FailedPrecondition("the serving certificate does not verify against the CA " +
+    return FailedPrecondition("the certificate does not verify against the CA " +
                               (remaining.count() > 0 ? "in " + std::to_string(remaining.count()) + " hours" : std::string("now")) +
                               ": " + why);
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckServingCertificate(const std::string& certificate_pem, const std::string& ca_certificate_pem,
+                               const std::string& host, std::chrono::hours remaining) {
+  MF_ASSIGN_OR_RETURN(Cert cert, ReadCertificate(certificate_pem, "the serving certificate"));
+  MF_RETURN_IF_ERROR(VerifyChain(cert.get(), ca_certificate_pem, X509_PURPOSE_SSL_SERVER, remaining));
   int named = IsIpAddress(host) ? X509_check_ip_asc(cert.get(), host.c_str(), 0)
                                 : X509_check_host(cert.get(), host.data(), host.size(), 0, nullptr);
   ERR_clear_error();
   if (named != 1) return FailedPrecondition("the serving certificate does not name " + host);
   return Status::Ok();
+}
+
+Status CheckClientCertificate(const std::string& certificate_pem, const std::string& ca_certificate_pem,
+                              std::chrono::hours remaining) {
+  MF_ASSIGN_OR_RETURN(Cert cert, ReadCertificate(certificate_pem, "the client certificate"));
+  return VerifyChain(cert.get(), ca_certificate_pem, X509_PURPOSE_SSL_CLIENT, remaining);
+}
+
+StatusOr<PemCertificate> IssueClientCertificate(const PemCertificate& ca, const ClientCertificateRequest& request) {
+  if (request.common_name.empty()) return InvalidArgument("a client certificate needs a common name (the user)");
+  MF_ASSIGN_OR_RETURN(auto signer, ReadCa(ca));
+  auto& [ca_cert, ca_key] = signer;
+  MF_ASSIGN_OR_RETURN(Key key, NewKey());
+  MF_ASSIGN_OR_RETURN(Cert cert, NewCertificate(key.get(), request.common_name, request.validity, request.organizations));
+  if (X509_set_issuer_name(cert.get(), X509_get_subject_name(ca_cert.get())) != 1) return Failed("cannot set the issuer");
+  MF_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert.get(), NID_basic_constraints, "critical,CA:FALSE"));
+  MF_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert.get(), NID_key_usage, "critical,digitalSignature,keyEncipherment"));
+  MF_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert.get(), NID_ext_key_usage, "clientAuth"));
+  MF_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert.get(), NID_authority_key_identifier, "keyid:always"));
+  if (X509_sign(cert.get(), ca_key.get(), EVP_sha256()) == 0) return Failed("cannot sign the client certificate");
+  return Encode(cert.get(), key.get());
 }
 
 }  // namespace mf::http

@@ -193,12 +193,16 @@ StatusOr<Json> Client::Apply(const ResourceRef& ref, const Json& object, const s
   return CallJson("PATCH", path, object.dump(), "application/apply-patch+yaml");
 }
 
-Status Client::Delete(const ResourceRef& ref, const std::string& precondition_uid) {
+Status Client::Delete(const ResourceRef& ref, const std::string& precondition_uid,
+                      std::optional<int64_t> grace_period_seconds) {
   if (ref.name.empty()) return InvalidArgument("Delete needs an object name");
   MF_ASSIGN_OR_RETURN(std::string path, ref.Path());
   std::string body;
-  if (!precondition_uid.empty()) {
-    body = Json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", precondition_uid}}}}.dump();
+  if (!precondition_uid.empty() || grace_period_seconds) {
+    Json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
+    if (!precondition_uid.empty()) options["preconditions"] = {{"uid", precondition_uid}};
+    if (grace_period_seconds) options["gracePeriodSeconds"] = *grace_period_seconds;
+    body = options.dump();
   }
   auto result = Call("DELETE", path, body, body.empty() ? "" : "application/json");
   return result.ok() ? Status::Ok() : result.status();

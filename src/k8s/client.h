@@ -98,8 +98,10 @@ class Client {
   // force, so the caller owns the fields it sets and conflicts with other managers are overridden
   // only when `force`.
   StatusOr<Json> Apply(const ResourceRef& ref, const Json& object, const std::string& field_manager, bool force = true);
-  // Deletes; NotFound when already gone. `precondition_uid` guards against deleting a recreated object.
-  Status Delete(const ResourceRef& ref, const std::string& precondition_uid = "");
+  // Deletes; NotFound when already gone. `precondition_uid` guards against deleting a recreated object;
+  // `grace_period_seconds` 0 is the kubelet's final delete of a pod whose containers have stopped.
+  Status Delete(const ResourceRef& ref, const std::string& precondition_uid = "",
+                std::optional<int64_t> grace_period_seconds = std::nullopt);
   // Pod logs as text (GET .../pods/NAME/log).
   StatusOr<std::string> Logs(const std::string& ns, const std::string& pod, const LogOptions& options = {});
 

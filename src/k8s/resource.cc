@@ -15,6 +15,13 @@ GroupVersionResource ConfigMaps() { return {"", "v1", "configmaps", true}; }
 GroupVersionResource Events() { return {"", "v1", "events", true}; }
 GroupVersionResource Namespaces() { return {"", "v1", "namespaces", false}; }
 GroupVersionResource Deployments() { return {"apps", "v1", "deployments", true}; }
+GroupVersionResource Nodes() { return {"", "v1", "nodes", false}; }
+GroupVersionResource Secrets() { return {"", "v1", "secrets", true}; }
+GroupVersionResource ServiceAccounts() { return {"", "v1", "serviceaccounts", true}; }
+GroupVersionResource Endpoints() { return {"", "v1", "endpoints", true}; }
+GroupVersionResource EndpointSlices() { return {"discovery.k8s.io", "v1", "endpointslices", true}; }
+GroupVersionResource ReplicaSets() { return {"apps", "v1", "replicasets", true}; }
+GroupVersionResource ClusterRoleBindings() { return {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", false}; }
 GroupVersionResource Leases() { return {"coordination.k8s.io", "v1", "leases", true}; }
 GroupVersionResource ModelDeployments() { return {"modelfleet.io", "v1alpha1", "modeldeployments", true}; }
 GroupVersionResource TrainingJobs() { return {"modelfleet.io", "v1alpha1", "trainingjobs", true}; }

@@ -44,6 +44,9 @@ class Session::Impl {
 #ifdef MODELFLEET_HAVE_CUDA
     if (cuda_plan) return cuda_plan->Run(inputs, outputs);
 #endif
+    // Unreachable after Build(), but without CUDA gcc proves the warm-up's branch reaches here
+    // with no plan and refuses the call (-Werror=nonnull).
+    if (!plan) return Internal("the session has no execution plan");
     return plan->Run(inputs, outputs, peak);
   }
 

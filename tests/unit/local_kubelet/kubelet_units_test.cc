@@ -295,7 +295,7 @@ TEST(PodStatusTest, InitContainersGateInitialized) {
   ContainerRuntimeState init = Container(ContainerRuntimeState::State::kRunning);
   init.name = "init";
   PodRuntimeInfo info{"127.0.1.7", "127.0.0.1", "", {init}, {Container(ContainerRuntimeState::State::kWaiting)}};
-  Json status = BuildPodStatus(pod, info, *ParseTime("2026-11-22T20:00:00Z"));
+  Json status = BuildPodStatus(pod, info, Clock::from_time_t(1795377600)  /* 2026-11-22T20:00:00Z */);
   EXPECT_EQ(status["phase"], "Pending");
   EXPECT_EQ(status["initContainerStatuses"][0]["name"], "init");
   EXPECT_EQ(status["initContainerStatuses"][0]["image"], "busybox");
@@ -314,7 +314,7 @@ TEST(PodStatusTest, ConditionsAndContainerStatuses) {
   info.containers[0].ready = true;
   info.containers[0].restart_count = 2;
   info.containers[0].started_at = "2026-11-22T20:00:01Z";
-  auto now = *ParseTime("2026-11-22T20:00:02Z");
+  auto now = Clock::from_time_t(1795377602);  // 2026-11-22T20:00:02Z
   Json status = BuildPodStatus(pod, info, now);
   EXPECT_EQ(status["phase"], "Running");
   EXPECT_EQ(status["podIP"], "127.0.1.7");
@@ -410,15 +410,21 @@ TEST(VolumesTest, EmptyDirConfigMapAndRewrite) {
 }
 
 TEST(PodIpAllocatorTest, DistinctStableAndReclaimable) {
-  PodIpAllocator ips;
-  EXPECT_EQ(ips.Allocate("ml/a"), "127.0.1.1");
-  EXPECT_EQ(ips.Allocate("ml/b"), "127.0.1.2");
-  EXPECT_EQ(ips.Allocate("ml/a"), "127.0.1.1");
-  EXPECT_FALSE(ips.Claim("ml/c", "127.0.1.2"));
-  EXPECT_TRUE(ips.Claim("ml/c", "127.0.4.4"));
-  EXPECT_FALSE(ips.Claim("ml/d", "10.0.0.1"));
+  PodIpAllocator ips("10.244.1.1");
+  EXPECT_EQ(ips.Allocate("ml/a"), "10.244.1.1");
+  EXPECT_EQ(ips.Allocate("ml/b"), "10.244.1.2");
+  EXPECT_EQ(ips.Allocate("ml/a"), "10.244.1.1");
+  EXPECT_FALSE(ips.Claim("ml/c", "10.244.1.2"));
+  EXPECT_TRUE(ips.Claim("ml/c", "10.244.4.4"));
+  EXPECT_FALSE(ips.Claim("ml/d", "10.0.0.1"));    // outside the pool
+  EXPECT_FALSE(ips.Claim("ml/d", "10.244.0.1"));  // the node's address, below the pool
+  EXPECT_FALSE(ips.Claim("ml/d", "127.0.1.1"));
   ips.Release("ml/a");
-  EXPECT_EQ(ips.Allocate("ml/e"), "127.0.1.1");
+  EXPECT_EQ(ips.Allocate("ml/e"), "10.244.1.1");
+  // Network- and broadcast-looking addresses are skipped.
+  PodIpAllocator edge("10.244.1.254");
+  EXPECT_EQ(edge.Allocate("a"), "10.244.1.254");
+  EXPECT_EQ(edge.Allocate("b"), "10.244.2.1");
 }
 
 TEST(PodPathsTest, LogLayoutSharedWithTheApiServer) {

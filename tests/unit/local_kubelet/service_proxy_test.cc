@@ -123,10 +123,7 @@ std::string Exchange(const std::string& ip, uint16_t port) {
 TEST(ServiceProxyTest, SplicesToBackendsRoundRobinAndFollowsUpdates) {
   NamedServer a("127.0.7.1", "a"), b("127.0.7.2", "b");
   ServiceProxy proxy;
-  std::string vip = proxy.VipFor("ml/web", "");
-  EXPECT_EQ(vip.rfind("127.128.", 0), 0u) << vip;
-  EXPECT_EQ(proxy.VipFor("ml/web", ""), vip);                 // stable
-  EXPECT_EQ(proxy.VipFor("ml/pinned", "127.200.0.5"), "127.200.0.5");  // a loopback clusterIP is honoured
+  const std::string vip = "127.128.0.1";  // in a cluster: the Service's clusterIP
   // Backends listen on different ports: the proxy maps the Service port to each backend's port.
   ProxiedService svc{"ml/web", vip, {{18080, {{"127.0.7.1", a.port()}, {"127.0.7.2", b.port()}}}}};
   ASSERT_TRUE(proxy.Apply({svc}).empty());
@@ -153,6 +150,24 @@ TEST(ServiceProxyTest, ReportsListenersItCannotOpen) {
   auto errors = proxy.Apply({{"ml/clash", "127.0.7.3", {{taken.port(), {}}}}});
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].find("ml/clash"), std::string::npos);
+}
+
+// The host-side forwards (API server, LoadBalancer Services) get their listeners from the host
+// socket broker: the proxy asks the opener it was given and serves whatever descriptor it returns.
+TEST(ServiceProxyTest, OpensListenersThroughTheGivenOpener) {
+  NamedServer backend("127.0.7.4", "api");
+  std::vector<std::string> asked;
+  ServiceProxy proxy([&](const std::string& ip, uint16_t port) -> StatusOr<int> {
+    asked.push_back(ip + ":" + std::to_string(port));
+    return OpenLocalListener("127.0.7.5", port);  // stands in for the broker's host socket
+  });
+  ASSERT_TRUE(proxy.Apply({{"host/api", "127.0.0.1", {{18443, {{"127.0.7.4", backend.port()}}}}}}).empty());
+  EXPECT_EQ(asked, std::vector<std::string>{"127.0.0.1:18443"});
+  EXPECT_EQ(Exchange("127.0.7.5", 18443), "api:hi");
+  auto failing = ServiceProxy([](const std::string&, uint16_t) -> StatusOr<int> { return Unavailable("no broker"); });
+  auto errors = failing.Apply({{"host/api", "127.0.0.1", {{18444, {}}}}});
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("no broker"), std::string::npos);
 }
 
 }  // namespace

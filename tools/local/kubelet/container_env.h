@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "tools/local/controllers/object_meta.h"
+#include "tools/local/kubelet/object_fields.h"
 #include "tools/local/kubelet/image_map.h"
 
 namespace mf::local {

@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tools/local/controllers/object_meta.h"
+#include "tools/local/kubelet/object_fields.h"
 
 namespace mf::local {
 

@@ -1,41 +1,181 @@
 #include "tools/local/kubelet/kubelet.h"
 
+#include <arpa/inet.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <thread>
 
 #include "common/logging.h"
-#include "tools/local/controllers/controller_loop.h"
-#include "tools/local/controllers/resources.h"
+#include "k8s/resource.h"
+#include "tools/local/cluster/host_sockets.h"
 #include "tools/local/kubelet/hosts_file.h"
 #include "tools/local/kubelet/pod_paths.h"
 
 namespace mf::local {
+namespace {
 
-Kubelet::Kubelet(Store* store, KubeletOptions options) : store_(store), options_(std::move(options)) {}
+using namespace std::chrono_literals;
+namespace res = k8s::resources;
+
+constexpr auto kHeartbeatInterval = 10s;
+constexpr int64_t kLeaseDurationSeconds = 40;
+constexpr char kFieldManager[] = "modelfleet-node-agent";
+
+// metav1.MicroTime, as Lease.spec.renewTime needs.
+std::string MicroTime(Clock::time_point t) {
+  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count() % 1'000'000;
+  std::string text = FormatTime(t);
+  char frac[16];
+  std::snprintf(frac, sizeof frac, ".%06lld", static_cast<long long>(micros));
+  return text.substr(0, text.size() - 1) + frac + "Z";
+}
+
+k8s::Json NodeConditions(const std::string& now) {
+  auto condition = [&](const char* type, const char* status, const char* reason, const char* message) {
+    return k8s::Json{{"type", type},           {"status", status},           {"reason", reason},
+                     {"message", message},     {"lastHeartbeatTime", now}};
+  };
+  return k8s::Json::array({condition("Ready", "True", "KubeletReady", "modelfleet-local node agent is posting ready status"),
+                           condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+                           condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+                           condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available")});
+}
+
+bool IsLoopbackHost(const std::string& ip) { return ip.rfind("127.", 0) == 0; }
+
+}  // namespace
+
+Kubelet::Kubelet(k8s::Client* client, KubeletOptions options)
+    : client_(client),
+      options_(std::move(options)),
+      ips_(options_.pod_ip_base),
+      proxy_([broker = options_.host_broker](const std::string& ip, uint16_t port) -> StatusOr<int> {
+        if (IsLoopbackHost(ip)) return OpenHostListener(broker, ip, port);
+        return OpenLocalListener(ip, port);
+      }) {}
 
 Kubelet::~Kubelet() { Stop(); }
 
+k8s::Json Kubelet::NodeObject() const {
+  const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  const long long memory = static_cast<long long>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  // Pods are processes sharing this machine: CPU is offered 8-fold so typical requests schedule.
+  k8s::Json capacity = {{"cpu", std::to_string(cores * 8)},
+                        {"memory", std::to_string(memory / 1024) + "Ki"},
+                        {"pods", "110"},
+                        {"ephemeral-storage", "100Gi"}};
+  for (const auto& [name, count] : options_.extended_resources) capacity[name] = std::to_string(count);
+  utsname uts{};
+  uname(&uts);
+  const std::string now = FormatTime(Clock::now());
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata",
+           {{"name", options_.node_name},
+            {"labels",
+             {{"kubernetes.io/hostname", options_.node_name}, {"kubernetes.io/os", "linux"},
+              {"kubernetes.io/arch", "amd64"}}}}},
+          {"status",
+           {{"capacity", capacity},
+            {"allocatable", capacity},
+            {"addresses", k8s::Json::array({{{"type", "InternalIP"}, {"address", options_.node_ip}},
+                                            {{"type", "Hostname"}, {"address", options_.node_name}}})},
+            {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", options_.kubelet_port}}}}},
+            {"conditions", NodeConditions(now)},
+            {"nodeInfo",
+             {{"machineID", "modelfleet-local"},
+              {"systemUUID", "modelfleet-local"},
+              {"bootID", "modelfleet-local"},
+              {"kernelVersion", uts.release},
+              {"osImage", "modelfleet-local"},
+              {"containerRuntimeVersion", "modelfleet-local://1"},
+              {"kubeletVersion", options_.kubelet_version},
+              {"kubeProxyVersion", ""},
+              {"operatingSystem", "linux"},
+              {"architecture", "amd64"}}}}}};
+}
+
+Status Kubelet::RegisterNode() {
+  k8s::Json node = NodeObject();
+  auto created = client_->Create({res::Nodes(), "", ""}, node);
+  if (created.ok()) return Status::Ok();
+  if (created.status().code() != StatusCode::kAlreadyExists) {
+    return created.status().WithContext("registering node " + options_.node_name);
+  }
+  // Registered by an earlier run: bring capacity, addresses and conditions up to date.
+  k8s::Json patch = {{"status", node["status"]}};
+  auto patched = client_->Patch({res::Nodes(), "", options_.node_name, "status"}, k8s::PatchType::kStrategicMerge, patch);
+  return patched.status().WithContext("updating node " + options_.node_name);
+}
+
+void Kubelet::Heartbeat() {
+  const auto now = Clock::now();
+  k8s::Json status_patch = {{"status", {{"conditions", NodeConditions(FormatTime(now))}}}};
+  auto patched = client_->Patch({res::Nodes(), "", options_.node_name, "status"}, k8s::PatchType::kStrategicMerge,
+                                status_patch);
+  if (!patched.ok()) {
+    log::Warning("node status heartbeat failed", {{"error", patched.status().message()}});
+    if (patched.status().code() == StatusCode::kNotFound) (void)RegisterNode();  // deleted by someone: register again
+  }
+  k8s::Json lease = {{"apiVersion", "coordination.k8s.io/v1"},
+                     {"kind", "Lease"},
+                     {"metadata", {{"name", options_.node_name}, {"namespace", "kube-node-lease"}}},
+                     {"spec",
+                      {{"holderIdentity", options_.node_name},
+                       {"leaseDurationSeconds", kLeaseDurationSeconds},
+                       {"renewTime", MicroTime(now)}}}};
+  auto renewed = client_->Apply({res::Leases(), "kube-node-lease", options_.node_name}, lease, kFieldManager);
+  if (!renewed.ok()) log::Warning("node lease renewal failed", {{"error", renewed.status().message()}});
+}
+
 Status Kubelet::Start() {
-  if (options_.data_dir.empty()) return InvalidArgument("the kubelet needs a data directory");
+  if (options_.data_dir.empty()) return InvalidArgument("the node agent needs a data directory");
   MF_RETURN_IF_ERROR(WriteFileIfChanged(PythonResolverDirectory(options_.data_dir) / "sitecustomize.py",
                                         PythonResolverSource()));
   MF_RETURN_IF_ERROR(RegisterNode());
-  WatchOptions watch;
-  watch.send_initial_events = false;
-  watch.resource_version = store_->CurrentResourceVersion();
-  MF_ASSIGN_OR_RETURN(pod_watch_, store_->Watch(resources::kPods, "", watch));
-  thread_ = std::thread([this] { Loop(); });
-  log::Info("local kubelet started", {{"node", options_.node_name}, {"data_dir", options_.data_dir.string()}});
+  Heartbeat();
+  next_heartbeat_ = std::chrono::steady_clock::now() + kHeartbeatInterval;
+  auto on_change = k8s::EventHandlers{.on_add = [this](const k8s::ObjectPtr&) { Wake(); },
+                                      .on_update = [this](const k8s::ObjectPtr&, const k8s::ObjectPtr&) { Wake(); },
+                                      .on_delete = [this](const k8s::ObjectPtr&) { Wake(); }};
+  pods_ = std::make_unique<k8s::Informer>(
+      *client_, k8s::InformerOptions{.collection = {res::Pods(), "", "", ""},
+                                     .label_selector = "",
+                                     .field_selector = "spec.nodeName=" + options_.node_name});
+  services_ = std::make_unique<k8s::Informer>(*client_, k8s::InformerOptions{.collection = {res::Services(), "", "", ""}});
+  endpoints_ = std::make_unique<k8s::Informer>(*client_, k8s::InformerOptions{.collection = {res::Endpoints(), "", "", ""}});
+  for (auto* informer : {pods_.get(), services_.get(), endpoints_.get()}) {
+    informer->AddEventHandlers(on_change);
+    MF_RETURN_IF_ERROR(informer->Start());
+  }
+  thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+  log::Info("node agent started", {{"node", options_.node_name}, {"data_dir", options_.data_dir.string()}});
   return Status::Ok();
+}
+
+void Kubelet::Wake() {
+  {
+    std::lock_guard lock(mu_);
+    dirty_ = true;
+  }
+  wake_.notify_all();
 }
 
 void Kubelet::Stop() {
   {
     std::lock_guard lock(mu_);
-    if (stopping_) return;
-    stopping_ = true;
+    if (stopped_) return;
+    stopped_ = true;
   }
-  if (pod_watch_) pod_watch_->Stop();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    thread_.join();
+  }
+  for (auto* informer : {pods_.get(), services_.get(), endpoints_.get()}) {
+    if (informer) informer->Stop();
+  }
   proxy_.Apply({});  // close every Service listener
   std::map<std::string, std::unique_ptr<PodWorker>> workers;
   {
@@ -46,117 +186,36 @@ void Kubelet::Stop() {
   workers.clear();                                                  // and each is waited for
 }
 
-std::vector<pid_t> Kubelet::PidsOf(const std::string& ns, const std::string& name) const {
-  std::lock_guard lock(mu_);
-  for (const auto& [uid, key] : worker_keys_) {
-    auto it = workers_.find(uid);
-    if (key == ns + "/" + name && it != workers_.end()) return it->second->RunningPids();
-  }
-  return {};
-}
-
-Status Kubelet::RegisterNode() {
-  if (!store_->FindType(resources::kNodes)) return Status::Ok();
-  if (store_->Get({resources::kNodes, "", options_.node_name}).ok()) return Status::Ok();
-  std::string now = FormatTime(Clock::now());
-  Json node = {
-      {"apiVersion", "v1"},
-      {"kind", "Node"},
-      {"metadata",
-       {{"name", options_.node_name},
-        {"labels", {{"kubernetes.io/hostname", options_.node_name}, {"kubernetes.io/os", "linux"}}}}},
-      {"status",
-       {{"addresses", Json::array({{{"type", "InternalIP"}, {"address", options_.host_ip}},
-                                   {{"type", "Hostname"}, {"address", options_.node_name}}})},
-        {"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"},
-                                     {"message", "modelfleet-local kubelet is posting ready status"},
-                                     {"lastHeartbeatTime", now}, {"lastTransitionTime", now}}})},
-        {"nodeInfo", {{"kubeletVersion", "v1.32.0-modelfleet-local"}, {"operatingSystem", "linux"}}}}}};
-  auto created = store_->Create(resources::kNodes, "", node);
-  if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
-    return created.status().WithContext("registering node " + options_.node_name);
-  }
-  if (created.ok()) {
-    // The status subresource ignores status on create: write it separately.
-    auto with_status = store_->GuaranteedUpdate(
-        {resources::kNodes, "", options_.node_name}, Subresource::kStatus,
-        [&](const Json& current) -> StatusOr<Json> {
-          Json updated = current;
-          updated["status"] = node["status"];
-          return updated;
-        });
-    if (!with_status.ok()) return with_status.status().WithContext("writing node status");
-  }
-  return Status::Ok();
-}
-
-void Kubelet::Loop() {
-  while (true) {
+void Kubelet::Loop(std::stop_token stop) {
+  while (!stop.stop_requested()) {
     {
-      std::lock_guard lock(mu_);
-      if (stopping_) return;
+      std::unique_lock lock(mu_);
+      // Pod workers poll their own processes; this loop reacts to API changes, and every second
+      // anyway so finished workers are collected.
+      wake_.wait_for(lock, stop, 1s, [this] { return dirty_; });
+      dirty_ = false;
     }
+    if (stop.stop_requested()) break;
     for (auto [what, step] : {std::pair<const char*, void (Kubelet::*)()>{"pods", &Kubelet::SyncPods},
                               {"services", &Kubelet::SyncNetworking}}) {
-      Status s = CatchMalformed(std::string("kubelet sync of ") + what, [&] {
+      Status s = CatchMalformed(std::string("node agent sync of ") + what, [&] {
         (this->*step)();
         return Status::Ok();
       });
-      if (!s.ok()) log::Warning("kubelet sync failed", {{"error", s.message()}});
+      if (!s.ok()) log::Warning("node agent sync failed", {{"error", s.message()}});
     }
-    // Sleep until a pod changes, or 200 ms: Services and Endpoints are polled at that pace.
-    if (pod_watch_->done()) {
-      WatchOptions watch;
-      watch.send_initial_events = false;
-      watch.resource_version = store_->CurrentResourceVersion();
-      auto renewed = store_->Watch(resources::kPods, "", watch);
-      if (renewed.ok()) pod_watch_ = *renewed;
+    if (std::chrono::steady_clock::now() >= next_heartbeat_) {
+      Heartbeat();
+      next_heartbeat_ = std::chrono::steady_clock::now() + kHeartbeatInterval;
     }
-    if (pod_watch_->Next(std::chrono::milliseconds(200))) {
-      while (pod_watch_->Next(std::chrono::milliseconds(0))) {
-      }
-    }
-  }
-}
-
-void Kubelet::Bind(const Json& pod) {
-  auto bound = store_->GuaranteedUpdate(
-      {resources::kPods, NamespaceOf(pod), NameOf(pod)}, Subresource::kMain,
-      [&](const Json& current) -> StatusOr<Json> {
-        if (Uid(current) != Uid(pod)) return Aborted("the pod was replaced");
-        if (!StringAt(current, {"spec", "nodeName"}).empty() || IsBeingDeleted(current)) {
-          return current;
-        }
-        Json updated = current;
-        updated["spec"]["nodeName"] = options_.node_name;
-        Json finalizers = current["metadata"].value("finalizers", Json::array());
-        if (std::find(finalizers.begin(), finalizers.end(), kKubeletFinalizer) == finalizers.end()) {
-          finalizers.push_back(kKubeletFinalizer);
-        }
-        updated["metadata"]["finalizers"] = finalizers;
-        return updated;
-      });
-  if (!bound.ok()) {
-    log::Warning("cannot bind pod to the local node", {{"pod", NamespaceOf(pod) + "/" + NameOf(pod)},
-                                                       {"error", bound.status().message()}});
   }
 }
 
 void Kubelet::SyncPods() {
-  auto pods = store_->List(resources::kPods, "");
-  if (!pods.ok()) {
-    log::Warning("kubelet cannot list pods", {{"error", pods.status().message()}});
-    return;
-  }
-  std::map<std::string, const Json*> ours;  // by uid
-  for (const Json& pod : pods->items) {
-    std::string node = StringAt(pod, {"spec", "nodeName"});
-    if (node.empty() && !IsBeingDeleted(pod)) {
-      Bind(pod);  // the next pass (woken by the watch) runs it
-      continue;
-    }
-    if (node != options_.node_name) continue;
-    ours[Uid(pod)] = &pod;
+  if (!pods_->HasSynced()) return;
+  std::map<std::string, k8s::ObjectPtr> ours;  // by uid
+  for (const k8s::ObjectPtr& pod : pods_->store().List()) {
+    if (StringAt(*pod, {"spec", "nodeName"}) == options_.node_name) ours[Uid(*pod)] = pod;
   }
   std::lock_guard lock(mu_);
   for (auto it = workers_.begin(); it != workers_.end();) {
@@ -166,75 +225,91 @@ void Kubelet::SyncPods() {
     } else {
       it->second->Update(*found->second);
     }
-    if (it->second->finished()) {
-      worker_keys_.erase(it->first);
-      it = workers_.erase(it);
-    } else {
-      ++it;
-    }
+    it = it->second->finished() ? workers_.erase(it) : std::next(it);
   }
   for (const auto& [uid, pod] : ours) {
     if (workers_.count(uid)) continue;
     const std::string phase = StringAt(*pod, {"status", "phase"});
-    bool has_finalizer = false;
-    for (const Json& f : ObjectAt(*pod, {"metadata"}).value("finalizers", Json::array())) {
-      has_finalizer = has_finalizer || f == kKubeletFinalizer;
-    }
-    // A finished pod is not run again; a terminating one only needs its finalizer released.
+    // A finished pod is not run again, but one being deleted still needs its final delete.
     if ((phase == "Succeeded" || phase == "Failed") && !IsBeingDeleted(*pod)) continue;
-    if (IsBeingDeleted(*pod) && !has_finalizer) continue;
-    workers_[uid] = std::make_unique<PodWorker>(store_, &options_, &ips_, *pod);
-    worker_keys_[uid] = NamespaceOf(*pod) + "/" + NameOf(*pod);
+    workers_[uid] = std::make_unique<PodWorker>(client_, &options_, &ips_, *pod);
   }
 }
 
 void Kubelet::SyncNetworking() {
-  if (!store_->FindType(resources::kEndpoints)) return;
-  auto endpoints = store_->List(resources::kEndpoints, "");
-  if (!endpoints.ok()) return;
-  std::vector<Json> services;
-  if (store_->FindType(resources::kServices)) {
-    auto listed = store_->List(resources::kServices, "");
-    if (!listed.ok()) return;
-    services = std::move(listed->items);
-  }
+  if (!services_->HasSynced() || !endpoints_->HasSynced()) return;
+  std::vector<Json> services, endpoints;
+  for (const auto& s : services_->store().List()) services.push_back(*s);
+  for (const auto& e : endpoints_->store().List()) endpoints.push_back(*e);
+  std::sort(services.begin(), services.end(), [](const Json& a, const Json& b) {
+    return NamespaceOf(a) + "/" + NameOf(a) < NamespaceOf(b) + "/" + NameOf(b);
+  });
   std::map<std::string, std::string> vips;
   for (const Json& svc : services) {
-    if (!IsProxiedService(svc)) continue;
-    const std::string key = NamespaceOf(svc) + "/" + NameOf(svc);
-    std::string vip = proxy_.VipFor(key, StringAt(svc, {"spec", "clusterIP"}));
-    if (!vip.empty()) vips[key] = vip;
+    if (IsProxiedService(svc)) vips[NamespaceOf(svc) + "/" + NameOf(svc)] = StringAt(svc, {"spec", "clusterIP"});
   }
-  for (const auto& [key, vip] : known_vips_) {
-    if (!vips.count(key)) proxy_.Forget(key);
-  }
-  known_vips_ = vips;
-  std::vector<std::string> errors = proxy_.Apply(PlanServiceProxy(services, endpoints->items, vips));
-  std::set<std::string> error_set(errors.begin(), errors.end());
-  for (const std::string& e : error_set) {
-    if (!proxy_errors_.count(e)) log::Warning("cannot open a Service proxy listener", {{"listener", e}});
-  }
-  proxy_errors_ = std::move(error_set);
+  std::vector<ProxiedService> planned = PlanServiceProxy(services, endpoints, vips);
 
-  // A LoadBalancer Service's ingress is its VIP: reachable from the host, like `minikube tunnel`.
+  // LoadBalancer Services: the same ports on a host loopback address, kept stable across
+  // restarts through the address already in their status.
+  std::set<std::string> used;
+  std::map<std::string, std::string> host_ips;
   for (const Json& svc : services) {
     const std::string key = NamespaceOf(svc) + "/" + NameOf(svc);
     if (StringAt(svc, {"spec", "type"}) != "LoadBalancer" || !vips.count(key)) continue;
-    Json status = ObjectAt(svc, {"status"});
-    status["loadBalancer"] = {{"ingress", Json::array({{{"ip", vips[key]}}})}};
-    Status s = UpdateStatusIfChanged(store_, resources::kServices, svc, status);
-    if (!s.ok()) log::Warning("cannot write LoadBalancer status", {{"service", key}, {"error", s.message()}});
+    std::string ip = host_ips_.count(key) ? host_ips_[key] : "";
+    const Json& ingress = ObjectAt(svc, {"status", "loadBalancer"}).value("ingress", Json::array());
+    if (ip.empty() && ingress.is_array() && !ingress.empty()) ip = StringAt(ingress[0], {"ip"});
+    if (!IsLoopbackHost(ip) || used.count(ip)) ip.clear();
+    for (int n = 2; ip.empty() && n < 255; ++n) {
+      std::string candidate = "127.0.0." + std::to_string(n);
+      if (!used.count(candidate) && std::none_of(host_ips_.begin(), host_ips_.end(), [&](const auto& kv) {
+            return kv.first != key && kv.second == candidate;
+          })) {
+        ip = candidate;
+      }
+    }
+    if (ip.empty()) continue;
+    used.insert(ip);
+    host_ips[key] = ip;
+  }
+  std::vector<ProxiedService> with_host = planned;
+  for (const ProxiedService& p : planned) {
+    if (auto it = host_ips.find(p.key); it != host_ips.end()) {
+      ProxiedService host = p;
+      host.vip = it->second;
+      with_host.push_back(std::move(host));
+    }
+  }
+  std::vector<std::string> errors = proxy_.Apply(with_host);
+  std::set<std::string> error_set(errors.begin(), errors.end());
+  for (const std::string& e : error_set) {
+    if (!proxy_errors_.count(e)) log::Warning("cannot open a Service proxy listener", {{"listener", e}});
+    // A host address another program holds: try the next one on the next pass.
+    for (auto it = host_ips.begin(); it != host_ips.end();) {
+      it = e.rfind(it->second + ":", 0) == 0 ? host_ips.erase(it) : std::next(it);
+    }
+  }
+  proxy_errors_ = std::move(error_set);
+  host_ips_ = host_ips;
+  for (const Json& svc : services) {
+    const std::string key = NamespaceOf(svc) + "/" + NameOf(svc);
+    auto it = host_ips.find(key);
+    if (it == host_ips.end()) continue;
+    Json ingress = Json::array({{{"ip", it->second}, {"ipMode", "VIP"}}});
+    if (ObjectAt(svc, {"status", "loadBalancer"}).value("ingress", Json::array()) == ingress) continue;
+    auto written = client_->Patch({res::Services(), NamespaceOf(svc), NameOf(svc), "status"}, k8s::PatchType::kMerge,
+                                  {{"status", {{"loadBalancer", {{"ingress", ingress}}}}}});
+    if (!written.ok()) {
+      log::Warning("cannot write LoadBalancer status", {{"service", key}, {"error", written.status().message()}});
+    }
   }
 
   std::set<std::string> namespaces;
-  for (const Json& ep : endpoints->items) namespaces.insert(NamespaceOf(ep));
+  for (const Json& ep : endpoints) namespaces.insert(NamespaceOf(ep));
   for (const Json& svc : services) namespaces.insert(NamespaceOf(svc));
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [uid, key] : worker_keys_) namespaces.insert(key.substr(0, key.find('/')));
-  }
   for (const std::string& ns : namespaces) {
-    Status s = WriteFileIfChanged(HostsFilePath(options_.data_dir, ns), BuildHostsFile(ns, endpoints->items, vips));
+    Status s = WriteFileIfChanged(HostsFilePath(options_.data_dir, ns), BuildHostsFile(ns, endpoints, vips));
     if (!s.ok()) log::Warning("cannot write hosts file", {{"error", s.message()}});
   }
 }

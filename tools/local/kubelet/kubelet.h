@@ -1,14 +1,18 @@
-// The local kubelet: runs the pods scheduled to this machine as local processes.
+// The node agent: a kubelet that runs the pods bound to its Node as local processes, talking to
+// the real kube-apiserver as user system:node:<name> (group system:nodes), so the Node
+// authorizer and NodeRestriction admission hold it to what a kubelet may do.
 //
-// One sync thread lists pods (woken early by a pod watch): a pod with no node is bound to this
-// node (spec.nodeName, PodScheduled) and gets the kubelet's finalizer, so deleting it waits until
-// its processes are gone; each pod of this node gets a PodWorker (pod_worker.h); pods that left
-// the store or were replaced have their workers stopped. It also keeps the per-namespace hosts
-// files (hosts_file.h) and the Service proxy (service_proxy.h) in step with Services and
-// Endpoints, writes LoadBalancer Services' ingress IP (their VIP, reachable from the host), and
-// registers Node "local" when nodes are served.
+// It registers the Node (capacity, including configured extended resources such as
+// nvidia.com/gpu, and the kubelet API port in daemonEndpoints), renews its Lease in
+// kube-node-lease and its Ready condition every 10 s; informers watch the pods bound to it
+// (fieldSelector spec.nodeName) and, as kube-proxy does, every Service and Endpoints object.
+// Each pod of this node gets a PodWorker (pod_worker.h); a pod being deleted is stopped and then
+// deleted for good (grace period 0), as the kubelet does. Services are proxied on their cluster
+// IPs (service_proxy.h); a LoadBalancer Service also gets a listener on a 127.0.0.x address of
+// the host (through the host socket broker) written to its status, as `minikube tunnel` does.
 #pragma once
 
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "k8s/client.h"
+#include "k8s/informer.h"
 #include "tools/local/kubelet/pod_worker.h"
 #include "tools/local/kubelet/service_proxy.h"
 
@@ -24,40 +30,41 @@ namespace mf::local {
 
 class Kubelet {
  public:
-  Kubelet(Store* store, KubeletOptions options);
+  Kubelet(k8s::Client* client, KubeletOptions options);
   ~Kubelet();  // Stop()
   Kubelet(const Kubelet&) = delete;
   Kubelet& operator=(const Kubelet&) = delete;
 
   Status Start();
   // Stops every container (SIGTERM, then SIGKILL after its grace period) and the sync thread.
-  // Pods stay in the store; a later kubelet restarts them. Idempotent.
+  // Pods stay in the API; a later node agent restarts them. Idempotent.
   void Stop();
 
-  // Running containers' process group ids of pod ns/name (tests check the process table).
-  std::vector<pid_t> PidsOf(const std::string& ns, const std::string& name) const;
-
  private:
-  void Loop();
+  void Loop(std::stop_token stop);
   void SyncPods();
-  // Service VIPs and proxy listeners, LoadBalancer ingress, and the hosts files.
+  // Service proxy listeners, LoadBalancer ingress, and the hosts files.
   void SyncNetworking();
   Status RegisterNode();
-  void Bind(const Json& pod);
+  void Heartbeat();
+  k8s::Json NodeObject() const;
+  void Wake();
 
-  Store* const store_;
+  k8s::Client* const client_;
   const KubeletOptions options_;
   PodIpAllocator ips_;
-  ServiceProxy proxy_;                     // used by the sync thread only
-  std::set<std::string> proxy_errors_;     // last reported, to log each failure once
-  std::map<std::string, std::string> known_vips_;  // "ns/name" -> VIP, as last applied
+  ServiceProxy proxy_;                            // used by the sync thread only
+  std::set<std::string> proxy_errors_;            // last reported, to log each failure once
+  std::map<std::string, std::string> host_ips_;   // LoadBalancer "ns/name" -> 127.0.0.x
+  std::unique_ptr<k8s::Informer> pods_, services_, endpoints_;
 
   mutable std::mutex mu_;
+  std::condition_variable_any wake_;
+  bool dirty_ = true;
   std::map<std::string, std::unique_ptr<PodWorker>> workers_;  // by pod uid
-  std::map<std::string, std::string> worker_keys_;             // uid -> "ns/name"
-  bool stopping_ = false;
-  std::shared_ptr<Watcher> pod_watch_;
-  std::thread thread_;
+  std::chrono::steady_clock::time_point next_heartbeat_;
+  bool stopped_ = false;
+  std::jthread thread_;
 };
 
 }  // namespace mf::local

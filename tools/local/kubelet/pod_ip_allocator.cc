@@ -5,20 +5,26 @@
 namespace mf::local {
 namespace {
 
-constexpr uint32_t kFirst = (127u << 24) | (0u << 16) | (1u << 8) | 1u;  // 127.0.1.1
-constexpr uint32_t kLast = (127u << 24) | (255u << 16) | (255u << 8) | 254u;
-
 std::string Format(uint32_t ip) {
   return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 255) + "." +
          std::to_string((ip >> 8) & 255) + "." + std::to_string(ip & 255);
 }
 
+uint32_t Parse(const std::string& text) {
+  in_addr addr{};
+  return inet_pton(AF_INET, text.c_str(), &addr) == 1 ? ntohl(addr.s_addr) : 0;
+}
+
 }  // namespace
+
+// The pool runs from `first` to the end of its /16 (10.244.1.1 .. 10.244.255.254).
+PodIpAllocator::PodIpAllocator(const std::string& first)
+    : first_(Parse(first)), last_(first_ == 0 ? 0 : (first_ | 0xFFFFu) - 1) {}
 
 std::optional<std::string> PodIpAllocator::Allocate(const std::string& key) {
   std::lock_guard lock(mu_);
   if (auto it = by_pod_.find(key); it != by_pod_.end()) return Format(it->second);
-  for (uint32_t ip = kFirst; ip <= kLast; ++ip) {
+  for (uint32_t ip = first_; first_ != 0 && ip <= last_; ++ip) {
     uint32_t last = ip & 255;
     if (last == 0 || last == 255) continue;  // skip network and broadcast-looking addresses
     if (used_.count(ip)) continue;
@@ -30,10 +36,8 @@ std::optional<std::string> PodIpAllocator::Allocate(const std::string& key) {
 }
 
 bool PodIpAllocator::Claim(const std::string& key, const std::string& ip_text) {
-  in_addr addr{};
-  if (inet_pton(AF_INET, ip_text.c_str(), &addr) != 1) return false;
-  uint32_t ip = ntohl(addr.s_addr);
-  if (ip < kFirst || ip > kLast) return false;
+  uint32_t ip = Parse(ip_text);
+  if (ip == 0 || ip < first_ || ip > last_) return false;
   std::lock_guard lock(mu_);
   if (auto it = by_pod_.find(key); it != by_pod_.end()) return it->second == ip;
   if (used_.count(ip)) return false;

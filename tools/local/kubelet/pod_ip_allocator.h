@@ -1,6 +1,6 @@
-// Hands out a distinct loopback address per pod from 127.0.1.1 upward (127.0.0.0/24 stays the
-// host's). Linux routes all of 127.0.0.0/8 to the loopback device, so a process can bind its pod
-// IP without any network setup. Addresses already in pods' status are claimed again on restart.
+// Hands out a distinct address per pod from the cluster's pod range (network.h: every address of
+// it is local inside the cluster's network namespace, so a process binds its pod IP without any
+// interface setup). Addresses already in pods' status are claimed again on restart.
 #pragma once
 
 #include <map>
@@ -13,6 +13,8 @@ namespace mf::local {
 
 class PodIpAllocator {
  public:
+  // Addresses from `first` (e.g. "10.244.1.1") to the end of its /16.
+  explicit PodIpAllocator(const std::string& first);
   // The address for pod `key` ("ns/name"): its previous one if any, else the lowest free one.
   // nullopt when all 65,000-odd addresses are in use.
   std::optional<std::string> Allocate(const std::string& key);
@@ -21,6 +23,7 @@ class PodIpAllocator {
   void Release(const std::string& key);
 
  private:
+  const uint32_t first_, last_;
   std::mutex mu_;
   std::map<std::string, uint32_t> by_pod_;
   std::set<uint32_t> used_;

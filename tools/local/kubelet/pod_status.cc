@@ -106,11 +106,11 @@ Json BuildPodStatus(const Json& pod, const PodRuntimeInfo& info, Clock::time_poi
   const bool initialized = InitContainersDone(info.init_containers);
 
   Json conditions = status.value("conditions", Json::array());
-  SetCondition(conditions, "PodScheduled", true, "", "", now, false);
-  SetCondition(conditions, "Initialized", initialized, initialized ? "" : "ContainersNotInitialized", "", now, false);
+  SetCondition(conditions, "PodScheduled", true, "", "", now);
+  SetCondition(conditions, "Initialized", initialized, initialized ? "" : "ContainersNotInitialized", "", now);
   std::string not_ready_reason = status["phase"] == "Succeeded" ? "PodCompleted" : "ContainersNotReady";
-  SetCondition(conditions, "ContainersReady", all_ready, all_ready ? "" : not_ready_reason, "", now, false);
-  SetCondition(conditions, "Ready", all_ready, all_ready ? "" : not_ready_reason, "", now, false);
+  SetCondition(conditions, "ContainersReady", all_ready, all_ready ? "" : not_ready_reason, "", now);
+  SetCondition(conditions, "Ready", all_ready, all_ready ? "" : not_ready_reason, "", now);
   // Kubernetes omits empty reason/message; SetCondition writes them as given.
   for (Json& c : conditions) {
     if (c.value("reason", "").empty()) c.erase("reason");

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/local/controllers/object_meta.h"
+#include "tools/local/kubelet/object_fields.h"
 
 namespace mf::local {
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "common/logging.h"
-#include "tools/local/controllers/resources.h"
+#include "k8s/resource.h"
 #include "tools/local/kubelet/container_env.h"
 #include "tools/local/kubelet/pod_paths.h"
 
@@ -15,13 +15,15 @@ namespace {
 using State = ContainerRuntimeState::State;
 using SteadyClock = std::chrono::steady_clock;
 
-// The store writes deletionGracePeriodSeconds 0 on every delete it defers for finalizers, so only
-// a positive value (a client's explicit gracePeriodSeconds) overrides the pod's own setting.
+// The API server sets deletionGracePeriodSeconds on a graceful delete (the client's
+// gracePeriodSeconds, else the pod's terminationGracePeriodSeconds).
 std::chrono::milliseconds GracePeriod(const Json& pod) {
-  int64_t secs = IntAt(pod, {"metadata", "deletionGracePeriodSeconds"}, 0);
-  if (secs <= 0) secs = IntAt(pod, {"spec", "terminationGracePeriodSeconds"}, 30);
+  int64_t secs = IntAt(pod, {"metadata", "deletionGracePeriodSeconds"}, -1);
+  if (secs < 0) secs = IntAt(pod, {"spec", "terminationGracePeriodSeconds"}, 30);
   return std::chrono::seconds(std::max<int64_t>(secs, 0));
 }
+
+constexpr int64_t kTokenSeconds = 3607;  // the kubelet's default for projected tokens
 
 // Variables every container inherits from the kubelet's own environment.
 EnvList HostEnv() {
@@ -51,8 +53,8 @@ std::string GetEnv(const EnvList& env, const std::string& name) {
 
 }  // namespace
 
-PodWorker::PodWorker(Store* store, const KubeletOptions* options, PodIpAllocator* ips, Json pod)
-    : store_(store), options_(options), ips_(ips), latest_(std::move(pod)) {
+PodWorker::PodWorker(k8s::Client* client, const KubeletOptions* options, PodIpAllocator* ips, Json pod)
+    : client_(client), options_(options), ips_(ips), latest_(std::move(pod)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -96,8 +98,27 @@ std::optional<Json> PodWorker::Lookup(std::string_view resource, std::string_vie
     std::lock_guard lock(mu_);
     pod = latest_;
   }
-  const GroupVersionResource& gvr = resource == "secrets" ? resources::kSecrets : resources::kConfigMaps;
-  auto obj = store_->Get({gvr, NamespaceOf(pod), std::string(name)});
+  if (resource == "serviceaccounttoken") {
+    Json request = {{"apiVersion", "authentication.k8s.io/v1"},
+                    {"kind", "TokenRequest"},
+                    {"spec",
+                     {{"expirationSeconds", kTokenSeconds},
+                      {"boundObjectRef", {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", NameOf(pod)}, {"uid", Uid(pod)}}}}}};
+    auto answer = client_->Call("POST",
+                                "/api/v1/namespaces/" + NamespaceOf(pod) + "/serviceaccounts/" + std::string(name) + "/token",
+                                request.dump(), "application/json");
+    if (!answer.ok()) {
+      log::Warning("cannot get a service account token", {{"pod", NamespaceOf(pod) + "/" + NameOf(pod)},
+                                                          {"error", answer.status().message()}});
+      return std::nullopt;
+    }
+    Json parsed = Json::parse(*answer, nullptr, false);
+    std::string token = StringAt(parsed, {"status", "token"});
+    if (token.empty()) return std::nullopt;
+    return Json{{"token", token}};
+  }
+  auto gvr = resource == "secrets" ? k8s::resources::Secrets() : k8s::resources::ConfigMaps();
+  auto obj = client_->Get({gvr, NamespaceOf(pod), std::string(name), ""});
   if (!obj.ok()) return std::nullopt;
   return *obj;
 }
@@ -289,7 +310,7 @@ void PodWorker::StartContainer(const Json& pod, Container& c) {
   };
   Json pod_with_ip = pod;
   pod_with_ip["status"]["podIP"] = pod_ip_;
-  pod_with_ip["status"]["hostIP"] = options_->host_ip;
+  pod_with_ip["status"]["hostIP"] = options_->node_ip;
   auto lookup = [this](std::string_view r, std::string_view n) { return Lookup(r, n); };
   auto own_env = BuildContainerEnv(pod_with_ip, c.spec, lookup);
   if (!own_env.ok()) return fail("CreateContainerConfigError", own_env.status());
@@ -428,37 +449,26 @@ void PodWorker::Terminate(const Json& pod, bool pod_exists) {
   std::error_code ec;
   std::filesystem::remove_all(PodDirectory(options_->data_dir, ns, name), ec);
   if (!pod_exists) return;
-  auto removed = store_->GuaranteedUpdate(
-      {resources::kPods, ns, name}, Subresource::kMain, [&](const Json& current) -> StatusOr<Json> {
-        if (Uid(current) != Uid(pod)) return Aborted("the pod was replaced");
-        Json updated = current;
-        Json finalizers = Json::array();
-        for (const Json& f : current["metadata"].value("finalizers", Json::array())) {
-          if (f != kKubeletFinalizer) finalizers.push_back(f);
-        }
-        updated["metadata"]["finalizers"] = finalizers;
-        return updated;
-      });
-  if (!removed.ok() && removed.status().code() != StatusCode::kNotFound) {
-    log::Warning("cannot release a deleted pod", {{"pod", ns + "/" + name}, {"error", removed.status().message()}});
+  // Containers are gone: the final delete lets the API server drop the pod.
+  Status removed = client_->Delete({k8s::resources::Pods(), ns, name, ""}, Uid(pod), 0);
+  if (!removed.ok() && removed.code() != StatusCode::kNotFound && removed.code() != StatusCode::kFailedPrecondition &&
+      removed.code() != StatusCode::kAborted) {
+    log::Warning("cannot delete a stopped pod", {{"pod", ns + "/" + name}, {"error", removed.message()}});
   }
 }
 
 void PodWorker::WriteStatus(const Json& pod) {
-  PodRuntimeInfo info{.pod_ip = pod_ip_, .host_ip = options_->host_ip, .start_time = start_time_,
+  PodRuntimeInfo info{.pod_ip = pod_ip_, .host_ip = options_->node_ip, .start_time = start_time_,
                       .init_containers = {}, .containers = {}};
   for (const Container& c : init_containers_) info.init_containers.push_back(c.state);
   for (const Container& c : containers_) info.containers.push_back(c.state);
   Json status = BuildPodStatus(pod, info, Clock::now());
   if (status == last_status_) return;
-  auto written = store_->GuaranteedUpdate(
-      {resources::kPods, NamespaceOf(pod), NameOf(pod)}, Subresource::kStatus,
-      [&](const Json& current) -> StatusOr<Json> {
-        if (Uid(current) != Uid(pod)) return Aborted("the pod was replaced");
-        Json updated = current;
-        updated["status"] = BuildPodStatus(current, info, Clock::now());
-        return updated;
-      });
+  // A strategic merge patch: conditions merge by type (the scheduler's PodScheduled stays), and
+  // the uid makes it fail rather than touch a pod recreated under the same name.
+  Json patch = {{"metadata", {{"uid", Uid(pod)}}}, {"status", status}};
+  auto written = client_->Patch({k8s::resources::Pods(), NamespaceOf(pod), NameOf(pod), "status"},
+                                k8s::PatchType::kStrategicMerge, patch);
   if (written.ok()) {
     last_status_ = status;
   } else if (written.status().code() != StatusCode::kNotFound) {

@@ -5,7 +5,7 @@
 // start containers that should run (restart policy + CrashLoopBackOff); reap exits; run due probes (a failed liveness probe restarts the
 // container); write the pod status when it changed. On deletion (deletionTimestamp, or the pod
 // vanished) every container's process group gets SIGTERM, then SIGKILL after the grace period,
-// and the kubelet's finalizer is removed so the store can drop the pod.
+// and the pod is then deleted for good (grace period 0), as the kubelet does.
 #pragma once
 
 #include <sys/types.h>
@@ -27,16 +27,20 @@
 #include "tools/local/kubelet/probe.h"
 #include "tools/local/kubelet/restart_backoff.h"
 #include "tools/local/kubelet/volumes.h"
-#include "tools/local/store/store.h"
+#include "k8s/client.h"
 
 namespace mf::local {
-
-inline constexpr std::string_view kKubeletFinalizer = "modelfleet.io/local-kubelet";
 
 struct KubeletOptions {
   std::filesystem::path data_dir;      // pod directories, logs, hosts files live here
   std::string node_name = "local";
-  std::string host_ip = "127.0.0.1";
+  std::string node_ip = "10.244.0.1";  // the Node's InternalIP and every pod's hostIP
+  std::string pod_ip_base = "10.244.1.1";  // pods get addresses from here upward
+  uint16_t kubelet_port = 10250;       // the kubelet API (logs, exec, port-forward)
+  std::string kubelet_version = "v1.37.2";
+  std::map<std::string, int64_t> extended_resources;  // e.g. nvidia.com/gpu: 4, in the Node's capacity
+  std::filesystem::path host_broker;   // host_sockets.h: listeners for LoadBalancer Services
+  std::filesystem::path pki_dir;       // ca.crt and kubelet.crt/.key for the kubelet API
   ImageMap images;
   BackoffPolicy backoff;
   // Added to every container's environment before its own env (e.g. KUBECONFIG for operators).
@@ -47,7 +51,7 @@ struct KubeletOptions {
 
 class PodWorker {
  public:
-  PodWorker(Store* store, const KubeletOptions* options, PodIpAllocator* ips, Json pod);
+  PodWorker(k8s::Client* client, const KubeletOptions* options, PodIpAllocator* ips, Json pod);
   ~PodWorker();  // stops the containers (as on kubelet shutdown) and joins
   PodWorker(const PodWorker&) = delete;
   PodWorker& operator=(const PodWorker&) = delete;
@@ -87,9 +91,11 @@ class PodWorker {
   void StopAll(std::chrono::milliseconds grace);
   void WriteStatus(const Json& pod);
   void Terminate(const Json& pod, bool pod_exists);
+  // ConfigMaps and Secrets of the pod's namespace, and ("serviceaccounttoken", name) a token
+  // bound to this pod from the TokenRequest API.
   std::optional<Json> Lookup(std::string_view resource, std::string_view name) const;
 
-  Store* const store_;
+  k8s::Client* const client_;
   const KubeletOptions* const options_;
   PodIpAllocator* const ips_;
 

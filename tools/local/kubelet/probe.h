@@ -7,7 +7,7 @@
 #include <chrono>
 #include <string>
 
-#include "tools/local/controllers/object_meta.h"
+#include "tools/local/kubelet/object_fields.h"
 #include "tools/local/kubelet/process.h"
 
 namespace mf::local {

@@ -1,6 +1,12 @@
 #include "tools/local/kubelet/service_proxy.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <array>
 #include <atomic>
@@ -157,16 +163,29 @@ class Listener : public std::enable_shared_from_this<Listener> {
   std::atomic<size_t> next_{0};
 };
 
-uint32_t ToHost(const std::string& ip) {
-  in_addr a{};
-  return inet_pton(AF_INET, ip.c_str(), &a) == 1 ? ntohl(a.s_addr) : 0;
-}
-
 }  // namespace
+
+StatusOr<int> OpenLocalListener(const std::string& ip, uint16_t port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  if (inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) != 1) return InvalidArgument("'" + ip + "' is not an IPv4 address");
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Internal(std::string("socket: ") + std::strerror(errno));
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd, SOMAXCONN) != 0) {
+    std::string why = std::strerror(errno);
+    close(fd);
+    return Unavailable(why);
+  }
+  return fd;
+}
 
 class ServiceProxy::Impl {
  public:
-  Impl() : work_(asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
+  explicit Impl(ListenerOpener open)
+      : open_(std::move(open)), work_(asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
   ~Impl() {
     for (auto& [key, listener] : listeners_) listener->Stop();
     work_.reset();
@@ -183,15 +202,16 @@ class ServiceProxy::Impl {
         wanted.insert(key);
         auto it = listeners_.find(key);
         if (it == listeners_.end()) {
-          boost::system::error_code ec;
-          auto address = asio::ip::make_address(svc.vip, ec);
+          auto fd = open_(svc.vip, p.port);
+          if (!fd.ok()) {
+            errors.push_back(key + " (" + svc.key + "): " + fd.status().message());
+            continue;
+          }
           tcp::acceptor acceptor(io_);
-          tcp::endpoint endpoint(address, p.port);
-          if (!ec) acceptor.open(endpoint.protocol(), ec);
-          if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-          if (!ec) acceptor.bind(endpoint, ec);
-          if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+          boost::system::error_code ec;
+          acceptor.assign(tcp::v4(), *fd, ec);
           if (ec) {
+            close(*fd);
             errors.push_back(key + " (" + svc.key + "): " + ec.message());
             continue;
           }
@@ -213,35 +233,16 @@ class ServiceProxy::Impl {
     return errors;
   }
 
-  std::string VipFor(const std::string& key, const std::string& cluster_ip) {
-    if (auto it = vips_.find(key); it != vips_.end()) return it->second;
-    uint32_t requested = ToHost(cluster_ip);
-    std::set<std::string> used;
-    for (const auto& [k, v] : vips_) used.insert(v);
-    if ((requested >> 24) == 127 && !used.count(cluster_ip)) return vips_[key] = cluster_ip;
-    for (uint32_t ip = (127u << 24) | (128u << 16) | 1u; (ip >> 24) == 127; ++ip) {
-      if ((ip & 255) == 0 || (ip & 255) == 255) continue;
-      in_addr a{htonl(ip)};
-      char text[INET_ADDRSTRLEN];
-      inet_ntop(AF_INET, &a, text, sizeof(text));
-      if (!used.count(text)) return vips_[key] = text;
-    }
-    return "";
-  }
-  void Forget(const std::string& key) { vips_.erase(key); }
-
  private:
+  ListenerOpener open_;
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   std::map<std::string, std::shared_ptr<Listener>> listeners_;  // "vip:port"
-  std::map<std::string, std::string> vips_;                     // "ns/name" -> vip
   std::thread thread_;
 };
 
-ServiceProxy::ServiceProxy() : impl_(std::make_unique<Impl>()) {}
+ServiceProxy::ServiceProxy(ListenerOpener open) : impl_(std::make_unique<Impl>(std::move(open))) {}
 ServiceProxy::~ServiceProxy() = default;
 std::vector<std::string> ServiceProxy::Apply(const std::vector<ProxiedService>& services) { return impl_->Apply(services); }
-std::string ServiceProxy::VipFor(const std::string& key, const std::string& cluster_ip) { return impl_->VipFor(key, cluster_ip); }
-void ServiceProxy::Forget(const std::string& key) { impl_->Forget(key); }
 
 }  // namespace mf::local

@@ -1,13 +1,15 @@
 // A userspace Service proxy, as kube-proxy's original "userspace" mode: each proxied Service gets
-// a virtual IP on the loopback network (127.128.0.1 upward, or its spec.clusterIP when that is a
-// loopback address), a listener on every TCP port it declares, and each accepted connection is
-// spliced to one of its ready endpoints (round robin, trying the next one when a connect fails).
+// a listener on its cluster IP (local inside the cluster's network namespace, network.h) for
+// every TCP port it declares, and each accepted connection is spliced to one of its ready
+// endpoints (round robin, trying the next one when a connect fails). The same proxy serves the
+// host-side forwards (the API server, LoadBalancer Services) on listeners the caller opens.
 // So "<service>:<port>" behaves as in a cluster: the Service port maps to the targetPort and
 // load spreads over the ready pods. Headless Services (clusterIP None) are not proxied: their
 // names resolve straight to pod IPs (hosts_file.h).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/local/controllers/object_meta.h"
+#include "tools/local/kubelet/object_fields.h"
 
 namespace mf::local {
 
@@ -44,9 +46,14 @@ std::vector<ProxiedService> PlanServiceProxy(const std::vector<Json>& services, 
 // Whether a Service is proxied (has a selector or endpoints, is not headless, and has TCP ports).
 bool IsProxiedService(const Json& service);
 
+// A listening TCP socket for ip:port; the proxy owns the descriptor it returns.
+using ListenerOpener = std::function<StatusOr<int>(const std::string& ip, uint16_t port)>;
+// Binds and listens in this process's network namespace.
+StatusOr<int> OpenLocalListener(const std::string& ip, uint16_t port);
+
 class ServiceProxy {
  public:
-  ServiceProxy();
+  explicit ServiceProxy(ListenerOpener open = OpenLocalListener);
   ~ServiceProxy();  // closes every listener and connection
   ServiceProxy(const ServiceProxy&) = delete;
   ServiceProxy& operator=(const ServiceProxy&) = delete;
@@ -54,11 +61,6 @@ class ServiceProxy {
   // Opens, updates and closes listeners to match `services`. Returns the listeners that could not
   // be opened ("vip:port: reason"), which are retried on the next call.
   std::vector<std::string> Apply(const std::vector<ProxiedService>& services);
-
-  // The VIP for a Service ("ns/name"): its spec.clusterIP when that is a loopback address,
-  // otherwise a stable one from 127.128.0.1 upward. Released with Forget.
-  std::string VipFor(const std::string& key, const std::string& cluster_ip);
-  void Forget(const std::string& key);
 
  private:
   class Impl;

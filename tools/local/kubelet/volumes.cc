@@ -38,6 +38,66 @@ Status WriteKeys(const std::filesystem::path& dir, const Json& source, const Jso
   return Status::Ok();
 }
 
+// A downwardAPI item's value: the pod fields the kubelet projects (metadata.name, .namespace,
+// .uid, .labels, .annotations). Containers' resources are not projected here.
+StatusOr<std::string> DownwardValue(const Json& pod, const Json& item) {
+  const std::string field = StringAt(item, {"fieldRef", "fieldPath"});
+  auto lines = [](const Json& map) {
+    std::string out;
+    for (const auto& [k, v] : map.items()) out += k + "=" + Json(v.is_string() ? v.get<std::string>() : v.dump()).dump() + "\n";
+    return out;
+  };
+  if (field == "metadata.name") return NameOf(pod);
+  if (field == "metadata.namespace") return NamespaceOf(pod);
+  if (field == "metadata.uid") return Uid(pod);
+  if (field == "metadata.labels") return lines(ObjectAt(pod, {"metadata", "labels"}));
+  if (field == "metadata.annotations") return lines(ObjectAt(pod, {"metadata", "annotations"}));
+  return InvalidArgument("downwardAPI field \"" + field + "\" is not supported locally");
+}
+
+Status WriteDownward(const std::filesystem::path& dir, const Json& pod, const Json& items) {
+  Json data = Json::object();
+  Json paths = Json::array();
+  for (const Json& item : items.is_array() ? items : Json::array()) {
+    MF_ASSIGN_OR_RETURN(std::string value, DownwardValue(pod, item));
+    const std::string path = StringAt(item, {"path"});
+    data[path] = value;
+    paths.push_back({{"key", path}, {"path", path}});
+  }
+  return WriteKeys(dir, {{"items", paths}}, data, false);
+}
+
+// A projected volume (what the ServiceAccount admission plugin adds as kube-api-access-*): a
+// bound token from the TokenRequest API, ConfigMaps / Secrets, and downward API fields, merged
+// into one directory.
+Status WriteProjected(const std::filesystem::path& dir, const Json& pod, const Json& projected,
+                      const ObjectLookup& lookup) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  for (const Json& source : projected.value("sources", Json::array())) {
+    if (source.contains("serviceAccountToken")) {
+      const std::string account = StringAt(pod, {"spec", "serviceAccountName"}, "default");
+      auto token = lookup("serviceaccounttoken", account);
+      if (!token) return Unavailable("cannot get a token for service account " + account);
+      const std::string path = StringAt(source, {"serviceAccountToken", "path"}, "token");
+      MF_RETURN_IF_ERROR(WriteKeys(dir, {{"items", {{{"key", "token"}, {"path", path}}}}}, *token, false));
+    } else if (source.contains("configMap") || source.contains("secret")) {
+      const bool secret = source.contains("secret");
+      const Json& ref = source[secret ? "secret" : "configMap"];
+      auto found = lookup(secret ? "secrets" : "configmaps", StringAt(ref, {"name"}));
+      if (!found) {
+        if (ref.value("optional", false)) continue;
+        return NotFound(std::string(secret ? "secret" : "configmap") + " \"" + StringAt(ref, {"name"}) +
+                        "\" not found (projected volume)");
+      }
+      MF_RETURN_IF_ERROR(WriteKeys(dir, ref, ObjectAt(*found, {"data"}), secret));
+    } else if (source.contains("downwardAPI")) {
+      MF_RETURN_IF_ERROR(WriteDownward(dir, pod, source["downwardAPI"].value("items", Json::array())));
+    }
+  }
+  return Status::Ok();
+}
+
 bool IsSafeName(const std::string& name) {
   return !name.empty() && name.find('/') == std::string::npos && name != "." && name != "..";
 }
@@ -86,6 +146,12 @@ StatusOr<VolumeDirs> PrepareVolumes(const Json& pod, const std::filesystem::path
       } else {
         MF_RETURN_IF_ERROR(WriteKeys(dir, source, ObjectAt(*found, {"data"}), secret));
       }
+    } else if (v.contains("projected")) {
+      dir = EmptyDirPath(data_dir, ns, name, vname);
+      MF_RETURN_IF_ERROR(WriteProjected(dir, pod, v["projected"], lookup));
+    } else if (v.contains("downwardAPI")) {
+      dir = EmptyDirPath(data_dir, ns, name, vname);
+      MF_RETURN_IF_ERROR(WriteDownward(dir, pod, v["downwardAPI"].value("items", Json::array())));
     } else if (v.contains("persistentVolumeClaim")) {
       std::string claim = StringAt(v, {"persistentVolumeClaim", "claimName"});
       if (!IsSafeName(claim)) return InvalidArgument("volume " + vname + ": claimName is not valid");
@@ -93,7 +159,7 @@ StatusOr<VolumeDirs> PrepareVolumes(const Json& pod, const std::filesystem::path
       std::filesystem::create_directories(dir, ec);
     } else {
       return InvalidArgument("volume " + vname +
-                             ": only emptyDir, hostPath, configMap, secret and "
+                             ": only emptyDir, hostPath, configMap, secret, projected, downwardAPI and "
                              "persistentVolumeClaim volumes are supported locally");
     }
     if (ec) return Internal("volume " + vname + ": cannot create " + dir.string() + ": " + ec.message());

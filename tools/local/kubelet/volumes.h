@@ -8,6 +8,8 @@
 //   emptyDir                 -> <pod dir>/volumes/<name> (removed with the pod)
 //   hostPath                 -> the path itself (created for DirectoryOrCreate, checked otherwise)
 //   configMap / secret       -> <pod dir>/volumes/<name> with one file per key (items honoured)
+//   projected / downwardAPI  -> <pod dir>/volumes/<name>: a bound ServiceAccount token, ConfigMap
+//                               and Secret keys, pod metadata fields
 //   persistentVolumeClaim    -> <data-dir>/pvc/<namespace>/<claim> (shared by pods of the claim)
 #pragma once
 
