@@ -1,8 +1,11 @@
-"""Fixtures for the modelfleet-local end-to-end tests: a local cluster on a free port with a
-temporary data directory and kubeconfig, kubectl and the Python client pointed at it. The cluster
-serves HTTPS with its own CA (DATA_DIR/pki/ca.crt, also in the kubeconfig) unless tls=False."""
+"""Fixtures for the modelfleet-local end-to-end tests: the real control plane (etcd,
+kube-apiserver, kube-controller-manager, kube-scheduler built from their Go modules) and our node
+agent, started by `modelfleet-local up` with a temporary data directory, its API server forwarded
+to a free port on 127.0.0.1; kubectl and the Python client pointed at it with the admin's
+kubeconfig (client certificate, the cluster's own CA)."""
 import os
 import pathlib
+import signal
 import ssl
 import subprocess
 import time
@@ -14,35 +17,41 @@ from conftest import build_dir, free_port
 
 KUBECTL = "/usr/bin/kubectl"
 DATA = pathlib.Path(__file__).resolve().parent / "local_data"
+START_TIMEOUT = 120  # a cold kube-apiserver on a loaded 2-core machine takes tens of seconds
 
 
 class LocalCluster:
-    def __init__(self, tmp: pathlib.Path, workloads: bool = False, extra_args=(), tls: bool = True):
+    def __init__(self, tmp: pathlib.Path, extra_args=()):
         self.binary = build_dir() / "tools" / "local" / "modelfleet-local"
         if not self.binary.exists():
             pytest.skip(f"{self.binary} is not built")
+        if not (build_dir() / "go" / "bin" / "kube-apiserver").exists():
+            pytest.skip("the control plane is not built (scripts/build-go-tools.sh)")
+        self.tmp = tmp
         self.data_dir = tmp / "data"
         self.kubeconfig = tmp / "kubeconfig"
         self.port = free_port()
-        self.workloads = workloads
-        self.tls = tls
         self.extra_args = list(extra_args)
         self.proc = None
         self.log_path = tmp / "modelfleet-local.log"
 
     @property
     def url(self) -> str:
-        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+        return f"https://127.0.0.1:{self.port}"
 
     @property
     def ca_file(self) -> pathlib.Path:
         return self.data_dir / "pki" / "ca.crt"
 
+    def component_log(self, name: str) -> pathlib.Path:
+        return self.data_dir / "logs" / f"{name}.log"
+
     def urlopen(self, request, timeout: float = 5):
-        """Opens a path (GET self.url + path) or a urllib Request, trusting the cluster's CA."""
+        """Opens a path (GET self.url + path) or a urllib Request as the admin (client certificate)."""
         if isinstance(request, str):
             request = self.url + request
-        context = ssl.create_default_context(cafile=str(self.ca_file)) if self.tls else None
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        context.load_cert_chain(str(self.data_dir / "pki" / "admin.crt"), str(self.data_dir / "pki" / "admin.key"))
         return urllib.request.urlopen(request, timeout=timeout, context=context)
 
     def start(self):
@@ -50,32 +59,34 @@ class LocalCluster:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [str(self.binary), "up", "--data-dir", str(self.data_dir), "--port", str(self.port),
-             "--kubeconfig", str(self.kubeconfig), f"--workloads={'true' if self.workloads else 'false'}",
-             "--log-level", "warning", f"--tls={'true' if self.tls else 'false'}", *self.extra_args],
-            stdout=log, stderr=subprocess.STDOUT)
+             "--kubeconfig", str(self.kubeconfig), "--log-level", "warning", *self.extra_args],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"modelfleet-local exited: {self.log_path.read_text()}")
-            try:
-                if self.kubeconfig.exists():  # written once it listens (and, with TLS, has its CA)
-                    with self.urlopen("/readyz", timeout=1) as r:
-                        if r.status == 200:
-                            return
-            except OSError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("modelfleet-local did not become ready in 20 s")
+            if self.kubeconfig.exists():  # written once the API server answers and the node is Ready
+                return
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"modelfleet-local did not become ready in {START_TIMEOUT} s: {self.log_path.read_text()}")
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(timeout=15)
+                self.proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        self.proc = None
+
+    def crash(self):
+        """SIGKILL of `up` itself: its components die with it (parent-death signal)."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
         self.proc = None
 
     def restart(self):
