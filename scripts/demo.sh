@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the embedded default, narrated: builds everything, runs the example digits model
 # through the runtime CLI, serves it with modelfleet-server (TF Serving REST and gRPC, KServe v2),
-# swaps in version 2 without dropping a request, then starts the local cluster (modelfleet-local)
-# and runs the server as a Deployment behind a Service, driven by kubectl.
+# swaps in version 2 without dropping a request, then starts the local cluster (modelfleet-local:
+# the real kube-apiserver, etcd, controller-manager and scheduler plus our node agent) and runs the
+# server as a Deployment behind a LoadBalancer Service, driven by kubectl.
 # Everything listens on loopback; everything it starts is stopped when it ends.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -74,7 +75,7 @@ wait "$load_pid"
 cat "$work/load.txt"
 run curl -s "http://127.0.0.1:$rest/v1/models/digits"; echo
 
-say "4. The local cluster: modelfleet-local (a Kubernetes API server stand-in + a kubelet running pods as processes)"
+say "4. The local cluster: modelfleet-local (the real kube-apiserver, etcd, controller-manager and scheduler, built from their Go modules, plus our node agent running pods as processes)"
 api=$(free_port)
 cat >"$work/images.yaml" <<YAML
 images:
@@ -83,11 +84,12 @@ YAML
 "$BUILD_DIR/tools/local/modelfleet-local" up --data-dir "$work/cluster" --port "$api" \
   --kubeconfig "$work/kubeconfig" --image-map "$work/images.yaml" >"$work/local.log" 2>&1 &
 pids+=($!)
-# It serves HTTPS with its own CA (written into the kubeconfig, and under the data dir).
-for _ in $(seq 1 300); do [ -s "$work/kubeconfig" ] && break; sleep 0.1; done
-wait_http "https://127.0.0.1:$api/version --cacert $work/cluster/pki/ca.crt" 30
+# The kubeconfig (admin client certificate, the cluster's own CA) is written once the node is Ready.
+for _ in $(seq 1 1200); do [ -s "$work/kubeconfig" ] && break; sleep 0.1; done
+[ -s "$work/kubeconfig" ] || { echo "demo: the cluster did not start; see $work/local.log"; cat "$work/local.log"; exit 1; }
 export KUBECONFIG="$work/kubeconfig"
-run kubectl version
+run kubectl get --raw /version; echo
+run kubectl get nodes -o wide
 run kubectl apply -f "$ROOT/crds/"
 run kubectl get crd
 cat >"$work/digits-server.yaml" <<YAML
@@ -119,6 +121,7 @@ apiVersion: v1
 kind: Service
 metadata: {name: digits-server}
 spec:
+  type: LoadBalancer
   selector: {app: digits-server}
   ports:
   - {name: rest, port: 8501, targetPort: 8501}
@@ -127,12 +130,16 @@ YAML
 run kubectl apply -f "$work/digits-server.yaml"
 run kubectl rollout status deployment/digits-server --timeout=90s
 run kubectl get pods -o wide
-run kubectl get endpoints digits-server -o jsonpath='{.subsets[*].addresses[*].ip}{"\n"}'
-vip=$(kubectl get service digits-server -o jsonpath='{.spec.clusterIP}')
-echo "(the Service's virtual IP $vip is served by the local kubelet's proxy, which picks up a new"
-echo " endpoint within about 200 ms, as kube-proxy does within a moment: wait for it to answer)"
-wait_http "http://$vip:8501/v1/models/digits" 10
-run curl -s "http://$vip:8501/v1/models/digits"; echo
+run kubectl get endpointslices -l kubernetes.io/service-name=digits-server
+for _ in $(seq 1 100); do
+  lb=$(kubectl get service digits-server -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
+  [ -n "$lb" ] && break; sleep 0.1
+done
+echo "(the node agent gave the LoadBalancer Service the host address $lb, as \`minikube tunnel\` does;"
+echo " inside the cluster it is served on its cluster IP by the node agent's Service proxy)"
+run kubectl get service digits-server
+wait_http "http://$lb:8501/v1/models/digits" 10
+run curl -s "http://$lb:8501/v1/models/digits"; echo
 run kubectl scale deployment/digits-server --replicas=2
 run kubectl rollout status deployment/digits-server --timeout=90s
 run kubectl get pods

@@ -1,24 +1,23 @@
-"""modelfleet-local's controllers and local kubelet, driven through kubectl.
+"""The node agent under the real control plane, driven through kubectl.
 
-A Deployment of `python3 -m http.server` (bound to its pod IP) becomes ready pods reachable through
-its Service's endpoints, its Service VIP (port 8080 -> targetPort 8000) and by Service DNS name;
-scaling starts and stops processes; deleting the
-Deployment stops them all (checked in the process table); logs, exit codes and restarts reach
-`kubectl logs` and the pod status.
+A Deployment of `python3 -m http.server` (bound to its pod IP) gets its ReplicaSet from the real
+ReplicaSet controller, its pods bound by the real scheduler and run by our node agent as processes;
+they are reachable through their Service (cluster IP and DNS name from inside the cluster, the
+LoadBalancer address from the host); scaling starts and stops processes; deleting the Deployment
+garbage-collects the ReplicaSet and the pods and stops every process (checked in the process
+table). Exit codes and restarts reach the pod status. `up` and each of its components survive a
+kill -9 with the cluster's objects intact.
 """
 import json
 import os
 import pathlib
 import signal
-import subprocess
 import time
 import urllib.request
 
 import pytest
 
-from conftest import build_dir, free_port
-
-KUBECTL = "/usr/bin/kubectl"
+from local_fixtures import LocalCluster
 
 
 def _wait(predicate, timeout=60.0, interval=0.25, what="condition"):
@@ -32,67 +31,22 @@ def _wait(predicate, timeout=60.0, interval=0.25, what="condition"):
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
-class Cluster:
-    def __init__(self, tmp: pathlib.Path):
-        binary = build_dir() / "tools" / "local" / "modelfleet-local"
-        if not binary.exists():
-            pytest.skip(f"{binary} is not built")
-        self.binary = binary
-        self.tmp = tmp
-        self.data_dir = tmp / "data"
-        self.kubeconfig = tmp / "kubeconfig"
-        self.log = open(tmp / "modelfleet-local.log", "a")
-        self.start()
-
-    def start(self):
-        self.kubeconfig.unlink(missing_ok=True)
-        self.proc = subprocess.Popen(
-            [str(self.binary), "up", f"--data-dir={self.data_dir}", f"--port={free_port()}",
-             f"--kubeconfig={self.kubeconfig}"],
-            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        _wait(lambda: self.proc.poll() is not None or self.kubeconfig.exists() and
-              self.kubectl("get", "namespaces", check=False).returncode == 0,
-              timeout=30, what="the API server")
-        assert self.proc.poll() is None, (self.tmp / "modelfleet-local.log").read_text()
-
-    def crash(self):
-        """SIGKILL: no chance to stop the pods' processes."""
-        self.proc.kill()
-        self.proc.wait(timeout=10)
-
-    def kubectl(self, *args, check=True, stdin=None, timeout=60):
-        env = dict(os.environ, KUBECONFIG=str(self.kubeconfig))
-        result = subprocess.run([KUBECTL, *args], input=stdin, capture_output=True, text=True,
-                                env=env, timeout=timeout)
-        if check and result.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
-        return result
-
-    def get(self, *args):
-        return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-        self.log.close()
+def get(cluster, *args):
+    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    c = Cluster(tmp_path)
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = LocalCluster(tmp_path_factory.mktemp("node-agent"))
+    c.start()
     try:
         yield c
     finally:
         c.stop()
 
 
-def http_server_processes():
-    """pid -> bind address of every live `http.server` started by a pod (from /proc)."""
+def http_server_processes(marker):
+    """pid -> bind address of every live `http.server` started with `--directory marker`."""
     found = {}
     for entry in pathlib.Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -102,7 +56,7 @@ def http_server_processes():
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if state != "Z" and b"http.server" in argv and b"--bind" in argv:
+        if state != "Z" and b"http.server" in argv and str(marker).encode() in argv and b"--bind" in argv:
             found[int(entry.name)] = argv[argv.index(b"--bind") + 1].decode()
     return found
 
@@ -130,7 +84,7 @@ spec:
       containers:
       - name: web
         image: python:3.11
-        command: [python3, -u, -m, http.server, "8000", --bind, $(POD_IP)]
+        command: [python3, -u, -m, http.server, "8000", --bind, $(POD_IP), --directory, "MARKER"]
         env:
         - name: POD_IP
           valueFrom: {fieldRef: {fieldPath: status.podIP}}
@@ -141,35 +95,73 @@ spec:
 """
 
 
-def ready_addresses(cluster):
-    ep = cluster.get("endpoints", "web")
+def manifest(marker, replicas=2):
+    return MANIFEST.replace("MARKER", str(marker)).replace("replicas: 2", f"replicas: {replicas}")
+
+
+def ready_addresses(cluster, ns):
+    ep = get(cluster, "-n", ns, "endpoints", "web")
     return sorted(a["ip"] for s in ep.get("subsets") or [] for a in s.get("addresses") or [])
 
 
-def web_pods(cluster):
-    return [p for p in cluster.get("pods", "-l", "app=web")["items"]
+def web_pods(cluster, ns):
+    return [p for p in get(cluster, "-n", ns, "pods", "-l", "app=web")["items"]
             if not p["metadata"].get("deletionTimestamp")]
 
 
-def test_deployment_behind_service_scales_and_deletes(cluster):
-    cluster.kubectl("apply", "-f", "-", stdin=MANIFEST)
-    cluster.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=120)
+def namespace(cluster, name):
+    cluster.kubectl("create", "namespace", name)
+    # Pods need the namespace's default ServiceAccount, which the controller manager creates.
+    _wait(lambda: cluster.kubectl("-n", name, "get", "serviceaccount", "default", check=False).returncode == 0,
+          what=f"serviceaccount {name}/default")
+    return name
 
-    deployment = cluster.get("deployment", "web")
+
+def run_in_cluster(cluster, ns, name, script, timeout=60):
+    """Runs a Python script in a pod (inside the cluster's network); returns (phase, output)."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+           "spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "python:3.11", "command": ["python3", "-c", script]}]}}
+    cluster.kubectl("-n", ns, "apply", "-f", "-", input=json.dumps(pod))
+    _wait(lambda: get(cluster, "-n", ns, "pod", name)["status"].get("phase") in ("Succeeded", "Failed"),
+          timeout=timeout, what=f"pod {name} to finish")
+    output = (cluster.data_dir / "pods" / f"{ns}_{name}" / "main.log")
+    phase = get(cluster, "-n", ns, "pod", name)["status"]["phase"]
+    return phase, output.read_text() if output.exists() else ""
+
+
+def test_deployment_behind_service_scales_and_deletes(cluster, tmp_path):
+    ns = namespace(cluster, "scale")
+    cluster.kubectl("-n", ns, "apply", "-f", "-", input=manifest(tmp_path))
+    cluster.kubectl("-n", ns, "rollout", "status", "deployment/web", "--timeout=90s", timeout=120)
+
+    deployment = get(cluster, "-n", ns, "deployment", "web")
     assert deployment["status"]["availableReplicas"] == 2
     assert deployment["status"]["observedGeneration"] == deployment["metadata"]["generation"]
     available = {c["type"]: c["status"] for c in deployment["status"]["conditions"]}
     assert available == {"Available": "True", "Progressing": "True"}
+    # The real controllers and scheduler did the work: a ReplicaSet owned by the Deployment, pods
+    # owned by it, bound to the node by the scheduler.
+    [rs] = get(cluster, "-n", ns, "replicasets")["items"]
+    assert rs["metadata"]["ownerReferences"][0]["name"] == "web"
+    events = get(cluster, "-n", ns, "events")["items"]
+    assert any(e["reason"] == "Scheduled" and e.get("source", {}).get("component") == "default-scheduler"
+               or e.get("reportingComponent") == "default-scheduler" for e in events), events
+    for pod in web_pods(cluster, ns):
+        assert pod["spec"]["nodeName"] == "local"
+        assert pod["metadata"]["ownerReferences"][0]["name"] == rs["metadata"]["name"]
 
-    ips = _wait(lambda: len(ready_addresses(cluster)) == 2 and ready_addresses(cluster), what="2 endpoints")
-    assert len(set(ips)) == 2 and all(ip.startswith("127.") for ip in ips)
-    for ip in ips:
-        with urllib.request.urlopen(f"http://{ip}:8000/", timeout=5) as response:
-            assert response.status == 200
-    # The Service's VIP (its LoadBalancer ingress, reachable from the host) maps port 8080 to 8000
-    # (not 80: CI runs unprivileged).
-    ingress = _wait(lambda: cluster.get("service", "web").get("status", {}).get("loadBalancer", {}).get("ingress"),
-                    what="a LoadBalancer ingress")
+    ips = _wait(lambda: len(ready_addresses(cluster, ns)) == 2 and ready_addresses(cluster, ns), what="2 endpoints")
+    assert len(set(ips)) == 2 and all(ip.startswith("10.244.") for ip in ips)  # not loopback: real Endpoints
+    slices = get(cluster, "-n", ns, "endpointslices", "-l", "kubernetes.io/service-name=web")["items"]
+    assert len(slices) == 1 and sorted(e["addresses"][0] for e in slices[0]["endpoints"]) == ips
+    # One process per pod, each bound to its own pod IP.
+    assert sorted(http_server_processes(tmp_path).values()) == ips
+
+    # From the host: the LoadBalancer address the node agent wrote, port 8080 -> 8000.
+    ingress = _wait(lambda: get(cluster, "-n", ns, "service", "web").get("status", {}).get("loadBalancer", {})
+                    .get("ingress"), what="a LoadBalancer ingress")
+    assert ingress[0]["ip"].startswith("127.0.0.")
     url = f"http://{ingress[0]['ip']}:8080/"
 
     def get_status():
@@ -179,68 +171,42 @@ def test_deployment_behind_service_scales_and_deletes(cluster):
         except OSError as e:
             return repr(e)
 
-    # The proxy follows Endpoints on its next sync, as kube-proxy does.
     _wait(lambda: get_status() == 200, what=f"GET {url}")
     assert [get_status() for _ in range(4)] == [200] * 4
-    slices = cluster.get("endpointslices", "-l", "kubernetes.io/service-name=web")["items"]
-    assert len(slices) == 1 and len(slices[0]["endpoints"]) == 2
-    # One process per pod, each bound to its own pod IP.
-    assert sorted(http_server_processes().values()) == ips
 
-    # Logs: the requests above were logged by the server to stderr.
-    pod = web_pods(cluster)[0]["metadata"]["name"]
-    logs = _wait(lambda: "GET / HTTP/1.1" in (out := cluster.kubectl("logs", pod).stdout) and out,
-                 what="request lines in kubectl logs")
-    assert "Serving HTTP on" in logs
+    # From inside the cluster: each pod IP, the cluster IP and the Service's DNS names.
+    cluster_ip = get(cluster, "-n", ns, "service", "web")["spec"]["clusterIP"]
+    assert cluster_ip.startswith("10.96.")
+    targets = [f"http://{ip}:8000/" for ip in ips] + [f"http://{cluster_ip}:8080/"] + [
+        f"http://{host}:8080/" for host in ["web", f"web.{ns}", f"web.{ns}.svc", f"web.{ns}.svc.cluster.local"]]
+    script = ("import urllib.request\n"
+              f"for url in {targets!r}:\n"
+              "    with urllib.request.urlopen(url, timeout=5) as r:\n"
+              "        print(url, r.status)\n")
+    phase, output = run_in_cluster(cluster, ns, "client", script)
+    assert phase == "Succeeded", output
+    assert output.splitlines() == [f"{t} 200" for t in targets]
 
-    cluster.kubectl("scale", "deployment/web", "--replicas=3")
-    _wait(lambda: len(ready_addresses(cluster)) == 3, what="3 endpoints")
-    _wait(lambda: len(http_server_processes()) == 3, what="3 processes")
+    cluster.kubectl("-n", ns, "scale", "deployment/web", "--replicas=3")
+    _wait(lambda: len(ready_addresses(cluster, ns)) == 3, what="3 endpoints")
+    _wait(lambda: len(http_server_processes(tmp_path)) == 3, what="3 processes")
 
-    cluster.kubectl("scale", "deployment/web", "--replicas=1")
-    _wait(lambda: len(ready_addresses(cluster)) == 1 and len(web_pods(cluster)) == 1, what="1 pod")
-    _wait(lambda: len(http_server_processes()) == 1, what="1 process")
-    assert list(http_server_processes().values()) == ready_addresses(cluster)
+    cluster.kubectl("-n", ns, "scale", "deployment/web", "--replicas=1")
+    _wait(lambda: len(ready_addresses(cluster, ns)) == 1 and len(web_pods(cluster, ns)) == 1, what="1 pod")
+    _wait(lambda: len(http_server_processes(tmp_path)) == 1, what="1 process")
+    assert list(http_server_processes(tmp_path).values()) == ready_addresses(cluster, ns)
 
-    cluster.kubectl("delete", "deployment", "web", "--wait=true", timeout=90)
-    _wait(lambda: not cluster.get("pods", "-l", "app=web")["items"], what="the pods to go")
-    _wait(lambda: not http_server_processes(), what="every http.server process to exit")
-    assert not cluster.get("replicasets")["items"]
-    _wait(lambda: ready_addresses(cluster) == [], what="empty endpoints")
-
-
-def test_service_names_resolve_inside_pods(cluster):
-    cluster.kubectl("apply", "-f", "-", stdin=MANIFEST.replace("replicas: 2", "replicas: 1"))
-    cluster.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=120)
-    _wait(lambda: ready_addresses(cluster), what="an endpoint")
-    client = """
-apiVersion: v1
-kind: Pod
-metadata: {name: client}
-spec:
-  restartPolicy: Never
-  containers:
-  - name: main
-    image: python:3.11
-    command: [python3, -c]
-    args:
-    - |
-      import urllib.request
-      for host in ["web", "web.default", "web.default.svc", "web.default.svc.cluster.local"]:
-          with urllib.request.urlopen(f"http://{host}:8080/", timeout=5) as r:
-              print(host, r.status)
-"""
-    cluster.kubectl("apply", "-f", "-", stdin=client)
-    _wait(lambda: cluster.get("pod", "client")["status"].get("phase") in ("Succeeded", "Failed"),
-          what="the client pod to finish")
-    logs = cluster.kubectl("logs", "client").stdout
-    assert cluster.get("pod", "client")["status"]["phase"] == "Succeeded", logs
-    assert logs.splitlines() == ["web 200", "web.default 200", "web.default.svc 200",
-                                 "web.default.svc.cluster.local 200"]
-    cluster.kubectl("delete", "deployment", "web")
+    # The garbage collector removes the ReplicaSet and the pods; the node agent stops them.
+    cluster.kubectl("-n", ns, "delete", "deployment", "web", "--wait=true", timeout=90)
+    _wait(lambda: not get(cluster, "-n", ns, "pods", "-l", "app=web")["items"], what="the pods to go")
+    _wait(lambda: not http_server_processes(tmp_path), what="every http.server process to exit")
+    _wait(lambda: not get(cluster, "-n", ns, "replicasets")["items"], what="the ReplicaSet to go")
+    _wait(lambda: ready_addresses(cluster, ns) == [], what="empty endpoints")
+    cluster.kubectl("delete", "namespace", ns, "--wait=false")
 
 
-def test_exit_codes_restarts_and_previous_logs(cluster):
+def test_exit_codes_and_restarts(cluster):
+    ns = namespace(cluster, "exits")
     pods = """
 apiVersion: v1
 kind: Pod
@@ -258,37 +224,96 @@ spec:
   containers:
   - {name: main, image: busybox, command: [sh, -c, "echo run at $(date +%s%N); exit 1"]}
 """
-    cluster.kubectl("apply", "-f", "-", stdin=pods)
-    _wait(lambda: cluster.get("pod", "fails")["status"].get("phase") == "Failed", what="phase Failed")
-    status = cluster.get("pod", "fails")["status"]["containerStatuses"][0]
+    cluster.kubectl("-n", ns, "apply", "-f", "-", input=pods)
+    _wait(lambda: get(cluster, "-n", ns, "pod", "fails")["status"].get("phase") == "Failed", what="phase Failed")
+    status = get(cluster, "-n", ns, "pod", "fails")["status"]["containerStatuses"][0]
     assert status["state"]["terminated"]["exitCode"] == 42
-    assert cluster.kubectl("logs", "fails").stdout == "about to fail\n"
 
     # The first restart comes after a 10 s back-off, as the kubelet's CrashLoopBackOff.
-    _wait(lambda: cluster.get("pod", "crashes")["status"]["containerStatuses"][0]["restartCount"] >= 1,
+    _wait(lambda: get(cluster, "-n", ns, "pod", "crashes")["status"]["containerStatuses"][0]["restartCount"] >= 1,
           timeout=40, what="a restart")
-    crashed = cluster.get("pod", "crashes")["status"]["containerStatuses"][0]
+    crashed = get(cluster, "-n", ns, "pod", "crashes")["status"]["containerStatuses"][0]
     assert crashed["lastState"]["terminated"]["exitCode"] == 1
-    assert cluster.kubectl("logs", "crashes", "--previous").stdout.startswith("run at ")
-    cluster.kubectl("delete", "pod", "fails", "crashes", timeout=60)
-    assert cluster.get("pods")["items"] == []
+    cluster.kubectl("-n", ns, "delete", "pod", "fails", "crashes", timeout=60)
+    assert get(cluster, "-n", ns, "pods")["items"] == []
+    cluster.kubectl("delete", "namespace", ns, "--wait=false")
 
 
-def test_restart_after_a_crash_replaces_orphaned_containers(cluster):
-    cluster.kubectl("apply", "-f", "-", stdin=MANIFEST)
-    cluster.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=120)
-    _wait(lambda: len(http_server_processes()) == 2, what="2 processes")
-    orphans = http_server_processes()
-    cluster.crash()
-    # The containers outlive the crashed kubelet (their own sessions), still holding the pod IPs.
-    assert set(http_server_processes()) == set(orphans)
+def test_gpu_pods_schedule_on_the_extended_resource(cluster):
+    ns = namespace(cluster, "gpu")
+    node = get(cluster, "node", "local")
+    assert node["status"]["capacity"]["nvidia.com/gpu"] == "4"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "NAME"},
+           "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sleep", "300"],
+                                    "resources": {"limits": {"nvidia.com/gpu": "3"}}}]}}
+    cluster.kubectl("-n", ns, "apply", "-f", "-", input=json.dumps(pod).replace("NAME", "three"))
+    _wait(lambda: get(cluster, "-n", ns, "pod", "three")["status"].get("phase") == "Running", what="3-GPU pod running")
+    # 3 of 4 GPUs are taken: the scheduler leaves a second 3-GPU pod Pending, with its reason.
+    cluster.kubectl("-n", ns, "apply", "-f", "-", input=json.dumps(pod).replace("NAME", "more"))
+    reason = _wait(lambda: next((c.get("message", "") for c in get(cluster, "-n", ns, "pod", "more")["status"]
+                                 .get("conditions", []) if c["type"] == "PodScheduled" and c["status"] == "False"),
+                                None), what="an Unschedulable condition")
+    assert "Insufficient nvidia.com/gpu" in reason
+    cluster.kubectl("-n", ns, "delete", "pod", "three", timeout=60)
+    _wait(lambda: get(cluster, "-n", ns, "pod", "more")["status"].get("phase") == "Running", what="the second pod scheduled")
+    cluster.kubectl("delete", "namespace", ns, "--wait=false")
 
-    cluster.start()
-    _wait(lambda: not set(http_server_processes()) & set(orphans), what="the orphans to be killed")
-    cluster.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=120)
-    _wait(lambda: len(http_server_processes()) == 2, what="2 new processes")
-    # Same pods, same addresses: the restarted containers took over the pod IPs.
-    assert sorted(http_server_processes().values()) == sorted(orphans.values())
-    _wait(lambda: ready_addresses(cluster) == sorted(orphans.values()), what="ready endpoints again")
-    cluster.kubectl("delete", "deployment", "web", "--wait=true", timeout=90)
-    _wait(lambda: not http_server_processes(), what="every http.server process to exit")
+
+def components(cluster):
+    """name -> pid of the processes `up` supervises (its direct children)."""
+    found = {}
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(stat[1]) != cluster.proc.pid or stat[0] == "Z":
+            continue
+        name = os.path.basename(argv[0].decode())
+        found["node-agent" if len(argv) > 1 and argv[1] == b"node-agent" else name] = int(entry.name)
+    return found
+
+
+def test_kill_9_of_any_component_or_of_up_recovers_with_objects_intact(tmp_path):
+    c = LocalCluster(tmp_path)
+    c.start()
+    try:
+        c.kubectl("apply", "-f", "-", input=manifest(tmp_path, replicas=1))
+        c.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=120)
+        c.kubectl("create", "configmap", "keep", "--from-literal=k=v")
+        replicas = 1
+        for name in ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "node-agent"]:
+            before = components(c)
+            assert name in before, before
+            os.kill(before[name], signal.SIGKILL)
+            _wait(lambda: components(c).get(name) not in (None, before[name]), timeout=60, what=f"{name} restarted")
+            # Every object is still there and every controller still acts: scale up by one.
+            replicas += 1
+            _wait(lambda: c.kubectl("scale", "deployment/web", f"--replicas={replicas}", check=False).returncode == 0,
+                  timeout=60, what=f"the API after killing {name}")
+            assert get(c, "configmap", "keep")["data"] == {"k": "v"}
+            c.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=120)
+            _wait(lambda: len(http_server_processes(tmp_path)) == replicas, timeout=60,
+                  what=f"{replicas} processes after killing {name}")
+
+        # kill -9 of `up` itself: its components go with it (parent-death signal); the pods'
+        # processes outlive it, still holding their addresses, and the next `up` replaces them.
+        orphans = http_server_processes(tmp_path)
+        c.crash()
+        _wait(lambda: not any(pathlib.Path(f"/proc/{pid}").exists() for pid in before.values()), timeout=20,
+              what="the components to die with up")
+        assert set(http_server_processes(tmp_path)) == set(orphans)
+        c.start()
+        _wait(lambda: not set(http_server_processes(tmp_path)) & set(orphans), what="the orphans to be killed")
+        c.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=120)
+        _wait(lambda: len(http_server_processes(tmp_path)) == replicas, what=f"{replicas} new processes")
+        # Same pods, same addresses: the restarted containers took over the pod IPs.
+        assert sorted(http_server_processes(tmp_path).values()) == sorted(orphans.values())
+        assert get(c, "configmap", "keep")["data"] == {"k": "v"}
+        c.kubectl("delete", "deployment", "web", "--wait=true", timeout=90)
+        _wait(lambda: not http_server_processes(tmp_path), what="every http.server process to exit")
+    finally:
+        c.stop()
