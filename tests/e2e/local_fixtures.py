@@ -3,8 +3,10 @@ kube-apiserver, kube-controller-manager, kube-scheduler built from their Go modu
 agent, started by `modelfleet-local up` with a temporary data directory, its API server forwarded
 to a free port on 127.0.0.1; kubectl and the Python client pointed at it with the admin's
 kubeconfig (client certificate, the cluster's own CA)."""
+import itertools
 import os
 import pathlib
+import re
 import signal
 import ssl
 import subprocess
@@ -12,6 +14,7 @@ import time
 import urllib.request
 
 import pytest
+import yaml
 
 from conftest import build_dir, free_port
 
@@ -128,3 +131,62 @@ def widgets(local_cluster):
     local_cluster.kubectl("wait", "--for=condition=Established", "crd/widgets.example.modelfleet.io", "--timeout=20s")
     local_cluster.kubectl("apply", "-f", str(DATA / "widgets.yaml"))
     return local_cluster
+
+
+@pytest.fixture(scope="module")
+def module_cluster(tmp_path_factory):
+    """One cluster for a whole test module (start and stop cost seconds each); tests that need
+    isolation take `namespaced` instead, tests that restart or configure `up` differently start
+    their own LocalCluster."""
+    cluster = LocalCluster(tmp_path_factory.mktemp("local-cluster"))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+class NamespacedCluster:
+    """A view of a shared LocalCluster whose kubectl, kubeconfig and namespace default to one
+    namespace of its own (the kubeconfig's context names it); everything else is the cluster's."""
+
+    def __init__(self, cluster: LocalCluster, namespace: str):
+        self.cluster = cluster
+        self.namespace = namespace
+        config = yaml.safe_load(cluster.kubeconfig.read_text())
+        for context in config["contexts"]:
+            context["context"]["namespace"] = namespace
+        self.kubeconfig = cluster.tmp / f"kubeconfig-{namespace}"
+        self.kubeconfig.write_text(yaml.safe_dump(config))
+
+    def __getattr__(self, name):
+        return getattr(self.cluster, name)
+
+    def env(self):
+        env = dict(os.environ)
+        env["KUBECONFIG"] = str(self.kubeconfig)
+        return env
+
+    kubectl = LocalCluster.kubectl
+    kubectl_background = LocalCluster.kubectl_background
+
+
+_namespace_numbers = itertools.count()
+
+
+def namespace_for(test_name: str) -> str:
+    """A namespace name (a DNS label) made from a test's name, unique within the session."""
+    name = re.sub(r"[^a-z0-9]+", "-", test_name.lower().removeprefix("test_")).strip("-")
+    return f"{name[:54].rstrip('-')}-{next(_namespace_numbers)}"
+
+
+@pytest.fixture
+def namespaced(module_cluster, request):
+    """The module's cluster seen through a fresh namespace of this test's own (deleted, without
+    waiting, afterwards)."""
+    name = namespace_for(request.node.name)
+    module_cluster.kubectl("create", "namespace", name)
+    try:
+        yield NamespacedCluster(module_cluster, name)
+    finally:
+        module_cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)

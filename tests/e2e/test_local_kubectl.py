@@ -1,30 +1,76 @@
-"""kubectl 1.32 against modelfleet-local: CRDs and custom resources, printer columns, patch,
-scale, wait, cascading delete, protobuf create, explain."""
+"""kubectl against modelfleet-local's real kube-apiserver (v1.37): discovery and version, CRDs and
+custom resources (printer columns, schema defaults and validation, patch, the scale and status
+subresources, wait --for=condition with observedGeneration, cascading deletes by the garbage
+collector, explain, server-side apply conflicts, strict field validation, CRD updates and
+deletion, --dry-run=server, diff) and built-in kinds (create namespace / deployment / service /
+secret / role, get --chunk-size).
+
+One cluster serves the module; each test works in a namespace of its own."""
 import json
 import time
 
 import pytest
 
-from local_fixtures import DATA, local_cluster, widgets  # noqa: F401  (fixtures)
+from local_fixtures import DATA, module_cluster, namespace_for, namespaced  # noqa: F401  (fixtures)
+
+WIDGETS_CRD = "widgets.example.modelfleet.io"
 
 
 def get_json(cluster, *args):
     return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
 
 
-def test_version_reports_kubernetes_1_32(local_cluster):
-    out = local_cluster.kubectl("version", "-o", "json").stdout
-    assert json.loads(out)["serverVersion"]["gitVersion"].startswith("v1.32.")
+def wait_until(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what} did not happen in {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def widget_crd(module_cluster):  # noqa: F811
+    """The test CRD (tests/e2e/local_data/widgets_crd.yaml), applied once and established."""
+    module_cluster.kubectl("apply", "-f", str(DATA / "widgets_crd.yaml"))
+    module_cluster.kubectl("wait", "--for=condition=Established", f"crd/{WIDGETS_CRD}", "--timeout=30s")
+    return module_cluster
+
+
+@pytest.fixture
+def widgets(widget_crd, namespaced):  # noqa: F811
+    """This test's namespace holding the two sample widgets, alpha and beta."""
+    namespaced.kubectl("apply", "-f", str(DATA / "widgets.yaml"))
+    return namespaced
+
+
+def test_version_and_discovery_are_the_real_kubernetes_1_37(module_cluster):  # noqa: F811
+    version = json.loads(module_cluster.kubectl("get", "--raw", "/version").stdout)
+    assert version["gitVersion"].startswith("v1.37."), version
+    assert (version["major"], version["minor"]) == ("1", "37")
+    server = json.loads(module_cluster.kubectl("version", "-o", "json").stdout)["serverVersion"]
+    assert server["gitVersion"] == version["gitVersion"]
+    groups = {g["name"]: g for g in json.loads(module_cluster.kubectl("get", "--raw", "/apis").stdout)["groups"]}
+    for group in ("apps", "batch", "rbac.authorization.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io",
+                  "discovery.k8s.io", "admissionregistration.k8s.io", "authentication.k8s.io",
+                  "authorization.k8s.io", "flowcontrol.apiserver.k8s.io", "policy", "networking.k8s.io"):
+        assert group in groups, (group, sorted(groups))
+    assert groups["apps"]["preferredVersion"]["groupVersion"] == "apps/v1"
+    assert json.loads(module_cluster.kubectl("get", "--raw", "/api").stdout)["versions"] == ["v1"]
+    # The node agent registered the node with the kubelet version of the control plane.
+    node = get_json(module_cluster, "node", "local")
+    assert node["status"]["nodeInfo"]["kubeletVersion"].startswith("v1.37.")
 
 
 def test_get_shows_crd_printer_columns_and_defaults(widgets):
     out = widgets.kubectl("get", "widgets").stdout.splitlines()
     assert out[0].split() == ["NAME", "SIZE", "REPLICAS", "READY", "AGE"]
     rows = {line.split()[0]: line.split() for line in out[1:]}
+    assert set(rows) == {"alpha", "beta"}
     assert rows["alpha"][1:3] == ["small", "1"]  # replicas defaulted by the schema
     assert rows["beta"][1:3] == ["large", "3"]
-    alpha = get_json(widgets, "wd", "alpha")
-    assert alpha["spec"]["color"] == "blue"
+    alpha = get_json(widgets, "wd", "alpha")  # the short name
+    assert alpha["spec"] == {"size": "small", "replicas": 1, "color": "blue"}
     assert alpha["metadata"]["generation"] == 1
 
 
@@ -36,8 +82,17 @@ metadata: {name: gamma}
 spec: {size: enormous, replicas: -2}
 """)
     assert bad.returncode != 0
-    assert 'The Widget "gamma" is invalid' in bad.stderr
-    assert "spec.size" in bad.stderr and "spec.replicas" in bad.stderr
+    assert 'The Widget "gamma" is invalid' in bad.stderr, bad.stderr
+    assert ('spec.size: Unsupported value: "enormous": supported values: "small", "medium", "large"'
+            in bad.stderr), bad.stderr
+    assert "spec.replicas: Invalid value: -2: spec.replicas in body should be greater than or equal to 0" in bad.stderr
+    missing = widgets.kubectl("create", "-f", "-", check=False, input="""
+apiVersion: example.modelfleet.io/v1
+kind: Widget
+metadata: {name: gamma}
+spec: {replicas: 2}
+""")
+    assert missing.returncode != 0 and "spec.size: Required value" in missing.stderr, missing.stderr
     assert widgets.kubectl("get", "widget", "gamma", check=False).returncode != 0
 
 
@@ -50,11 +105,12 @@ def test_patch_merge_and_json_and_a_bad_patch_changes_nothing(widgets):
     assert alpha["metadata"]["generation"] == 3
     rv = alpha["metadata"]["resourceVersion"]
 
-    bad = widgets.kubectl("patch", "widget", "alpha", "--type", "json",
-                          "-p", '[{"op":"test","path":"/spec/size","value":"small"}]', check=False)
-    assert bad.returncode != 0
-    invalid = widgets.kubectl("patch", "widget", "alpha", "--type", "merge", "-p", '{"spec":{"size":"huge"}}', check=False)
-    assert invalid.returncode != 0 and "Unsupported value" in invalid.stderr
+    failed_test = widgets.kubectl("patch", "widget", "alpha", "--type", "json",
+                                  "-p", '[{"op":"test","path":"/spec/size","value":"small"}]', check=False)
+    assert failed_test.returncode != 0 and "The request is invalid" in failed_test.stderr, failed_test.stderr
+    invalid = widgets.kubectl("patch", "widget", "alpha", "--type", "merge", "-p", '{"spec":{"size":"huge"}}',
+                              check=False)
+    assert invalid.returncode != 0 and 'spec.size: Unsupported value: "huge"' in invalid.stderr, invalid.stderr
     assert get_json(widgets, "widget", "alpha")["metadata"]["resourceVersion"] == rv
 
 
@@ -63,7 +119,15 @@ def test_scale_uses_the_scale_subresource(widgets):
     beta = get_json(widgets, "widget", "beta")
     assert beta["spec"]["replicas"] == 5
     assert beta["metadata"]["generation"] == 2
-    assert widgets.kubectl("scale", "widget", "beta", "--replicas", "-1", check=False).returncode != 0
+    scale = json.loads(widgets.kubectl(
+        "get", "--raw", f"/apis/example.modelfleet.io/v1/namespaces/{widgets.namespace}/widgets/beta/scale").stdout)
+    assert (scale["kind"], scale["spec"]["replicas"]) == ("Scale", 5)
+    # The server validates a scale write against the CRD's schema (minimum: 0).
+    negative = widgets.kubectl("patch", "widget", "beta", "--subresource", "scale", "--type", "merge",
+                               "-p", '{"spec":{"replicas":-1}}', check=False)
+    assert negative.returncode != 0
+    assert "spec.replicas in body should be greater than or equal to 0" in negative.stderr, negative.stderr
+    assert get_json(widgets, "widget", "beta")["spec"]["replicas"] == 5
 
 
 def set_ready(cluster, name, observed_generation):
@@ -93,70 +157,95 @@ def test_wait_for_condition_honours_observed_generation(widgets):
             waiter.wait(timeout=5)
     table = widgets.kubectl("get", "widget", "alpha").stdout.splitlines()
     assert table[1].split()[3] == "True"
+    # A spec write through the status subresource is ignored.
+    widgets.kubectl("patch", "widget", "alpha", "--subresource", "status", "--type", "merge",
+                    "-p", '{"spec":{"size":"small"}}')
+    assert get_json(widgets, "widget", "alpha")["spec"]["size"] == "large"
+
+
+def owned_configmap(name, owner_uid, block=True):
+    owner = {"apiVersion": "example.modelfleet.io/v1", "kind": "Widget", "name": "beta", "uid": owner_uid}
+    if block:
+        owner["blockOwnerDeletion"] = True
+    return json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": name, "ownerReferences": [owner]}, "data": {"k": "v"}})
+
+
+def configmap_names(cluster):
+    return {i["metadata"]["name"] for i in get_json(cluster, "configmaps")["items"]}
 
 
 @pytest.mark.parametrize("cascade", ["background", "foreground"])
 def test_delete_cascades_along_owner_references(widgets, cascade):
     uid = get_json(widgets, "widget", "beta")["metadata"]["uid"]
-    owned = {"apiVersion": "v1", "kind": "ConfigMap",
-             "metadata": {"name": "beta-config", "ownerReferences": [
-                 {"apiVersion": "example.modelfleet.io/v1", "kind": "Widget", "name": "beta", "uid": uid,
-                  "blockOwnerDeletion": True}]},
-             "data": {"k": "v"}}
-    widgets.kubectl("apply", "-f", "-", input=json.dumps(owned))
+    widgets.kubectl("apply", "-f", "-", input=owned_configmap("beta-config", uid))
     widgets.kubectl("create", "configmap", "unrelated", "--from-literal=k=v")
-    widgets.kubectl("delete", "widget", "beta", f"--cascade={cascade}", "--timeout=30s")
+    widgets.kubectl("delete", "widget", "beta", f"--cascade={cascade}", "--timeout=60s")
     assert widgets.kubectl("get", "widget", "beta", check=False).returncode != 0
-    names = [i["metadata"]["name"] for i in get_json(widgets, "configmaps")["items"]]
-    assert "beta-config" not in names
-    assert "unrelated" in names
+    if cascade == "foreground":
+        # The owner is gone only once the garbage collector has deleted its blocking dependents.
+        assert "beta-config" not in configmap_names(widgets)
+    else:
+        wait_until(lambda: "beta-config" not in configmap_names(widgets), 90, "the garbage collection of beta-config")
+    assert "unrelated" in configmap_names(widgets)
 
 
 def test_delete_with_orphan_keeps_dependents(widgets):
     uid = get_json(widgets, "widget", "beta")["metadata"]["uid"]
-    owned = {"apiVersion": "v1", "kind": "ConfigMap",
-             "metadata": {"name": "kept", "ownerReferences": [
-                 {"apiVersion": "example.modelfleet.io/v1", "kind": "Widget", "name": "beta", "uid": uid}]}}
-    widgets.kubectl("apply", "-f", "-", input=json.dumps(owned))
-    widgets.kubectl("delete", "widget", "beta", "--cascade=orphan")
+    widgets.kubectl("apply", "-f", "-", input=owned_configmap("kept", uid, block=False))
+    widgets.kubectl("delete", "widget", "beta", "--cascade=orphan", "--timeout=60s")
+    assert widgets.kubectl("get", "widget", "beta", check=False).returncode != 0
     kept = get_json(widgets, "configmap", "kept")
     assert "ownerReferences" not in kept["metadata"]
 
 
-def test_create_namespace_sends_protobuf_and_works(local_cluster):
-    local_cluster.kubectl("create", "namespace", "ml")
-    ns = get_json(local_cluster, "namespace", "ml")
+def test_create_namespace_and_delete_it_with_its_contents(module_cluster):  # noqa: F811
+    name = namespace_for("ml")
+    module_cluster.kubectl("create", "namespace", name)
+    ns = get_json(module_cluster, "namespace", name)
     assert ns["status"]["phase"] == "Active"
-    again = local_cluster.kubectl("create", "namespace", "ml", check=False)
+    assert ns["metadata"]["labels"]["kubernetes.io/metadata.name"] == name  # set by the API server
+    again = module_cluster.kubectl("create", "namespace", name, check=False)
     assert again.returncode != 0 and "already exists" in again.stderr
-    local_cluster.kubectl("create", "configmap", "c", "-n", "ml", "--from-literal=a=b")
-    local_cluster.kubectl("delete", "namespace", "ml", "--timeout=30s")
-    assert local_cluster.kubectl("get", "namespace", "ml", check=False).returncode != 0
+    module_cluster.kubectl("create", "configmap", "c", "-n", name, "--from-literal=a=b")
+    # kubectl waits until the namespace controller has emptied the namespace and it is gone.
+    module_cluster.kubectl("delete", "namespace", name, "--timeout=60s")
+    assert module_cluster.kubectl("get", "namespace", name, check=False).returncode != 0
+    refused = module_cluster.kubectl("create", "configmap", "d", "-n", name, check=False)
+    assert refused.returncode != 0 and "not found" in refused.stderr
 
 
-def test_explain_reads_the_crd_schema(widgets):
-    out = widgets.kubectl("explain", "widgets.spec").stdout
-    assert "KIND:       Widget" in out or "KIND:     Widget" in out
+def test_explain_reads_the_crd_schema(widget_crd):
+    out = widget_crd.kubectl("explain", "widgets.spec").stdout
+    assert "KIND:       Widget" in out and "GROUP:      example.modelfleet.io" in out, out
     assert "How big the widget is." in out
-    assert "size" in out and "-required-" in out
-    assert "labels" in widgets.kubectl("explain", "widgets.metadata").stdout
+    assert "size\t<string> -required-" in out and "enum: small, medium, large" in out, out
+    assert "labels" in widget_crd.kubectl("explain", "widgets.metadata").stdout
+    # Built-in kinds come from the server's OpenAPI too.
+    deployment = widget_crd.kubectl("explain", "deployment.spec.replicas").stdout
+    assert "Number of desired pods." in deployment, deployment
 
 
 def test_server_side_apply_conflicts_then_forces(widgets):
     doc = """
 apiVersion: example.modelfleet.io/v1
 kind: Widget
-metadata: {name: alpha}
+metadata: {name: delta}
 spec: {size: small, replicas: 4}
 """
     widgets.kubectl("apply", "--server-side", "--field-manager=first", "-f", "-", input=doc)
     conflict = widgets.kubectl("apply", "--server-side", "--field-manager=second", "-f", "-", check=False,
                                input=doc.replace("replicas: 4", "replicas: 6"))
-    assert conflict.returncode != 0 and "conflict" in conflict.stderr.lower()
-    assert get_json(widgets, "widget", "alpha")["spec"]["replicas"] == 4
+    assert conflict.returncode != 0 and "conflict" in conflict.stderr.lower(), conflict.stderr
+    assert '.spec.replicas' in conflict.stderr and '"first"' in conflict.stderr, conflict.stderr
+    assert get_json(widgets, "widget", "delta")["spec"]["replicas"] == 4
     widgets.kubectl("apply", "--server-side", "--field-manager=second", "--force-conflicts", "-f", "-",
                     input=doc.replace("replicas: 4", "replicas: 6"))
-    assert get_json(widgets, "widget", "alpha")["spec"]["replicas"] == 6
+    delta = get_json(widgets, "widget", "delta", "--show-managed-fields")
+    assert delta["spec"]["replicas"] == 6
+    owners = {m["manager"]: m["fieldsV1"]["f:spec"] for m in delta["metadata"]["managedFields"]}
+    assert "f:replicas" in owners["second"] and "f:replicas" not in owners["first"], owners
+    assert "f:size" in owners["first"], owners
 
 
 def test_unknown_fields_are_rejected_under_strict_validation(widgets):
@@ -167,46 +256,93 @@ metadata: {name: typo}
 spec: {size: small, colour: red}
 """
     strict = widgets.kubectl("apply", "-f", "-", input=doc, check=False)
-    assert strict.returncode != 0 and 'unknown field "spec.colour"' in strict.stderr
+    assert strict.returncode != 0 and 'unknown field "spec.colour"' in strict.stderr, strict.stderr
+    assert "strict decoding error" in strict.stderr
     assert widgets.kubectl("get", "widget", "typo", check=False).returncode != 0
     warned = widgets.kubectl("apply", "--validate=warn", "-f", "-", input=doc)
-    assert 'unknown field' in warned.stderr
+    assert 'unknown field "spec.colour"' in warned.stderr, warned.stderr
     assert "colour" not in get_json(widgets, "widget", "typo")["spec"]
+    # Built-in kinds too.
+    bad_deployment = widgets.kubectl("create", "-f", "-", check=False, input="""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: python:3, imagePullPolicyy: Always}]
+""")
+    assert bad_deployment.returncode != 0
+    assert 'unknown field "spec.template.spec.containers[0].imagePullPolicyy"' in bad_deployment.stderr, bad_deployment.stderr
+    assert widgets.kubectl("get", "deployment", "web", check=False).returncode != 0
 
 
-def test_kubectl_create_commands_that_send_protobuf(local_cluster):
-    local_cluster.kubectl("create", "deployment", "web", "--image=nginx:1", "--replicas=0", "--port=8080")
-    local_cluster.kubectl("create", "service", "clusterip", "web", "--tcp=80:8080")
-    local_cluster.kubectl("create", "secret", "generic", "s", "--from-literal=password=hunter2")
-    local_cluster.kubectl("create", "role", "reader", "--verb=get,list", "--resource=pods")
-    deployment = get_json(local_cluster, "deployment", "web")
-    assert deployment["spec"]["replicas"] == 0  # an explicit zero survives, unset scalars do not appear
+def test_kubectl_create_commands_for_built_in_kinds(namespaced):  # noqa: F811
+    cluster = namespaced
+    cluster.kubectl("create", "deployment", "web", "--image=nginx:1", "--replicas=0", "--port=8080")
+    cluster.kubectl("create", "service", "clusterip", "web", "--tcp=80:8080")
+    cluster.kubectl("create", "secret", "generic", "s", "--from-literal=password=hunter2")
+    cluster.kubectl("create", "role", "reader", "--verb=get,list", "--resource=pods")
+    deployment = get_json(cluster, "deployment", "web")
+    assert deployment["spec"]["replicas"] == 0  # an explicit zero is kept, not defaulted to 1
+    assert deployment["spec"]["selector"] == {"matchLabels": {"app": "web"}}
     container = deployment["spec"]["template"]["spec"]["containers"][0]
-    assert container == {"name": "nginx", "image": "nginx:1", "ports": [{"containerPort": 8080}], "resources": {}}
+    assert (container["name"], container["image"], container["ports"]) == (
+        "nginx", "nginx:1", [{"containerPort": 8080, "protocol": "TCP"}])
+    assert container["imagePullPolicy"] == "IfNotPresent"  # defaulted by the API server
     assert deployment["spec"]["strategy"]["type"] == "RollingUpdate"
-    service = get_json(local_cluster, "service", "web")
+    service = get_json(cluster, "service", "web")
     assert service["spec"]["ports"] == [{"name": "80-8080", "port": 80, "protocol": "TCP", "targetPort": 8080}]
-    assert get_json(local_cluster, "secret", "s")["data"] == {"password": "aHVudGVyMg=="}
-    assert get_json(local_cluster, "role", "reader")["rules"] == [
+    assert service["spec"]["clusterIP"].startswith("10.96.")
+    assert get_json(cluster, "secret", "s")["data"] == {"password": "aHVudGVyMg=="}
+    assert get_json(cluster, "role", "reader")["rules"] == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]
+    # The deployment controller acts on it: a ReplicaSet with zero replicas appears.
+    wait_until(lambda: get_json(cluster, "replicasets", "-l", "app=web")["items"], 60, "the web ReplicaSet")
+    assert get_json(cluster, "replicasets", "-l", "app=web")["items"][0]["spec"]["replicas"] == 0
 
 
-def test_crd_update_changes_validation_and_crd_delete_removes_its_objects(widgets):
-    crd = (DATA / "widgets_crd.yaml").read_text().replace("enum: [small, medium, large]", "enum: [small, medium, large, huge]")
-    assert widgets.kubectl("patch", "widget", "alpha", "--type", "merge", "-p", '{"spec":{"size":"huge"}}',
+GIZMOS_CRD = "gizmos.example.modelfleet.io"
+
+
+def gizmo_crd(enum="enum: [small, medium, large]"):
+    """The widgets CRD renamed Gizmo: a CRD this test may change and delete without touching the
+    module's widgets."""
+    text = (DATA / "widgets_crd.yaml").read_text()
+    for old, new in (("widgets", "gizmos"), ("widget", "gizmo"), ("WidgetList", "GizmoList"), ("Widget", "Gizmo"),
+                     ("[wd]", "[gz]"), ("enum: [small, medium, large]", enum)):
+        text = text.replace(old, new)
+    return text
+
+
+def test_crd_update_changes_validation_and_crd_delete_removes_its_objects(namespaced):  # noqa: F811
+    cluster = namespaced
+    cluster.kubectl("apply", "-f", "-", input=gizmo_crd())
+    cluster.kubectl("wait", "--for=condition=Established", f"crd/{GIZMOS_CRD}", "--timeout=30s")
+    cluster.kubectl("apply", "-f", "-", input=(DATA / "widgets.yaml").read_text().replace("Widget", "Gizmo"))
+    assert cluster.kubectl("patch", "gizmo", "alpha", "--type", "merge", "-p", '{"spec":{"size":"huge"}}',
                            check=False).returncode != 0
-    widgets.kubectl("apply", "-f", "-", input=crd)
-    widgets.kubectl("patch", "widget", "alpha", "--type", "merge", "-p", '{"spec":{"size":"huge"}}')
-    assert get_json(widgets, "widget", "alpha")["spec"]["size"] == "huge"
-    widgets.kubectl("delete", "crd", "widgets.example.modelfleet.io", "--timeout=30s")
-    gone = widgets.kubectl("get", "widgets", check=False)
+    cluster.kubectl("apply", "-f", "-", input=gizmo_crd("enum: [small, medium, large, huge]"))
+
+    def huge_accepted():
+        return cluster.kubectl("patch", "gizmo", "alpha", "--type", "merge", "-p", '{"spec":{"size":"huge"}}',
+                               check=False).returncode == 0
+    wait_until(huge_accepted, 30, "the updated schema taking effect")
+    assert get_json(cluster, "gizmo", "alpha")["spec"]["size"] == "huge"
+
+    cluster.kubectl("delete", "crd", GIZMOS_CRD, "--timeout=60s")
+    gone = cluster.kubectl("get", "gizmos", check=False)
     # kubectl may still have the resource in its discovery cache; either way the server says no.
     assert gone.returncode != 0
-    assert "doesn't have a resource type" in gone.stderr or "could not find the requested resource" in gone.stderr
+    assert ("doesn't have a resource type" in gone.stderr or "could not find the requested resource" in gone.stderr
+            or "NotFound" in gone.stderr), gone.stderr
     # Re-creating the CRD serves an empty collection: deleting it deleted its objects.
-    widgets.kubectl("apply", "-f", str(DATA / "widgets_crd.yaml"))
-    widgets.kubectl("wait", "--for=condition=Established", "crd/widgets.example.modelfleet.io", "--timeout=20s")
-    assert get_json(widgets, "widgets")["items"] == []
+    cluster.kubectl("apply", "-f", "-", input=gizmo_crd())
+    cluster.kubectl("wait", "--for=condition=Established", f"crd/{GIZMOS_CRD}", "--timeout=30s")
+    assert get_json(cluster, "gizmos")["items"] == []
+    cluster.kubectl("delete", "crd", GIZMOS_CRD, "--wait=false")
 
 
 def test_server_dry_run_and_diff_store_nothing(widgets):
@@ -215,12 +351,21 @@ def test_server_dry_run_and_diff_store_nothing(widgets):
                           "--dry-run=server", "-o", "json").stdout
     assert json.loads(out)["spec"]["size"] == "large"
     widgets.kubectl("delete", "widget", "alpha", "--dry-run=server")
-    widgets.kubectl("apply", "--dry-run=server", "-f", "-", input="""
+    created = widgets.kubectl("apply", "--dry-run=server", "-f", "-", input="""
 apiVersion: example.modelfleet.io/v1
 kind: Widget
 metadata: {name: ghost}
 spec: {size: small}
 """)
+    assert "created (server dry run)" in created.stdout, created.stdout
+    # A dry run is validated like the real thing.
+    invalid = widgets.kubectl("apply", "--dry-run=server", "-f", "-", check=False, input="""
+apiVersion: example.modelfleet.io/v1
+kind: Widget
+metadata: {name: ghost}
+spec: {size: tiny}
+""")
+    assert invalid.returncode != 0 and 'Unsupported value: "tiny"' in invalid.stderr, invalid.stderr
     diff = widgets.kubectl("diff", "-f", "-", check=False, input="""
 apiVersion: example.modelfleet.io/v1
 kind: Widget
@@ -228,20 +373,34 @@ metadata: {name: alpha}
 spec: {size: medium}
 """)
     assert diff.returncode == 1, diff.stderr  # 1: differences found
-    assert "+  size: medium" in diff.stdout
+    assert "+  size: medium" in diff.stdout and "-  size: small" in diff.stdout, diff.stdout
+    same = widgets.kubectl("diff", "-f", "-", check=False, input="""
+apiVersion: example.modelfleet.io/v1
+kind: Widget
+metadata: {name: alpha}
+spec: {size: small}
+""")
+    assert same.returncode == 0 and same.stdout == "", (same.stdout, same.stderr)
     alpha = get_json(widgets, "widget", "alpha")
     assert alpha["metadata"]["resourceVersion"] == rv and alpha["spec"]["size"] == "small"
     assert widgets.kubectl("get", "widget", "ghost", check=False).returncode != 0
 
 
-def test_get_in_chunks_pages_through_everything(local_cluster):
+def test_get_in_chunks_pages_through_everything(namespaced):  # noqa: F811
+    cluster = namespaced
     names = [f"cm{i:02d}" for i in range(11)]
     for name in names:
-        local_cluster.kubectl("create", "configmap", name)
+        cluster.kubectl("create", "configmap", name)
+    # Every namespace holds the root CA's configmap (the root-ca-cert-publisher controller's).
+    wait_until(lambda: "kube-root-ca.crt" in configmap_names(cluster), 30, "kube-root-ca.crt")
+    expected = sorted(names + ["kube-root-ca.crt"])
     # -v=6 logs each request: kubectl follows the continue tokens until the list is complete.
-    listed = local_cluster.kubectl("get", "configmaps", "--chunk-size=3", "-o", "name", "-v=6")
-    assert listed.stdout.split() == [f"configmap/{n}" for n in names]
-    assert listed.stderr.count("limit=3") >= 4 and "continue=" in listed.stderr
-    table = local_cluster.kubectl("get", "configmaps", "--chunk-size=4")
-    rows = [line.split()[0] for line in table.stdout.splitlines()[1:]]
-    assert rows == names  # one header, however many pages
+    listed = cluster.kubectl("get", "configmaps", "--chunk-size=3", "-o", "name", "-v=6")
+    assert listed.stdout.split() == [f"configmap/{n}" for n in expected]
+    requests = [line for line in listed.stderr.splitlines() if "/configmaps?" in line and "limit=3" in line]
+    assert len(requests) == 4, listed.stderr  # 12 objects, 3 a page
+    assert sum("continue=" in line for line in requests) == 3, requests
+    table = cluster.kubectl("get", "configmaps", "--chunk-size=4")
+    lines = table.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "DATA", "AGE"]
+    assert [line.split()[0] for line in lines[1:]] == expected  # one header, however many pages
