@@ -3,7 +3,7 @@ custom resources (printer columns, schema defaults and validation, patch, the sc
 subresources, wait --for=condition with observedGeneration, cascading deletes by the garbage
 collector, explain, server-side apply conflicts, strict field validation, CRD updates and
 deletion, --dry-run=server, diff) and built-in kinds (create namespace / deployment / service /
-secret / role, get --chunk-size).
+secret / role, explain from the server's OpenAPI, strict field validation, get --chunk-size).
 
 One cluster serves the module; each test works in a namespace of its own."""
 import json
@@ -221,9 +221,20 @@ def test_explain_reads_the_crd_schema(widget_crd):
     assert "How big the widget is." in out
     assert "size\t<string> -required-" in out and "enum: small, medium, large" in out, out
     assert "labels" in widget_crd.kubectl("explain", "widgets.metadata").stdout
-    # Built-in kinds come from the server's OpenAPI too.
-    deployment = widget_crd.kubectl("explain", "deployment.spec.replicas").stdout
-    assert "Number of desired pods." in deployment, deployment
+
+
+
+def test_explain_reads_built_in_kinds_from_the_servers_openapi(module_cluster):  # noqa: F811
+    out = module_cluster.kubectl("explain", "deployment.spec").stdout
+    assert "GROUP:      apps" in out and "KIND:       Deployment" in out, out
+    for field in ("replicas", "selector", "template", "strategy", "revisionHistoryLimit"):
+        assert f"  {field}\t" in out, (field, out)
+    assert "Number of desired pods." in out
+    assert "selector\t<LabelSelector> -required-" in out, out
+    containers = module_cluster.kubectl("explain", "pod.spec.containers").stdout
+    assert "FIELD: containers <[]Container>" in containers and "name\t<string> -required-" in containers, containers
+    probe = module_cluster.kubectl("explain", "pod.spec.containers.readinessProbe.httpGet").stdout
+    assert "port\t<IntOrString> -required-" in probe and "Name or number of the port" in probe, probe
 
 
 def test_server_side_apply_conflicts_then_forces(widgets):
@@ -262,21 +273,46 @@ spec: {size: small, colour: red}
     warned = widgets.kubectl("apply", "--validate=warn", "-f", "-", input=doc)
     assert 'unknown field "spec.colour"' in warned.stderr, warned.stderr
     assert "colour" not in get_json(widgets, "widget", "typo")["spec"]
-    # Built-in kinds too.
-    bad_deployment = widgets.kubectl("create", "-f", "-", check=False, input="""
+
+
+DEPLOYMENT = """
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: web}
+metadata: {name: web, labels: {app: web}}
 spec:
+  replicas: 0
   selector: {matchLabels: {app: web}}
   template:
     metadata: {labels: {app: web}}
     spec:
-      containers: [{name: web, image: python:3, imagePullPolicyy: Always}]
-""")
-    assert bad_deployment.returncode != 0
-    assert 'unknown field "spec.template.spec.containers[0].imagePullPolicyy"' in bad_deployment.stderr, bad_deployment.stderr
-    assert widgets.kubectl("get", "deployment", "web", check=False).returncode != 0
+      containers:
+      - name: web
+        image: python:3
+        command: [python3, -m, http.server]
+%s
+"""
+
+
+def test_strict_field_validation_of_built_in_kinds(namespaced):  # noqa: F811
+    cluster = namespaced
+    doc = DEPLOYMENT % "        imagePullPolicyy: Always"
+    strict = cluster.kubectl("apply", "--validate=strict", "-f", "-", input=doc, check=False)
+    assert strict.returncode != 0
+    assert ('Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: '
+            'unknown field "spec.template.spec.containers[0].imagePullPolicyy"') in strict.stderr, strict.stderr
+    assert cluster.kubectl("get", "deployment", "web", check=False).returncode != 0  # nothing stored
+
+    warned = cluster.kubectl("apply", "--validate=warn", "-f", "-", input=doc)
+    assert 'unknown field "spec.template.spec.containers[0].imagePullPolicyy"' in warned.stderr, warned.stderr
+    container = get_json(cluster, "deployment", "web")["spec"]["template"]["spec"]["containers"][0]
+    assert "imagePullPolicyy" not in container and container["image"] == "python:3"
+
+    # An update through kubectl apply's patch is checked the same way, and changes nothing.
+    generation = get_json(cluster, "deployment", "web")["metadata"]["generation"]
+    patched = cluster.kubectl("apply", "-f", "-", input=DEPLOYMENT % "        tty: true\n      bogus: 1", check=False)
+    assert patched.returncode != 0 and 'unknown field "spec.template.spec.bogus"' in patched.stderr, patched.stderr
+    after = get_json(cluster, "deployment", "web")
+    assert after["metadata"]["generation"] == generation and "tty" not in after["spec"]["template"]["spec"]["containers"][0]
 
 
 def test_kubectl_create_commands_for_built_in_kinds(namespaced):  # noqa: F811
