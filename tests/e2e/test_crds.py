@@ -1,7 +1,10 @@
-"""The CRDs users install are structural, self-consistent, and accept the shipped examples.
+"""The CRDs users install are structural, self-consistent, and accept the shipped examples:
+a quick static check that needs no cluster (no build, no kube-apiserver), so it runs first and
+everywhere.
 
-A real API server refuses a non-structural schema, a default that violates its own schema, or a
-printer column pointing nowhere; these checks catch that here, where no kube-apiserver runs.
+The authority is kube-apiserver itself: test_local_cel.py applies these CRDs and examples to the
+real API server of modelfleet-local, which also checks what this file cannot (CEL rules, their
+cost budget, list-map keys, formats).
 """
 import pathlib
 
