@@ -266,11 +266,14 @@ int Up(int argc, const char* const* argv) {
   auto admin_key = ReadTextFile(pki->Key("admin"));
   if (!admin_cert.ok() || !admin_key.ok()) return fail("cannot read the admin certificate", admin_cert.status());
   const std::string url = "https://127.0.0.1:" + std::to_string(host_port);
-  if (Status s = WriteKubeconfig(kubeconfig, url, pki->ca_pem,
-                                 {.name = "admin", .client_certificate_pem = *admin_cert, .client_key_pem = *admin_key,
-                                  .token = "", .ns = "default"});
-      !s.ok()) {
-    return fail("cannot write the kubeconfig", s);
+  // DATA_DIR/kubeconfig always (`modelfleet-local kubeconfig` reads it), --kubeconfig as well;
+  // written last, so its presence says the cluster is ready.
+  const KubeconfigUser admin_user{.name = "admin", .client_certificate_pem = *admin_cert,
+                                  .client_key_pem = *admin_key, .token = "", .ns = "default"};
+  for (const fs::path& path : {data / "kubeconfig", fs::absolute(kubeconfig)}) {
+    if (Status s = WriteKubeconfig(path, url, pki->ca_pem, admin_user); !s.ok()) {
+      return fail("cannot write the kubeconfig", s);
+    }
   }
   std::cout << "modelfleet-local is up at " << url << " (data in " << data.string() << ")\n"
             << "Use it with kubectl:\n"
