@@ -25,11 +25,21 @@ set(MODELFLEET_HAVE_CUDA OFF)
 if(MODELFLEET_CUDA)
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  elseif(NOT CMAKE_CUDA_COMPILER AND EXISTS ${CMAKE_SOURCE_DIR}/.cache/cuda/toolkit/bin/nvcc)
+    # No installed toolkit: NVIDIA's CUDA 13 PyPI wheels, which scripts/install-deps.sh lays out
+    # as one toolkit root (requirements/cuda.txt).
+    file(REAL_PATH ${CMAKE_SOURCE_DIR}/.cache/cuda/toolkit CUDAToolkit_ROOT)
+    set(CMAKE_CUDA_COMPILER ${CUDAToolkit_ROOT}/bin/nvcc)
   endif()
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
+    # CMake 3.25.1's FindCUDAToolkit sets a property on CUDA::nvToolsExt even when the library is
+    # missing, as it is from CUDA 13 (nvtx3 is header-only): give it an empty target to set it on.
+    if(CMAKE_VERSION VERSION_LESS 3.26 AND NOT TARGET CUDA::nvToolsExt)
+      add_library(CUDA::nvToolsExt INTERFACE IMPORTED)
+    endif()
     find_package(CUDAToolkit REQUIRED)
     set(MODELFLEET_HAVE_CUDA ON)
     # Hopper (H100/H200), the GPUs we serve on: sm_90 machine code plus PTX for later GPUs.
