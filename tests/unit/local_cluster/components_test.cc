@@ -69,7 +69,8 @@ TEST(ControlPlaneComponentsTest, EtcdListensOnlyOnLoopback) {
 
 TEST(ControlPlaneComponentsTest, ControllersUseTheirOwnIdentities) {
   auto all = ControlPlaneComponents(Layout());
-  EXPECT_TRUE(Has(Find(all, "kube-controller-manager"), "--kubeconfig=/d/kubeconfigs/kube-controller-manager.kubeconfig"));
+  EXPECT_TRUE(
+      Has(Find(all, "kube-controller-manager"), "--kubeconfig=/d/kubeconfigs/kube-controller-manager.kubeconfig"));
   EXPECT_TRUE(Has(Find(all, "kube-controller-manager"), "--use-service-account-credentials=true"));
   EXPECT_TRUE(Has(Find(all, "kube-scheduler"), "--kubeconfig=/d/kubeconfigs/kube-scheduler.kubeconfig"));
   const ComponentSpec& agent = Find(all, "node-agent");

@@ -66,15 +66,15 @@ Status WriteComponentKubeconfigs(const fs::path& data_dir, const ClusterPki& pki
   for (const char* name : {"kube-controller-manager", "kube-scheduler", "node"}) {
     MF_ASSIGN_OR_RETURN(std::string cert, ReadTextFile(pki.Certificate(name)));
     MF_ASSIGN_OR_RETURN(std::string key, ReadTextFile(pki.Key(name)));
-    MF_RETURN_IF_ERROR(WriteKubeconfig(ComponentKubeconfig(data_dir, name), kInClusterApi, pki.ca_pem,
-                                       {.name = name, .client_certificate_pem = cert, .client_key_pem = key,
-                                        .token = "", .ns = "default"}));
+    MF_RETURN_IF_ERROR(WriteKubeconfig(
+        ComponentKubeconfig(data_dir, name), kInClusterApi, pki.ca_pem,
+        {.name = name, .client_certificate_pem = cert, .client_key_pem = key, .token = "", .ns = "default"}));
   }
   MF_ASSIGN_OR_RETURN(std::string cert, ReadTextFile(pki.Certificate("admin")));
   MF_ASSIGN_OR_RETURN(std::string key, ReadTextFile(pki.Key("admin")));
-  return WriteKubeconfig(ComponentKubeconfig(data_dir, "admin"), kInClusterApi, pki.ca_pem,
-                         {.name = "admin", .client_certificate_pem = cert, .client_key_pem = key, .token = "",
-                          .ns = "default"});
+  return WriteKubeconfig(
+      ComponentKubeconfig(data_dir, "admin"), kInClusterApi, pki.ca_pem,
+      {.name = "admin", .client_certificate_pem = cert, .client_key_pem = key, .token = "", .ns = "default"});
 }
 
 // Polls `check` every 200 ms until it succeeds or `timeout` passes; the last error explains why.
@@ -114,21 +114,24 @@ Status Bootstrap(k8s::Client& admin, const std::string& node_name) {
   const k8s::Json node_user = k8s::Json::array(
       {{{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "User"}, {"name", "system:node:" + node_name}}});
   k8s::GroupVersionResource cluster_roles{"rbac.authorization.k8s.io", "v1", "clusterroles", false};
-  k8s::Json role = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-                    {"kind", "ClusterRole"},
-                    {"metadata", {{"name", "modelfleet-local:load-balancer"}}},
-                    {"rules", k8s::Json::array({{{"apiGroups", {""}},
-                                                 {"resources", {"services/status"}},
-                                                 {"verbs", {"get", "patch", "update"}}}})}};
-  MF_RETURN_IF_ERROR(admin.Apply({cluster_roles, "", "modelfleet-local:load-balancer"}, role, "modelfleet-local").status());
+  k8s::Json role = {
+      {"apiVersion", "rbac.authorization.k8s.io/v1"},
+      {"kind", "ClusterRole"},
+      {"metadata", {{"name", "modelfleet-local:load-balancer"}}},
+      {"rules",
+       k8s::Json::array(
+           {{{"apiGroups", {""}}, {"resources", {"services/status"}}, {"verbs", {"get", "patch", "update"}}}})}};
+  MF_RETURN_IF_ERROR(
+      admin.Apply({cluster_roles, "", "modelfleet-local:load-balancer"}, role, "modelfleet-local").status());
   for (const auto& [binding, role_name] :
        {std::pair<std::string, std::string>{"modelfleet-local:node-proxier", "system:node-proxier"},
         {"modelfleet-local:load-balancer", "modelfleet-local:load-balancer"}}) {
-    k8s::Json object = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-                        {"kind", "ClusterRoleBinding"},
-                        {"metadata", {{"name", binding}}},
-                        {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", role_name}}},
-                        {"subjects", node_user}};
+    k8s::Json object = {
+        {"apiVersion", "rbac.authorization.k8s.io/v1"},
+        {"kind", "ClusterRoleBinding"},
+        {"metadata", {{"name", binding}}},
+        {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", role_name}}},
+        {"subjects", node_user}};
     MF_RETURN_IF_ERROR(
         admin.Apply({k8s::resources::ClusterRoleBindings(), "", binding}, object, "modelfleet-local").status());
   }
@@ -200,9 +203,14 @@ int Up(int argc, const char* const* argv) {
   fs::create_directories(data / "logs", ec);
   if (kubeconfig.empty()) kubeconfig = (data / "kubeconfig").string();
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  ControlPlaneLayout layout{.data_dir = data, .go_bin_dir = DefaultGoBinDir(self), .self_binary = self,
-                            .node_name = "local", .pki = {}, .image_map = image_map,
-                            .extended_resources = resources, .log_level = log_level};
+  ControlPlaneLayout layout{.data_dir = data,
+                            .go_bin_dir = DefaultGoBinDir(self),
+                            .self_binary = self,
+                            .node_name = "local",
+                            .pki = {},
+                            .image_map = image_map,
+                            .extended_resources = resources,
+                            .log_level = log_level};
   std::istringstream extra(apiserver_flags);
   for (std::string flag; extra >> flag;) layout.apiserver_flags.push_back(flag);
   auto fail = [](const std::string& what, const Status& s) {
@@ -240,7 +248,8 @@ int Up(int argc, const char* const* argv) {
   std::cout << "modelfleet-local: starting kube-apiserver" << std::endl;
   if (Status s = start(1); !s.ok()) return fail("cannot start kube-apiserver", s);
   ServiceProxy forward([&](const std::string&, uint16_t) -> StatusOr<int> { return dup(*api_listener); });
-  forward.Apply({{.key = "host/kube-apiserver", .vip = "127.0.0.1",
+  forward.Apply({{.key = "host/kube-apiserver",
+                  .vip = "127.0.0.1",
                   .ports = {{.port = host_port, .backends = {{.ip = kNodeIp, .port = kApiServerPort}}}}}});
   auto admin = ClientFor(ComponentKubeconfig(data, "admin"));
   if (!admin.ok()) return fail("cannot read the admin kubeconfig", admin.status());
@@ -260,7 +269,8 @@ int Up(int argc, const char* const* argv) {
     if (!node.ok()) return node.status();
     return NodeReady(*node) ? Status::Ok() : Unavailable("not Ready yet");
   });
-  if (!node_ready.ok()) return fail("the node agent did not register (see " + components.back().log_path.string() + ")", node_ready);
+  if (!node_ready.ok())
+    return fail("the node agent did not register (see " + components.back().log_path.string() + ")", node_ready);
 
   auto admin_cert = ReadTextFile(pki->Certificate("admin"));
   auto admin_key = ReadTextFile(pki->Key("admin"));
@@ -268,8 +278,11 @@ int Up(int argc, const char* const* argv) {
   const std::string url = "https://127.0.0.1:" + std::to_string(host_port);
   // DATA_DIR/kubeconfig always (`modelfleet-local kubeconfig` reads it), --kubeconfig as well;
   // written last, so its presence says the cluster is ready.
-  const KubeconfigUser admin_user{.name = "admin", .client_certificate_pem = *admin_cert,
-                                  .client_key_pem = *admin_key, .token = "", .ns = "default"};
+  const KubeconfigUser admin_user{.name = "admin",
+                                  .client_certificate_pem = *admin_cert,
+                                  .client_key_pem = *admin_key,
+                                  .token = "",
+                                  .ns = "default"};
   for (const fs::path& path : {data / "kubeconfig", fs::absolute(kubeconfig)}) {
     if (Status s = WriteKubeconfig(path, url, pki->ca_pem, admin_user); !s.ok()) {
       return fail("cannot write the kubeconfig", s);
@@ -339,8 +352,9 @@ int NodeAgent(int argc, const char* const* argv) {
 }
 
 int ServiceAccountKubeconfig(int argc, const char* const* argv) {
-  FlagSet flags("modelfleet-local kubeconfig",
-                "Writes a kubeconfig that authenticates as a ServiceAccount (a bound token from the TokenRequest API).");
+  FlagSet flags(
+      "modelfleet-local kubeconfig",
+      "Writes a kubeconfig that authenticates as a ServiceAccount (a bound token from the TokenRequest API).");
   std::string data_dir = DefaultDataDir().string(), service_account, output;
   int64_t hours = 24;
   flags.Add("data-dir", &data_dir, "the cluster's data directory (its admin kubeconfig is used)");
@@ -388,10 +402,14 @@ int ServiceAccountKubeconfig(int argc, const char* const* argv) {
     std::cerr << "the API server answered no token\n";
     return 1;
   }
-  if (output.empty()) output = (fs::path(data_dir) / "kubeconfigs" / ("sa-" + ns + "-" + name + ".kubeconfig")).string();
+  if (output.empty())
+    output = (fs::path(data_dir) / "kubeconfigs" / ("sa-" + ns + "-" + name + ".kubeconfig")).string();
   Status written = WriteKubeconfig(output, config->server, config->ca_pem,
-                                   {.name = "system:serviceaccount:" + ns + ":" + name, .client_certificate_pem = "",
-                                    .client_key_pem = "", .token = token, .ns = ns});
+                                   {.name = "system:serviceaccount:" + ns + ":" + name,
+                                    .client_certificate_pem = "",
+                                    .client_key_pem = "",
+                                    .token = token,
+                                    .ns = ns});
   if (!written.ok()) {
     std::cerr << written.message() << "\n";
     return 1;

@@ -35,32 +35,41 @@ std::vector<ComponentSpec> ControlPlaneComponents(const ControlPlaneLayout& l) {
   const std::string ca = pki.Certificate("ca").string();
 
   std::vector<ComponentSpec> out;
-  out.push_back({"etcd",
-                 {bin("etcd"), "--name=local", "--data-dir=" + (d / "etcd").string(),
-                  "--listen-client-urls=" + etcd_client, "--advertise-client-urls=" + etcd_client,
-                  "--listen-peer-urls=" + etcd_peer, "--initial-advertise-peer-urls=" + etcd_peer,
-                  "--initial-cluster=local=" + etcd_peer, "--listen-metrics-urls=",
-                  // A local cluster survives process crashes (the page cache holds every write),
-                  // not power loss; fsync per write would make every API write wait on the disk.
-                  "--unsafe-no-fsync=true", "--log-level=warn", "--quota-backend-bytes=2147483648"},
-                 log("etcd")});
+  out.push_back(
+      {"etcd",
+       {bin("etcd"), "--name=local", "--data-dir=" + (d / "etcd").string(), "--listen-client-urls=" + etcd_client,
+        "--advertise-client-urls=" + etcd_client, "--listen-peer-urls=" + etcd_peer,
+        "--initial-advertise-peer-urls=" + etcd_peer, "--initial-cluster=local=" + etcd_peer, "--listen-metrics-urls=",
+        // A local cluster survives process crashes (the page cache holds every write),
+        // not power loss; fsync per write would make every API write wait on the disk.
+        "--unsafe-no-fsync=true", "--log-level=warn", "--quota-backend-bytes=2147483648"},
+       log("etcd")});
   out.push_back({"kube-apiserver",
-                 {bin("kube-apiserver"), "--etcd-servers=" + etcd_client, "--bind-address=0.0.0.0",
-                  "--secure-port=" + std::to_string(kApiServerPort), std::string("--advertise-address=") + kNodeIp,
+                 {bin("kube-apiserver"),
+                  "--etcd-servers=" + etcd_client,
+                  "--bind-address=0.0.0.0",
+                  "--secure-port=" + std::to_string(kApiServerPort),
+                  std::string("--advertise-address=") + kNodeIp,
                   "--tls-cert-file=" + pki.Certificate("apiserver").string(),
-                  "--tls-private-key-file=" + pki.Key("apiserver").string(), "--client-ca-file=" + ca,
+                  "--tls-private-key-file=" + pki.Key("apiserver").string(),
+                  "--client-ca-file=" + ca,
                   std::string("--service-cluster-ip-range=") + kServiceCidr,
                   "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                   "--service-account-key-file=" + pki.ServiceAccountPublicKey().string(),
                   "--service-account-signing-key-file=" + pki.ServiceAccountKey().string(),
-                  "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+                  "--authorization-mode=Node,RBAC",
+                  "--enable-admission-plugins=NodeRestriction",
                   "--allow-privileged=true",
                   "--kubelet-client-certificate=" + pki.Certificate("apiserver-kubelet-client").string(),
                   "--kubelet-client-key=" + pki.Key("apiserver-kubelet-client").string(),
-                  "--kubelet-certificate-authority=" + ca, "--kubelet-preferred-address-types=InternalIP",
+                  "--kubelet-certificate-authority=" + ca,
+                  "--kubelet-preferred-address-types=InternalIP",
                   "--audit-policy-file=" + AuditPolicyPath(d).string(),
-                  "--audit-log-path=" + (d / "logs" / "audit.log").string(), "--audit-log-maxsize=100",
-                  "--audit-log-maxbackup=1", "--profiling=false", "--v=1"},
+                  "--audit-log-path=" + (d / "logs" / "audit.log").string(),
+                  "--audit-log-maxsize=100",
+                  "--audit-log-maxbackup=1",
+                  "--profiling=false",
+                  "--v=1"},
                  log("kube-apiserver")});
   out.back().argv.insert(out.back().argv.end(), l.apiserver_flags.begin(), l.apiserver_flags.end());
   const std::string kcm_kubeconfig = ComponentKubeconfig(d, "kube-controller-manager").string();
@@ -73,18 +82,16 @@ std::vector<ComponentSpec> ControlPlaneComponents(const ControlPlaneLayout& l) {
                   std::string("--service-cluster-ip-range=") + kServiceCidr, "--profiling=false", "--v=1"},
                  log("kube-controller-manager")});
   const std::string scheduler_kubeconfig = ComponentKubeconfig(d, "kube-scheduler").string();
-  out.push_back({"kube-scheduler",
-                 {bin("kube-scheduler"), "--kubeconfig=" + scheduler_kubeconfig,
-                  "--authentication-kubeconfig=" + scheduler_kubeconfig,
-                  "--authorization-kubeconfig=" + scheduler_kubeconfig, "--bind-address=127.0.0.1",
-                  "--leader-elect=false", "--profiling=false", "--v=1"},
-                 log("kube-scheduler")});
-  std::vector<std::string> agent = {l.self_binary.string(),
-                                    "node-agent",
-                                    "--data-dir=" + d.string(),
-                                    "--kubeconfig=" + ComponentKubeconfig(d, "node").string(),
-                                    "--node-name=" + l.node_name,
-                                    "--log-level=" + l.log_level};
+  out.push_back(
+      {"kube-scheduler",
+       {bin("kube-scheduler"), "--kubeconfig=" + scheduler_kubeconfig,
+        "--authentication-kubeconfig=" + scheduler_kubeconfig, "--authorization-kubeconfig=" + scheduler_kubeconfig,
+        "--bind-address=127.0.0.1", "--leader-elect=false", "--profiling=false", "--v=1"},
+       log("kube-scheduler")});
+  std::vector<std::string> agent = {
+      l.self_binary.string(),       "node-agent",
+      "--data-dir=" + d.string(),   "--kubeconfig=" + ComponentKubeconfig(d, "node").string(),
+      "--node-name=" + l.node_name, "--log-level=" + l.log_level};
   if (!l.image_map.empty()) agent.push_back("--image-map=" + l.image_map);
   std::string resources;
   for (const auto& [name, count] : l.extended_resources) {

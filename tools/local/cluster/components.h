@@ -15,11 +15,11 @@ namespace mf::local {
 
 struct ControlPlaneLayout {
   std::filesystem::path data_dir;
-  std::filesystem::path go_bin_dir;     // etcd, kube-apiserver, kube-controller-manager, kube-scheduler
-  std::filesystem::path self_binary;    // modelfleet-local itself (runs the node agent)
+  std::filesystem::path go_bin_dir;   // etcd, kube-apiserver, kube-controller-manager, kube-scheduler
+  std::filesystem::path self_binary;  // modelfleet-local itself (runs the node agent)
   std::string node_name = "local";
   ClusterPki pki;
-  std::string image_map;                // node agent --image-map
+  std::string image_map;                              // node agent --image-map
   std::map<std::string, int64_t> extended_resources;  // node agent --extended-resources
   std::string log_level = "info";
   // Extra kube-apiserver flags, appended (tests: e.g. a short --etcd-compaction-interval).

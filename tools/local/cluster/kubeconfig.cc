@@ -32,17 +32,17 @@ std::string KubeconfigYaml(const std::string& server_url, const std::string& ca_
          "clusters:\n"
          "- name: modelfleet-local\n"
          "  cluster:\n"
-         "    server: " + server_url + "\n" +
-         "    certificate-authority-data: " + Base64(ca_pem) + "\n" +
+         "    server: " +
+         server_url + "\n" + "    certificate-authority-data: " + Base64(ca_pem) + "\n" +
          "users:\n"
-         "- name: " + user.name + "\n" +
-         (credentials.empty() ? "  user: {}\n" : "  user:\n" + credentials) +
+         "- name: " +
+         user.name + "\n" + (credentials.empty() ? "  user: {}\n" : "  user:\n" + credentials) +
          "contexts:\n"
          "- name: modelfleet-local\n"
          "  context:\n"
          "    cluster: modelfleet-local\n"
-         "    user: " + user.name + "\n" +
-         "    namespace: " + user.ns + "\n" +
+         "    user: " +
+         user.name + "\n" + "    namespace: " + user.ns + "\n" +
          "current-context: modelfleet-local\n"
          "preferences: {}\n";
 }

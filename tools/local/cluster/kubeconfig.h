@@ -14,8 +14,8 @@ struct KubeconfigUser {
   std::string name = "modelfleet-local";
   std::string client_certificate_pem;  // with client_key_pem: certificate authentication
   std::string client_key_pem;
-  std::string token;                   // or a bearer token
-  std::string ns = "default";          // the context's namespace
+  std::string token;           // or a bearer token
+  std::string ns = "default";  // the context's namespace
 };
 
 // One cluster/user/context, trusting `ca_pem` (certificate-authority-data) for `server_url`.

@@ -43,7 +43,10 @@ struct Issued {
 
 std::vector<Issued> Certificates(const std::string& node) {
   auto client = [](std::string name, std::string user, std::vector<std::string> groups) {
-    return Issued{std::move(name), false, {}, {.common_name = std::move(user), .organizations = std::move(groups), .validity = kValidity}};
+    return Issued{std::move(name),
+                  false,
+                  {},
+                  {.common_name = std::move(user), .organizations = std::move(groups), .validity = kValidity}};
   };
   auto serving = [](std::string name, http::ServingCertificateRequest request) {
     return Issued{std::move(name), true, std::move(request), {}};

@@ -64,8 +64,12 @@ Status Supervisor::Start(ComponentSpec spec) {
   MF_ASSIGN_OR_RETURN(pid_t pid, Spawn(spec));
   log::Info("started", {{"component", spec.name}, {"pid", std::to_string(pid)}});
   std::lock_guard lock(mu_);
-  children_.push_back({.spec = std::move(spec), .pid = pid, .started = Clock::now(), .restart_at = {},
-                       .backoff = std::chrono::milliseconds(1000), .restarts = 0});
+  children_.push_back({.spec = std::move(spec),
+                       .pid = pid,
+                       .started = Clock::now(),
+                       .restart_at = {},
+                       .backoff = std::chrono::milliseconds(1000),
+                       .restarts = 0});
   if (!monitor_.joinable() && !stopping_) monitor_ = std::thread([this] { Monitor(); });
   return Status::Ok();
 }
@@ -91,13 +95,14 @@ void Supervisor::Monitor() {
         std::string how = WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
                                               : "exit code " + std::to_string(WEXITSTATUS(status));
         // A crash after a healthy minute starts again at once; a crash loop backs off.
-        c.backoff = now - c.started > kHealthyAfter ? std::chrono::milliseconds(1000)
-                                                    : std::min(c.backoff * 2, kMaxBackoff);
+        c.backoff =
+            now - c.started > kHealthyAfter ? std::chrono::milliseconds(1000) : std::min(c.backoff * 2, kMaxBackoff);
         c.pid = 0;
         c.restart_at = now + c.backoff;
-        log::Warning("component exited; restarting it",
-                     {{"component", c.spec.name}, {"status", how}, {"in_ms", std::to_string(c.backoff.count())},
-                      {"log", c.spec.log_path.string()}});
+        log::Warning("component exited; restarting it", {{"component", c.spec.name},
+                                                         {"status", how},
+                                                         {"in_ms", std::to_string(c.backoff.count())},
+                                                         {"log", c.spec.log_path.string()}});
       } else if (now >= c.restart_at) {
         auto pid = Spawn(c.spec);
         if (!pid.ok()) {
@@ -108,8 +113,9 @@ void Supervisor::Monitor() {
         c.pid = *pid;
         c.started = now;
         c.restarts++;
-        log::Info("restarted", {{"component", c.spec.name}, {"pid", std::to_string(c.pid)},
-                                {"restarts", std::to_string(c.restarts)}});
+        log::Info(
+            "restarted",
+            {{"component", c.spec.name}, {"pid", std::to_string(c.pid)}, {"restarts", std::to_string(c.restarts)}});
       }
     }
   }

@@ -22,8 +22,8 @@ void Set(EnvList& env, const std::string& name, std::string value) {
 // metadata.labels['app'] -> ("labels", "app")
 std::optional<std::pair<std::string, std::string>> MapFieldPath(std::string_view path) {
   for (std::string_view map : {"metadata.labels", "metadata.annotations"}) {
-    if (path.size() > map.size() + 4 && path.substr(0, map.size()) == map &&
-        path.substr(map.size(), 2) == "['" && path.substr(path.size() - 2) == "']") {
+    if (path.size() > map.size() + 4 && path.substr(0, map.size()) == map && path.substr(map.size(), 2) == "['" &&
+        path.substr(path.size() - 2) == "']") {
       return std::make_pair(std::string(map.substr(9)),
                             std::string(path.substr(map.size() + 2, path.size() - map.size() - 4)));
     }
@@ -45,8 +45,7 @@ StatusOr<std::string> FieldRefValue(const Json& pod, std::string_view path) {
 }
 
 // Reads a key from a ConfigMap (data, then binaryData) or a Secret (data base64, stringData).
-StatusOr<std::optional<std::string>> KeyValue(const ObjectLookup& lookup, std::string_view resource,
-                                              const Json& ref) {
+StatusOr<std::optional<std::string>> KeyValue(const ObjectLookup& lookup, std::string_view resource, const Json& ref) {
   const std::string name = StringAt(ref, {"name"});
   const std::string key = StringAt(ref, {"key"});
   const bool optional = ref.value("optional", false);
@@ -118,8 +117,8 @@ StatusOr<EnvList> BuildContainerEnv(const Json& pod, const Json& container, cons
         std::optional<Json> obj = lookup(resource, StringAt(ref, {"name"}));
         if (!obj) {
           if (ref.value("optional", false)) continue;
-          return NotFound(std::string(resource == std::string_view("secrets") ? "secret" : "configmap") +
-                          " \"" + StringAt(ref, {"name"}) + "\" not found");
+          return NotFound(std::string(resource == std::string_view("secrets") ? "secret" : "configmap") + " \"" +
+                          StringAt(ref, {"name"}) + "\" not found");
         }
         for (const auto& [k, v] : ObjectAt(*obj, {"data"}).items()) {
           if (!v.is_string()) continue;
@@ -151,13 +150,11 @@ StatusOr<EnvList> BuildContainerEnv(const Json& pod, const Json& container, cons
         Set(env, name, std::move(v));
       } else if (from.contains("configMapKeyRef") || from.contains("secretKeyRef")) {
         bool secret = from.contains("secretKeyRef");
-        auto v = KeyValue(lookup, secret ? "secrets" : "configmaps",
-                          from[secret ? "secretKeyRef" : "configMapKeyRef"]);
+        auto v = KeyValue(lookup, secret ? "secrets" : "configmaps", from[secret ? "secretKeyRef" : "configMapKeyRef"]);
         if (!v.ok()) return v.status().WithContext("env " + name);
         if (v->has_value()) Set(env, name, **v);
       } else {
-        return InvalidArgument("env " + name +
-                               ": valueFrom must hold fieldRef, configMapKeyRef or secretKeyRef");
+        return InvalidArgument("env " + name + ": valueFrom must hold fieldRef, configMapKeyRef or secretKeyRef");
       }
     }
   }
@@ -165,7 +162,7 @@ StatusOr<EnvList> BuildContainerEnv(const Json& pod, const Json& container, cons
 }
 
 StatusOr<std::vector<std::string>> BuildContainerArgv(const Json& container, const ImageMap& images,
-                                                       const EnvList& env) {
+                                                      const EnvList& env) {
   auto strings = [](const Json& list, const char* field) -> StatusOr<std::vector<std::string>> {
     std::vector<std::string> out;
     if (!list.contains(field) || list[field].is_null()) return out;

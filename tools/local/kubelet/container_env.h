@@ -13,16 +13,15 @@
 #include <utility>
 #include <vector>
 
-#include "tools/local/kubelet/object_fields.h"
 #include "tools/local/kubelet/image_map.h"
+#include "tools/local/kubelet/object_fields.h"
 
 namespace mf::local {
 
 using EnvList = std::vector<std::pair<std::string, std::string>>;
 
 // Fetches a ConfigMap ("configmaps") or Secret ("secrets") from the pod's namespace.
-using ObjectLookup =
-    std::function<std::optional<Json>(std::string_view resource, std::string_view name)>;
+using ObjectLookup = std::function<std::optional<Json>(std::string_view resource, std::string_view name)>;
 
 // Kubernetes' $(VAR) expansion: $(NAME) becomes its value when defined and stays as written
 // otherwise; $$ is an escaped $; anything else is literal.
@@ -35,7 +34,7 @@ StatusOr<EnvList> BuildContainerEnv(const Json& pod, const Json& container, cons
 // map followed by `args`. Every element is $(VAR)-expanded against `env`. An image not in the map
 // with no command is INVALID_ARGUMENT naming the image and the map.
 StatusOr<std::vector<std::string>> BuildContainerArgv(const Json& container, const ImageMap& images,
-                                                       const EnvList& env);
+                                                      const EnvList& env);
 
 // Standard base64 (with or without padding), as Secret .data holds; nullopt when malformed.
 std::optional<std::string> DecodeBase64(std::string_view text);

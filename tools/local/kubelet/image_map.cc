@@ -1,9 +1,9 @@
 #include "tools/local/kubelet/image_map.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <fstream>
 #include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 namespace mf::local {
 
@@ -32,8 +32,7 @@ StatusOr<ImageMap> ImageMap::Parse(std::string_view yaml_text, std::string_view 
   ImageMap map;
   if (root.IsNull()) return map;
   if (!root.IsMap() || !root["images"]) {
-    return InvalidArgument(std::string(source) +
-                           ": expected a mapping with key 'images' (image -> program path)");
+    return InvalidArgument(std::string(source) + ": expected a mapping with key 'images' (image -> program path)");
   }
   const YAML::Node images = root["images"];
   if (images.IsNull()) return map;
@@ -41,10 +40,9 @@ StatusOr<ImageMap> ImageMap::Parse(std::string_view yaml_text, std::string_view 
     return InvalidArgument(std::string(source) + ": 'images' must map image names to program paths");
   }
   for (const auto& entry : images) {
-    if (!entry.first.IsScalar() || !entry.second.IsScalar() ||
-        entry.first.Scalar().empty() || entry.second.Scalar().empty()) {
-      return InvalidArgument(std::string(source) +
-                             ": every 'images' entry must be a non-empty image: program pair");
+    if (!entry.first.IsScalar() || !entry.second.IsScalar() || entry.first.Scalar().empty() ||
+        entry.second.Scalar().empty()) {
+      return InvalidArgument(std::string(source) + ": every 'images' entry must be a non-empty image: program pair");
     }
     map.Add(entry.first.Scalar(), entry.second.Scalar());
   }

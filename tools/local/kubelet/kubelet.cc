@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "k8s/resource.h"
 #include "tools/local/cluster/host_sockets.h"
+#include "tools/local/cluster/pki.h"
 #include "tools/local/kubelet/hosts_file.h"
 #include "tools/local/kubelet/pod_paths.h"
 
@@ -34,13 +35,14 @@ std::string MicroTime(Clock::time_point t) {
 
 k8s::Json NodeConditions(const std::string& now) {
   auto condition = [&](const char* type, const char* status, const char* reason, const char* message) {
-    return k8s::Json{{"type", type},           {"status", status},           {"reason", reason},
-                     {"message", message},     {"lastHeartbeatTime", now}};
+    return k8s::Json{
+        {"type", type}, {"status", status}, {"reason", reason}, {"message", message}, {"lastHeartbeatTime", now}};
   };
-  return k8s::Json::array({condition("Ready", "True", "KubeletReady", "modelfleet-local node agent is posting ready status"),
-                           condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-                           condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-                           condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available")});
+  return k8s::Json::array(
+      {condition("Ready", "True", "KubeletReady", "modelfleet-local node agent is posting ready status"),
+       condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+       condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+       condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available")});
 }
 
 bool IsLoopbackHost(const std::string& ip) { return ip.rfind("127.", 0) == 0; }
@@ -75,7 +77,8 @@ k8s::Json Kubelet::NodeObject() const {
           {"metadata",
            {{"name", options_.node_name},
             {"labels",
-             {{"kubernetes.io/hostname", options_.node_name}, {"kubernetes.io/os", "linux"},
+             {{"kubernetes.io/hostname", options_.node_name},
+              {"kubernetes.io/os", "linux"},
               {"kubernetes.io/arch", "amd64"}}}}},
           {"status",
            {{"capacity", capacity},
@@ -106,15 +109,16 @@ Status Kubelet::RegisterNode() {
   }
   // Registered by an earlier run: bring capacity, addresses and conditions up to date.
   k8s::Json patch = {{"status", node["status"]}};
-  auto patched = client_->Patch({res::Nodes(), "", options_.node_name, "status"}, k8s::PatchType::kStrategicMerge, patch);
+  auto patched =
+      client_->Patch({res::Nodes(), "", options_.node_name, "status"}, k8s::PatchType::kStrategicMerge, patch);
   return patched.status().WithContext("updating node " + options_.node_name);
 }
 
 void Kubelet::Heartbeat() {
   const auto now = Clock::now();
   k8s::Json status_patch = {{"status", {{"conditions", NodeConditions(FormatTime(now))}}}};
-  auto patched = client_->Patch({res::Nodes(), "", options_.node_name, "status"}, k8s::PatchType::kStrategicMerge,
-                                status_patch);
+  auto patched =
+      client_->Patch({res::Nodes(), "", options_.node_name, "status"}, k8s::PatchType::kStrategicMerge, status_patch);
   if (!patched.ok()) {
     log::Warning("node status heartbeat failed", {{"error", patched.status().message()}});
     if (patched.status().code() == StatusCode::kNotFound) (void)RegisterNode();  // deleted by someone: register again
@@ -130,10 +134,63 @@ void Kubelet::Heartbeat() {
   if (!renewed.ok()) log::Warning("node lease renewal failed", {{"error", renewed.status().message()}});
 }
 
+StatusOr<RunningContainer> Kubelet::FindRunning(const std::string& ns, const std::string& pod,
+                                                const std::string& container) const {
+  std::lock_guard lock(mu_);
+  auto uid = uid_by_key_.find(ns + "/" + pod);
+  if (uid == uid_by_key_.end() || !workers_.count(uid->second)) {
+    return NotFound("pod " + ns + "/" + pod + " does not run on node " + options_.node_name);
+  }
+  auto running = workers_.at(uid->second)->Running(container);
+  if (!running) return FailedPrecondition("container " + container + " of pod " + ns + "/" + pod + " is not running");
+  return *running;
+}
+
+Status Kubelet::StartApiServer() {
+  MF_ASSIGN_OR_RETURN(std::string cert, ReadTextFile(options_.pki_dir / "kubelet.crt"));
+  MF_ASSIGN_OR_RETURN(std::string key, ReadTextFile(options_.pki_dir / "kubelet.key"));
+  MF_ASSIGN_OR_RETURN(std::string ca, ReadTextFile(options_.pki_dir / "ca.crt"));
+  KubeletApiHooks hooks;
+  hooks.log_path = [this](const std::string& ns, const std::string& pod, const std::string& container,
+                          bool previous) -> StatusOr<std::filesystem::path> {
+    auto path = ContainerLogPath(options_.data_dir, ns, pod, container, previous);
+    if (!std::filesystem::exists(path)) {
+      return NotFound(std::string(previous ? "previous terminated container" : "container") + " \"" + container +
+                      "\" in pod \"" + pod + "\" has no log");
+    }
+    return path;
+  };
+  hooks.container_running = [this](const std::string& ns, const std::string& pod, const std::string& container) {
+    return FindRunning(ns, pod, container).ok();
+  };
+  hooks.exec_target = [this](const std::string& ns, const std::string& pod,
+                             const std::string& container) -> StatusOr<ExecTarget> {
+    MF_ASSIGN_OR_RETURN(RunningContainer running, FindRunning(ns, pod, container));
+    return ExecTarget{.env = running.env,
+                      .working_dir = running.working_dir,
+                      .rewrite_arg = [mounts = running.mounts](const std::string& arg) { return mounts.Rewrite(arg); }};
+  };
+  hooks.pod_ip = [this](const std::string& ns, const std::string& pod) -> StatusOr<std::string> {
+    std::lock_guard lock(mu_);
+    auto uid = uid_by_key_.find(ns + "/" + pod);
+    std::string ip = uid != uid_by_key_.end() && workers_.count(uid->second) ? workers_.at(uid->second)->PodIp() : "";
+    if (ip.empty()) return NotFound("pod " + ns + "/" + pod + " has no address on node " + options_.node_name);
+    return ip;
+  };
+  api_server_ = std::make_unique<KubeletApiServer>(KubeletApiOptions{.address = options_.node_ip,
+                                                                     .port = options_.kubelet_port,
+                                                                     .certificate_pem = cert,
+                                                                     .private_key_pem = key,
+                                                                     .client_ca_pem = ca},
+                                                   std::move(hooks));
+  return api_server_->Start();
+}
+
 Status Kubelet::Start() {
   if (options_.data_dir.empty()) return InvalidArgument("the node agent needs a data directory");
-  MF_RETURN_IF_ERROR(WriteFileIfChanged(PythonResolverDirectory(options_.data_dir) / "sitecustomize.py",
-                                        PythonResolverSource()));
+  MF_RETURN_IF_ERROR(StartApiServer());
+  MF_RETURN_IF_ERROR(
+      WriteFileIfChanged(PythonResolverDirectory(options_.data_dir) / "sitecustomize.py", PythonResolverSource()));
   MF_RETURN_IF_ERROR(RegisterNode());
   Heartbeat();
   next_heartbeat_ = std::chrono::steady_clock::now() + kHeartbeatInterval;
@@ -144,8 +201,10 @@ Status Kubelet::Start() {
       *client_, k8s::InformerOptions{.collection = {res::Pods(), "", "", ""},
                                      .label_selector = "",
                                      .field_selector = "spec.nodeName=" + options_.node_name});
-  services_ = std::make_unique<k8s::Informer>(*client_, k8s::InformerOptions{.collection = {res::Services(), "", "", ""}});
-  endpoints_ = std::make_unique<k8s::Informer>(*client_, k8s::InformerOptions{.collection = {res::Endpoints(), "", "", ""}});
+  services_ =
+      std::make_unique<k8s::Informer>(*client_, k8s::InformerOptions{.collection = {res::Services(), "", "", ""}});
+  endpoints_ =
+      std::make_unique<k8s::Informer>(*client_, k8s::InformerOptions{.collection = {res::Endpoints(), "", "", ""}});
   for (auto* informer : {pods_.get(), services_.get(), endpoints_.get()}) {
     informer->AddEventHandlers(on_change);
     MF_RETURN_IF_ERROR(informer->Start());
@@ -169,6 +228,7 @@ void Kubelet::Stop() {
     if (stopped_) return;
     stopped_ = true;
   }
+  if (api_server_) api_server_->Stop();
   if (thread_.joinable()) {
     thread_.request_stop();
     thread_.join();
@@ -183,7 +243,7 @@ void Kubelet::Stop() {
     workers.swap(workers_);
   }
   for (auto& [uid, worker] : workers) worker->RequestShutdown();  // all pods stop in parallel
-  workers.clear();                                                  // and each is waited for
+  workers.clear();                                                // and each is waited for
 }
 
 void Kubelet::Loop(std::stop_token stop) {
@@ -227,12 +287,16 @@ void Kubelet::SyncPods() {
     }
     it = it->second->finished() ? workers_.erase(it) : std::next(it);
   }
+  uid_by_key_.clear();
   for (const auto& [uid, pod] : ours) {
     if (workers_.count(uid)) continue;
     const std::string phase = StringAt(*pod, {"status", "phase"});
     // A finished pod is not run again, but one being deleted still needs its final delete.
     if ((phase == "Succeeded" || phase == "Failed") && !IsBeingDeleted(*pod)) continue;
     workers_[uid] = std::make_unique<PodWorker>(client_, &options_, &ips_, *pod);
+  }
+  for (const auto& [uid, pod] : ours) {
+    if (workers_.count(uid)) uid_by_key_[NamespaceOf(*pod) + "/" + NameOf(*pod)] = uid;
   }
 }
 

@@ -25,6 +25,7 @@
 #include "k8s/informer.h"
 #include "tools/local/kubelet/pod_worker.h"
 #include "tools/local/kubelet/service_proxy.h"
+#include "tools/local/kubelet_api/kubelet_api_server.h"
 
 namespace mf::local {
 
@@ -49,19 +50,26 @@ class Kubelet {
   void Heartbeat();
   k8s::Json NodeObject() const;
   void Wake();
+  // The kubelet API (logs, exec, port-forward) over the pods this agent runs.
+  Status StartApiServer();
+  // The running container "ns/pod" + name, for exec; NotFound / FailedPrecondition otherwise.
+  StatusOr<RunningContainer> FindRunning(const std::string& ns, const std::string& pod,
+                                         const std::string& container) const;
 
   k8s::Client* const client_;
   const KubeletOptions options_;
   PodIpAllocator ips_;
-  ServiceProxy proxy_;                            // used by the sync thread only
-  std::set<std::string> proxy_errors_;            // last reported, to log each failure once
-  std::map<std::string, std::string> host_ips_;   // LoadBalancer "ns/name" -> 127.0.0.x
+  ServiceProxy proxy_;                           // used by the sync thread only
+  std::set<std::string> proxy_errors_;           // last reported, to log each failure once
+  std::map<std::string, std::string> host_ips_;  // LoadBalancer "ns/name" -> 127.0.0.x
   std::unique_ptr<k8s::Informer> pods_, services_, endpoints_;
 
   mutable std::mutex mu_;
   std::condition_variable_any wake_;
   bool dirty_ = true;
   std::map<std::string, std::unique_ptr<PodWorker>> workers_;  // by pod uid
+  std::map<std::string, std::string> uid_by_key_;              // "ns/name" -> uid of its worker
+  std::unique_ptr<KubeletApiServer> api_server_;
   std::chrono::steady_clock::time_point next_heartbeat_;
   bool stopped_ = false;
   std::jthread thread_;

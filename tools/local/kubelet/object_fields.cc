@@ -68,7 +68,10 @@ void SetCondition(Json& conditions, std::string_view type, bool status, std::str
     c["message"] = message;
     return;
   }
-  conditions.push_back({{"type", type}, {"status", status_text}, {"reason", reason}, {"message", message},
+  conditions.push_back({{"type", type},
+                        {"status", status_text},
+                        {"reason", reason},
+                        {"message", message},
                         {"lastTransitionTime", FormatTime(now)}});
 }
 

@@ -6,8 +6,8 @@ namespace mf::local {
 namespace {
 
 std::string Format(uint32_t ip) {
-  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 255) + "." +
-         std::to_string((ip >> 8) & 255) + "." + std::to_string(ip & 255);
+  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 255) + "." + std::to_string((ip >> 8) & 255) +
+         "." + std::to_string(ip & 255);
 }
 
 uint32_t Parse(const std::string& text) {

@@ -4,26 +4,23 @@
 
 namespace mf::local {
 
-std::filesystem::path PodDirectory(const std::filesystem::path& data_dir, std::string_view ns,
-                                   std::string_view pod) {
+std::filesystem::path PodDirectory(const std::filesystem::path& data_dir, std::string_view ns, std::string_view pod) {
   // Namespace and pod names are DNS labels/subdomains: no '/' or '_', so the join is unambiguous.
   return data_dir / "pods" / (std::string(ns) + "_" + std::string(pod));
 }
 
-std::filesystem::path ContainerLogPath(const std::filesystem::path& data_dir, std::string_view ns,
-                                       std::string_view pod, std::string_view container,
-                                       bool previous) {
-  return PodDirectory(data_dir, ns, pod) /
-         (std::string(container) + (previous ? ".previous.log" : ".log"));
+std::filesystem::path ContainerLogPath(const std::filesystem::path& data_dir, std::string_view ns, std::string_view pod,
+                                       std::string_view container, bool previous) {
+  return PodDirectory(data_dir, ns, pod) / (std::string(container) + (previous ? ".previous.log" : ".log"));
 }
 
-std::filesystem::path ContainerPidPath(const std::filesystem::path& data_dir, std::string_view ns,
-                                       std::string_view pod, std::string_view container) {
+std::filesystem::path ContainerPidPath(const std::filesystem::path& data_dir, std::string_view ns, std::string_view pod,
+                                       std::string_view container) {
   return PodDirectory(data_dir, ns, pod) / (std::string(container) + ".pid");
 }
 
-std::filesystem::path EmptyDirPath(const std::filesystem::path& data_dir, std::string_view ns,
-                                   std::string_view pod, std::string_view volume) {
+std::filesystem::path EmptyDirPath(const std::filesystem::path& data_dir, std::string_view ns, std::string_view pod,
+                                   std::string_view volume) {
   return PodDirectory(data_dir, ns, pod) / "volumes" / std::string(volume);
 }
 

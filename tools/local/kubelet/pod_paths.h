@@ -11,17 +11,15 @@
 
 namespace mf::local {
 
-std::filesystem::path PodDirectory(const std::filesystem::path& data_dir, std::string_view ns,
-                                   std::string_view pod);
+std::filesystem::path PodDirectory(const std::filesystem::path& data_dir, std::string_view ns, std::string_view pod);
 // previous = true: the log of the instance before the last restart (`kubectl logs --previous`).
-std::filesystem::path ContainerLogPath(const std::filesystem::path& data_dir, std::string_view ns,
-                                       std::string_view pod, std::string_view container,
-                                       bool previous = false);
+std::filesystem::path ContainerLogPath(const std::filesystem::path& data_dir, std::string_view ns, std::string_view pod,
+                                       std::string_view container, bool previous = false);
 // "<pid> <start time>" of the container's running process (see KillStaleProcessGroup).
-std::filesystem::path ContainerPidPath(const std::filesystem::path& data_dir, std::string_view ns,
-                                       std::string_view pod, std::string_view container);
-std::filesystem::path EmptyDirPath(const std::filesystem::path& data_dir, std::string_view ns,
-                                   std::string_view pod, std::string_view volume);
+std::filesystem::path ContainerPidPath(const std::filesystem::path& data_dir, std::string_view ns, std::string_view pod,
+                                       std::string_view container);
+std::filesystem::path EmptyDirPath(const std::filesystem::path& data_dir, std::string_view ns, std::string_view pod,
+                                   std::string_view volume);
 // The /etc/hosts-style file the processes of pods in namespace `ns` resolve Service names with
 // (one per namespace, because a bare "<service>" means the pod's own namespace).
 std::filesystem::path HostsFilePath(const std::filesystem::path& data_dir, std::string_view ns);

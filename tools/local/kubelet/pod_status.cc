@@ -26,8 +26,12 @@ std::string PodPhase(const std::string& restart_policy, const std::vector<Contai
         // A container waiting to be restarted has run before: the pod is Running (CrashLoopBackOff).
         (c.last_state.contains("terminated") ? restarting : never_started)++;
         break;
-      case State::kRunning: running++; break;
-      case State::kTerminated: (c.exit_code == 0 ? succeeded : failed)++; break;
+      case State::kRunning:
+        running++;
+        break;
+      case State::kTerminated:
+        (c.exit_code == 0 ? succeeded : failed)++;
+        break;
     }
   }
   if (never_started > 0) return "Pending";
@@ -45,8 +49,11 @@ Json ContainerStateJson(const ContainerRuntimeState& c) {
     case State::kRunning:
       return {{"running", {{"startedAt", c.started_at}}}};
     case State::kTerminated: {
-      Json t = {{"exitCode", c.exit_code}, {"reason", c.reason}, {"startedAt", c.started_at},
-                {"finishedAt", c.finished_at}, {"containerID", c.container_id}};
+      Json t = {{"exitCode", c.exit_code},
+                {"reason", c.reason},
+                {"startedAt", c.started_at},
+                {"finishedAt", c.finished_at},
+                {"containerID", c.container_id}};
       if (!c.message.empty()) t["message"] = c.message;
       return {{"terminated", t}};
     }

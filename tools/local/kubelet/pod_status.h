@@ -16,15 +16,15 @@ struct ContainerRuntimeState {
   enum class State { kWaiting, kRunning, kTerminated };
   std::string name;
   State state = State::kWaiting;
-  std::string reason;     // waiting: ContainerCreating, CrashLoopBackOff, ...; terminated: Completed, Error
+  std::string reason;  // waiting: ContainerCreating, CrashLoopBackOff, ...; terminated: Completed, Error
   std::string message;
   int exit_code = 0;
-  std::string started_at;   // RFC 3339
+  std::string started_at;  // RFC 3339
   std::string finished_at;
   int restart_count = 0;
   bool ready = false;
-  bool started = false;      // running and past its startup probe (if any)
-  std::string container_id;  // "local://<pid>"
+  bool started = false;              // running and past its startup probe (if any)
+  std::string container_id;          // "local://<pid>"
   Json last_state = Json::object();  // {"terminated": {...}} after the first exit
 };
 

@@ -92,6 +92,18 @@ std::vector<pid_t> PodWorker::RunningPids() const {
   return running_pids_;
 }
 
+std::optional<RunningContainer> PodWorker::Running(const std::string& container) const {
+  std::lock_guard lock(mu_);
+  auto it = running_.find(container);
+  if (it == running_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string PodWorker::PodIp() const {
+  std::lock_guard lock(mu_);
+  return published_ip_;
+}
+
 std::optional<Json> PodWorker::Lookup(std::string_view resource, std::string_view name) const {
   Json pod;
   {
@@ -99,17 +111,18 @@ std::optional<Json> PodWorker::Lookup(std::string_view resource, std::string_vie
     pod = latest_;
   }
   if (resource == "serviceaccounttoken") {
-    Json request = {{"apiVersion", "authentication.k8s.io/v1"},
-                    {"kind", "TokenRequest"},
-                    {"spec",
-                     {{"expirationSeconds", kTokenSeconds},
-                      {"boundObjectRef", {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", NameOf(pod)}, {"uid", Uid(pod)}}}}}};
-    auto answer = client_->Call("POST",
-                                "/api/v1/namespaces/" + NamespaceOf(pod) + "/serviceaccounts/" + std::string(name) + "/token",
-                                request.dump(), "application/json");
+    Json request = {
+        {"apiVersion", "authentication.k8s.io/v1"},
+        {"kind", "TokenRequest"},
+        {"spec",
+         {{"expirationSeconds", kTokenSeconds},
+          {"boundObjectRef", {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", NameOf(pod)}, {"uid", Uid(pod)}}}}}};
+    auto answer = client_->Call(
+        "POST", "/api/v1/namespaces/" + NamespaceOf(pod) + "/serviceaccounts/" + std::string(name) + "/token",
+        request.dump(), "application/json");
     if (!answer.ok()) {
-      log::Warning("cannot get a service account token", {{"pod", NamespaceOf(pod) + "/" + NameOf(pod)},
-                                                          {"error", answer.status().message()}});
+      log::Warning("cannot get a service account token",
+                   {{"pod", NamespaceOf(pod) + "/" + NameOf(pod)}, {"error", answer.status().message()}});
       return std::nullopt;
     }
     Json parsed = Json::parse(*answer, nullptr, false);
@@ -153,25 +166,37 @@ void PodWorker::Run() {
       log::Warning("cannot run pod", {{"error", synced.message()}});
     }
     std::vector<pid_t> pids;
+    std::map<std::string, RunningContainer> running;
     for (const auto* list : {&init_containers_, &containers_}) {
       for (const Container& c : *list) {
-        if (c.pid) pids.push_back(*c.pid);
+        if (!c.pid) continue;
+        pids.push_back(*c.pid);
+        if (c.mounts) running[c.state.name] = {c.spawn.env, c.spawn.working_dir, *c.mounts};
       }
     }
     std::lock_guard lock(mu_);
     running_pids_ = std::move(pids);
+    running_ = std::move(running);
+    published_ip_ = pod_ip_;
   }
   {
     std::lock_guard lock(mu_);
     running_pids_.clear();
+    running_.clear();
   }
   finished_ = true;
 }
 
 PodWorker::Container PodWorker::NewContainer(const Json& spec, std::string waiting_reason) const {
-  Container c{.spec = spec, .state = {}, .pid = std::nullopt, .started = {},
-              .backoff = RestartBackoff(options_->backoff), .startup = std::nullopt,
-              .liveness = std::nullopt, .readiness = std::nullopt, .spawn = {}};
+  Container c{.spec = spec,
+              .state = {},
+              .pid = std::nullopt,
+              .started = {},
+              .backoff = RestartBackoff(options_->backoff),
+              .startup = std::nullopt,
+              .liveness = std::nullopt,
+              .readiness = std::nullopt,
+              .spawn = {}};
   c.state.name = StringAt(spec, {"name"});
   c.state.reason = std::move(waiting_reason);
   return c;
@@ -192,7 +217,8 @@ Status PodWorker::Prepare(const Json& pod) {
   const Json& spec = ObjectAt(pod, {"spec"});
   for (const char* list : {"initContainers", "containers"}) {
     for (const Json& container : spec.value(list, Json::array())) {
-      auto pid_file = ContainerPidPath(options_->data_dir, NamespaceOf(pod), NameOf(pod), StringAt(container, {"name"}));
+      auto pid_file =
+          ContainerPidPath(options_->data_dir, NamespaceOf(pod), NameOf(pod), StringAt(container, {"name"}));
       if (KillStaleProcessGroup(pid_file, std::chrono::seconds(2))) {
         log::Info("stopped a container left running by an earlier kubelet",
                   {{"pod", key}, {"container", StringAt(container, {"name"})}});
@@ -229,9 +255,9 @@ Status PodWorker::Prepare(const Json& pod) {
   for (const Json& container : spec.value("containers", Json::array())) {
     Container c = NewContainer(container, init_containers_.empty() ? "ContainerCreating" : "PodInitializing");
     c.state.restart_count = restarts[c.state.name];
-    for (auto [field, slot, initial] : {std::make_tuple("startupProbe", &c.startup, false),
-                                        std::make_tuple("livenessProbe", &c.liveness, true),
-                                        std::make_tuple("readinessProbe", &c.readiness, false)}) {
+    for (auto [field, slot, initial] :
+         {std::make_tuple("startupProbe", &c.startup, false), std::make_tuple("livenessProbe", &c.liveness, true),
+          std::make_tuple("readinessProbe", &c.readiness, false)}) {
       if (!container.contains(field)) continue;
       MF_ASSIGN_OR_RETURN(ProbeTiming timing, ParseProbeTiming(container[field]));
       slot->emplace(timing, initial);
@@ -342,8 +368,8 @@ void PodWorker::StartContainer(const Json& pod, Container& c) {
   spawn.log_path = ContainerLogPath(options_->data_dir, ns, NameOf(pod), c.state.name);
   if (restarting) {
     std::error_code ec;  // keep one previous instance for `kubectl logs --previous`
-    std::filesystem::rename(spawn.log_path,
-                            ContainerLogPath(options_->data_dir, ns, NameOf(pod), c.state.name, true), ec);
+    std::filesystem::rename(spawn.log_path, ContainerLogPath(options_->data_dir, ns, NameOf(pod), c.state.name, true),
+                            ec);
   }
   auto pid = SpawnProcessGroup(spawn);
   if (restarting) c.state.restart_count++;
@@ -358,6 +384,7 @@ void PodWorker::StartContainer(const Json& pod, Container& c) {
     log::Warning("cannot record a container's pid", {{"pod", ns + "/" + NameOf(pod)}, {"error", s.message()}});
   }
   c.spawn = std::move(spawn);
+  c.mounts = *mounts;
   c.pid = *pid;
   c.state.state = State::kRunning;
   c.state.reason.clear();
@@ -368,8 +395,9 @@ void PodWorker::StartContainer(const Json& pod, Container& c) {
   if (c.startup) c.startup.emplace(c.startup->timing(), false);
   if (c.readiness) c.readiness.emplace(c.readiness->timing(), false);
   if (c.liveness) c.liveness.emplace(c.liveness->timing(), true);
-  log::Info("container started", {{"pod", ns + "/" + NameOf(pod)}, {"container", c.state.name},
-                                  {"pid", std::to_string(*pid)}, {"ip", pod_ip_}});
+  log::Info(
+      "container started",
+      {{"pod", ns + "/" + NameOf(pod)}, {"container", c.state.name}, {"pid", std::to_string(*pid)}, {"ip", pod_ip_}});
 }
 
 void PodWorker::OnExit(const Json& pod, Container& c, int exit_code, std::string reason, std::string message) {
@@ -383,7 +411,8 @@ void PodWorker::OnExit(const Json& pod, Container& c, int exit_code, std::string
   c.state.started = false;
   c.backoff.OnExit(c.started, SteadyClock::now());
   log::Info("container exited", {{"pod", NamespaceOf(pod) + "/" + NameOf(pod)},
-                                 {"container", c.state.name}, {"exit_code", std::to_string(exit_code)}});
+                                 {"container", c.state.name},
+                                 {"exit_code", std::to_string(exit_code)}});
 }
 
 void PodWorker::RunProbes(const Json& pod, Container& c) {
@@ -458,8 +487,11 @@ void PodWorker::Terminate(const Json& pod, bool pod_exists) {
 }
 
 void PodWorker::WriteStatus(const Json& pod) {
-  PodRuntimeInfo info{.pod_ip = pod_ip_, .host_ip = options_->node_ip, .start_time = start_time_,
-                      .init_containers = {}, .containers = {}};
+  PodRuntimeInfo info{.pod_ip = pod_ip_,
+                      .host_ip = options_->node_ip,
+                      .start_time = start_time_,
+                      .init_containers = {},
+                      .containers = {}};
   for (const Container& c : init_containers_) info.init_containers.push_back(c.state);
   for (const Container& c : containers_) info.containers.push_back(c.state);
   Json status = BuildPodStatus(pod, info, Clock::now());
@@ -472,8 +504,8 @@ void PodWorker::WriteStatus(const Json& pod) {
   if (written.ok()) {
     last_status_ = status;
   } else if (written.status().code() != StatusCode::kNotFound) {
-    log::Warning("cannot write pod status", {{"pod", NamespaceOf(pod) + "/" + NameOf(pod)},
-                                             {"error", written.status().message()}});
+    log::Warning("cannot write pod status",
+                 {{"pod", NamespaceOf(pod) + "/" + NameOf(pod)}, {"error", written.status().message()}});
   }
 }
 

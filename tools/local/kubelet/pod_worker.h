@@ -2,8 +2,8 @@
 // workers), so a slow probe or a long termination grace period never delays other pods.
 //
 // Each pass: prepare the pod (IP, volumes) once; run init containers one by one to success;
-// start containers that should run (restart policy + CrashLoopBackOff); reap exits; run due probes (a failed liveness probe restarts the
-// container); write the pod status when it changed. On deletion (deletionTimestamp, or the pod
+// start containers that should run (restart policy + CrashLoopBackOff); reap exits; run due probes (a failed liveness
+// probe restarts the container); write the pod status when it changed. On deletion (deletionTimestamp, or the pod
 // vanished) every container's process group gets SIGTERM, then SIGKILL after the grace period,
 // and the pod is then deleted for good (grace period 0), as the kubelet does.
 #pragma once
@@ -21,32 +21,40 @@
 #include <thread>
 #include <vector>
 
+#include "k8s/client.h"
 #include "tools/local/kubelet/image_map.h"
 #include "tools/local/kubelet/pod_ip_allocator.h"
 #include "tools/local/kubelet/pod_status.h"
 #include "tools/local/kubelet/probe.h"
 #include "tools/local/kubelet/restart_backoff.h"
 #include "tools/local/kubelet/volumes.h"
-#include "k8s/client.h"
 
 namespace mf::local {
 
 struct KubeletOptions {
-  std::filesystem::path data_dir;      // pod directories, logs, hosts files live here
+  std::filesystem::path data_dir;  // pod directories, logs, hosts files live here
   std::string node_name = "local";
-  std::string node_ip = "10.244.0.1";  // the Node's InternalIP and every pod's hostIP
+  std::string node_ip = "10.244.0.1";      // the Node's InternalIP and every pod's hostIP
   std::string pod_ip_base = "10.244.1.1";  // pods get addresses from here upward
-  uint16_t kubelet_port = 10250;       // the kubelet API (logs, exec, port-forward)
+  uint16_t kubelet_port = 10250;           // the kubelet API (logs, exec, port-forward)
   std::string kubelet_version = "v1.37.2";
   std::map<std::string, int64_t> extended_resources;  // e.g. nvidia.com/gpu: 4, in the Node's capacity
-  std::filesystem::path host_broker;   // host_sockets.h: listeners for LoadBalancer Services
-  std::filesystem::path pki_dir;       // ca.crt and kubelet.crt/.key for the kubelet API
+  std::filesystem::path host_broker;                  // host_sockets.h: listeners for LoadBalancer Services
+  std::filesystem::path pki_dir;                      // ca.crt and kubelet.crt/.key for the kubelet API
   ImageMap images;
   BackoffPolicy backoff;
   // Added to every container's environment before its own env (e.g. KUBECONFIG for operators).
   EnvList extra_env;
   // How often each pod worker checks its processes when nothing else wakes it.
   std::chrono::milliseconds pod_sync_interval{100};
+};
+
+// What `kubectl exec` needs of a running container: its environment, working directory and
+// volume mounts (paths in the command are rewritten as the container's own were).
+struct RunningContainer {
+  EnvList env;
+  std::filesystem::path working_dir;
+  MountTable mounts;
 };
 
 class PodWorker {
@@ -66,6 +74,10 @@ class PodWorker {
   bool finished() const { return finished_; }
   // Process group ids of running containers (for tests checking the process table).
   std::vector<pid_t> RunningPids() const;
+  // The kubelet API's view (thread-safe, refreshed after every pass): a running container by
+  // name, and the pod's IP ("" before it has one).
+  std::optional<RunningContainer> Running(const std::string& container) const;
+  std::string PodIp() const;
 
  private:
   struct Container {
@@ -76,6 +88,7 @@ class PodWorker {
     RestartBackoff backoff;
     std::optional<ProbeTracker> startup, liveness, readiness;
     SpawnSpec spawn;  // what the last start used: exec probes run with the same env and cwd
+    std::optional<MountTable> mounts;
     bool finished_for_good = false;  // restartPolicy says it stays terminated
   };
 
@@ -101,10 +114,12 @@ class PodWorker {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  Json latest_;               // guarded by mu_
-  bool removed_ = false;      // guarded by mu_
-  bool shutdown_ = false;     // guarded by mu_
-  std::vector<pid_t> running_pids_;  // guarded by mu_, refreshed after every pass
+  Json latest_;                                      // guarded by mu_
+  bool removed_ = false;                             // guarded by mu_
+  bool shutdown_ = false;                            // guarded by mu_
+  std::vector<pid_t> running_pids_;                  // guarded by mu_, refreshed after every pass
+  std::map<std::string, RunningContainer> running_;  // guarded by mu_, likewise
+  std::string published_ip_;                         // guarded by mu_
   std::atomic<bool> finished_{false};
 
   // Owned by the worker thread (RunningPids reads pids under mu_).

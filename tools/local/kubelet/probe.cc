@@ -77,8 +77,7 @@ int ConnectWithin(const std::string& host, int port, std::chrono::steady_clock::
 ProbeOutcome HttpGet(const Json& action, const std::string& pod_ip, const Json& container, Millis timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   if (StringAt(action, {"scheme"}, "HTTP") != "HTTP") {
-    return {false, "only HTTP probes are supported by the local kubelet (scheme " +
-                       StringAt(action, {"scheme"}) + ")"};
+    return {false, "only HTTP probes are supported by the local kubelet (scheme " + StringAt(action, {"scheme"}) + ")"};
   }
   auto port = ResolvePort(action.value("port", Json()), container);
   if (!port.ok()) return {false, port.status().message()};
@@ -100,8 +99,7 @@ ProbeOutcome HttpGet(const Json& action, const std::string& pod_ip, const Json& 
     auto left = std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       close(fd);
-      return {false, "Get \"http://" + host + ":" + std::to_string(*port) + path +
-                         "\": context deadline exceeded"};
+      return {false, "Get \"http://" + host + ":" + std::to_string(*port) + path + "\": context deadline exceeded"};
     }
     pollfd p{fd, static_cast<short>(sent < request.size() ? POLLOUT : POLLIN), 0};
     if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
@@ -152,16 +150,16 @@ StatusOr<ProbeTiming> ParseProbeTiming(const Json& probe) {
   return t;
 }
 
-ProbeOutcome RunProbe(const Json& probe, const std::string& pod_ip, const Json& container,
-                      const SpawnSpec& exec_base, Millis timeout) {
+ProbeOutcome RunProbe(const Json& probe, const std::string& pod_ip, const Json& container, const SpawnSpec& exec_base,
+                      Millis timeout) {
   if (probe.contains("httpGet")) return HttpGet(probe["httpGet"], pod_ip, container, timeout);
   if (probe.contains("tcpSocket")) {
     const Json& action = probe["tcpSocket"];
     auto port = ResolvePort(action.value("port", Json()), container);
     if (!port.ok()) return {false, port.status().message()};
     std::string error;
-    int fd = ConnectWithin(StringAt(action, {"host"}, pod_ip), *port,
-                           std::chrono::steady_clock::now() + timeout, &error);
+    int fd =
+        ConnectWithin(StringAt(action, {"host"}, pod_ip), *port, std::chrono::steady_clock::now() + timeout, &error);
     if (fd < 0) return {false, error};
     close(fd);
     return {true, ""};

@@ -30,14 +30,13 @@ StatusOr<ProbeTiming> ParseProbeTiming(const Json& probe);
 
 // Runs the probe's action once. `exec_base` carries the container's env and working dir for
 // exec probes; its argv is replaced by the probe's command.
-ProbeOutcome RunProbe(const Json& probe, const std::string& pod_ip, const Json& container,
-                      const SpawnSpec& exec_base, std::chrono::milliseconds timeout);
+ProbeOutcome RunProbe(const Json& probe, const std::string& pod_ip, const Json& container, const SpawnSpec& exec_base,
+                      std::chrono::milliseconds timeout);
 
 class ProbeTracker {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
-  ProbeTracker(ProbeTiming timing, bool initially_healthy)
-      : timing_(timing), healthy_(initially_healthy) {}
+  ProbeTracker(ProbeTiming timing, bool initially_healthy) : timing_(timing), healthy_(initially_healthy) {}
 
   // Whether a probe should run now, for a container that started at `started`.
   bool Due(TimePoint started, TimePoint now) const;

@@ -40,8 +40,7 @@ StatusOr<pid_t> SpawnProcessGroup(const SpawnSpec& spec) {
   posix_spawnattr_init(&attr);
   const std::string log = spec.log_path.empty() ? "/dev/null" : spec.log_path.string();
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   std::string cwd = spec.working_dir.string();
   if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
@@ -58,8 +57,8 @@ StatusOr<pid_t> SpawnProcessGroup(const SpawnSpec& spec) {
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
-    return FailedPrecondition("cannot start " + spec.argv[0] +
-                              (cwd.empty() ? "" : " in " + cwd) + ": " + std::strerror(rc));
+    return FailedPrecondition("cannot start " + spec.argv[0] + (cwd.empty() ? "" : " in " + cwd) + ": " +
+                              std::strerror(rc));
   }
   return pid;
 }

@@ -17,10 +17,10 @@
 namespace mf::local {
 
 struct SpawnSpec {
-  std::vector<std::string> argv;        // argv[0] is looked up in PATH when it has no '/'
-  EnvList env;                          // the complete environment
-  std::filesystem::path working_dir;    // empty: the kubelet's own
-  std::filesystem::path log_path;       // empty: output discarded
+  std::vector<std::string> argv;      // argv[0] is looked up in PATH when it has no '/'
+  EnvList env;                        // the complete environment
+  std::filesystem::path working_dir;  // empty: the kubelet's own
+  std::filesystem::path log_path;     // empty: output discarded
 };
 
 // Starts the process; its pid is also its process group id. An unstartable program (missing,

@@ -5,15 +5,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include <array>
 #include <atomic>
+#include <boost/asio.hpp>
+#include <cerrno>
+#include <cstring>
 #include <set>
 #include <thread>
-
-#include <boost/asio.hpp>
 
 #include "common/logging.h"
 
@@ -85,10 +83,11 @@ class Splice : public std::enable_shared_from_this<Splice> {
     auto self = shared_from_this();
     from.async_read_some(asio::buffer(buf), [this, self, &from, &to, &buf](boost::system::error_code ec, size_t n) {
       if (ec) return Close();
-      asio::async_write(to, asio::buffer(buf.data(), n), [this, self, &from, &to, &buf](boost::system::error_code ec, size_t) {
-        if (ec) return Close();
-        Pump(from, to, buf);
-      });
+      asio::async_write(to, asio::buffer(buf.data(), n),
+                        [this, self, &from, &to, &buf](boost::system::error_code ec, size_t) {
+                          if (ec) return Close();
+                          Pump(from, to, buf);
+                        });
     });
   }
   void Close() {
@@ -169,7 +168,8 @@ StatusOr<int> OpenLocalListener(const std::string& ip, uint16_t port) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
-  if (inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) != 1) return InvalidArgument("'" + ip + "' is not an IPv4 address");
+  if (inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) != 1)
+    return InvalidArgument("'" + ip + "' is not an IPv4 address");
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Internal(std::string("socket: ") + std::strerror(errno));
   int one = 1;
@@ -243,6 +243,8 @@ class ServiceProxy::Impl {
 
 ServiceProxy::ServiceProxy(ListenerOpener open) : impl_(std::make_unique<Impl>(std::move(open))) {}
 ServiceProxy::~ServiceProxy() = default;
-std::vector<std::string> ServiceProxy::Apply(const std::vector<ProxiedService>& services) { return impl_->Apply(services); }
+std::vector<std::string> ServiceProxy::Apply(const std::vector<ProxiedService>& services) {
+  return impl_->Apply(services);
+}
 
 }  // namespace mf::local

@@ -44,7 +44,8 @@ StatusOr<std::string> DownwardValue(const Json& pod, const Json& item) {
   const std::string field = StringAt(item, {"fieldRef", "fieldPath"});
   auto lines = [](const Json& map) {
     std::string out;
-    for (const auto& [k, v] : map.items()) out += k + "=" + Json(v.is_string() ? v.get<std::string>() : v.dump()).dump() + "\n";
+    for (const auto& [k, v] : map.items())
+      out += k + "=" + Json(v.is_string() ? v.get<std::string>() : v.dump()).dump() + "\n";
     return out;
   };
   if (field == "metadata.name") return NameOf(pod);
@@ -139,8 +140,8 @@ StatusOr<VolumeDirs> PrepareVolumes(const Json& pod, const std::filesystem::path
       dir = EmptyDirPath(data_dir, ns, name, vname);
       if (!found) {
         if (!source.value("optional", false)) {
-          return NotFound(std::string(secret ? "secret" : "configmap") + " \"" + object +
-                          "\" not found (volume " + vname + ")");
+          return NotFound(std::string(secret ? "secret" : "configmap") + " \"" + object + "\" not found (volume " +
+                          vname + ")");
         }
         std::filesystem::create_directories(dir, ec);
       } else {
@@ -220,7 +221,8 @@ EnvList MountTable::VolumeEnv() const {
   EnvList env;
   for (const Mount& m : mounts_) {
     std::string name = "MODELFLEET_VOLUME_";
-    for (char c : m.volume) name.push_back(c == '-' || c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    for (char c : m.volume)
+      name.push_back(c == '-' || c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
     env.emplace_back(name, m.host_path);
   }
   return env;

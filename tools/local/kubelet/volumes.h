@@ -26,8 +26,7 @@ namespace mf::local {
 using VolumeDirs = std::map<std::string, std::filesystem::path>;
 
 // Creates the pod's volume directories; unsupported volume types are INVALID_ARGUMENT.
-StatusOr<VolumeDirs> PrepareVolumes(const Json& pod, const std::filesystem::path& data_dir,
-                                     const ObjectLookup& lookup);
+StatusOr<VolumeDirs> PrepareVolumes(const Json& pod, const std::filesystem::path& data_dir, const ObjectLookup& lookup);
 
 class MountTable {
  public:
