@@ -224,8 +224,11 @@ void TlsTestClient::Abort() {
 
 StatusOr<HttpResult> HttpGet(TlsTestClient& client, const std::string& target, std::chrono::milliseconds timeout) {
   MF_RETURN_IF_ERROR(client.Write("GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: test\r\n\r\n"));
+  return ReadHttpResponse(client, "", timeout);
+}
+
+StatusOr<HttpResult> ReadHttpResponse(TlsTestClient& client, std::string raw, std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
-  std::string raw;
   HttpResult result;
   size_t head_end = std::string::npos;
   while (true) {

@@ -65,6 +65,9 @@ struct HttpResult {
 // Sends a GET and reads the response to its end (Content-Length, last chunk, or close).
 StatusOr<HttpResult> HttpGet(TlsTestClient& client, const std::string& target,
                              std::chrono::milliseconds timeout = std::chrono::seconds(10));
+// Reads a response whose first bytes, `raw`, have already arrived, to its end.
+StatusOr<HttpResult> ReadHttpResponse(TlsTestClient& client, std::string raw,
+                                      std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 class SpdyTestClient {
  public:

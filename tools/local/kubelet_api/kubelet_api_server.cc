@@ -112,7 +112,10 @@ class KubeletApiServer::Impl {
   const KubeletApiOptions& options_ = context_.options;
   asio::ssl::context ssl_;
   asio::io_context ioc_;
+  // The acceptor and its backoff timer live on one strand: Stop() closes it from another thread.
+  asio::strand<asio::io_context::executor_type> accept_strand_ = asio::make_strand(ioc_);
   std::optional<tcp::acceptor> acceptor_;
+  asio::steady_timer accept_backoff_{accept_strand_};
   std::vector<std::thread> threads_;
   std::shared_ptr<std::atomic<size_t>> open_connections_ = std::make_shared<std::atomic<size_t>>(0);
   uint16_t port_ = 0;
@@ -380,7 +383,7 @@ Status KubeletApiServer::Impl::Start() {
   const auto address = asio::ip::make_address(options_.address, ec);
   if (ec) return InvalidArgument("kubelet API address '" + options_.address + "' is not an IP address");
   const tcp::endpoint endpoint(address, options_.port);
-  acceptor_.emplace(ioc_);
+  acceptor_.emplace(accept_strand_);
   acceptor_->open(endpoint.protocol(), ec);
   if (!ec) acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_->bind(endpoint, ec);
@@ -401,7 +404,15 @@ Status KubeletApiServer::Impl::Start() {
       sigaddset(&pipe_signal, SIGPIPE);
       pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
       auto guard = asio::make_work_guard(ioc_);
-      ioc_.run();
+      // A handler that throws (a hook, out of memory) must not take the process down with it.
+      while (true) {
+        try {
+          ioc_.run();
+          return;
+        } catch (const std::exception& e) {
+          log::Error("kubelet API: a request handler failed", {{"error", e.what()}});
+        }
+      }
     });
   }
   log::Info("kubelet API listening", {{"address", options_.address}, {"port", std::to_string(port_)}});
@@ -412,22 +423,29 @@ void KubeletApiServer::Impl::Accept() {
   auto socket = std::make_shared<tcp::socket>(asio::make_strand(ioc_));
   acceptor_->async_accept(*socket, [this, socket](boost::system::error_code ec) {
     if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
-    if (!ec) {
-      if (open_connections_->load() >= options_.max_connections) {
-        log::Warning("kubelet API: connection limit reached; closing a new connection",
-                     {{"max_connections", std::to_string(options_.max_connections)}});
-        boost::system::error_code ignored;
-        socket->close(ignored);
-      } else {
-        open_connections_->fetch_add(1);
-        // Released when the stream is destroyed, by whichever part of the server owns it then.
-        std::shared_ptr<void> slot(nullptr, [counter = open_connections_](void*) { counter->fetch_sub(1); });
-        boost::system::error_code ignored;
-        socket->set_option(tcp::no_delay(true), ignored);
-        socket->set_option(asio::socket_base::keep_alive(true), ignored);
-        auto stream = std::make_unique<TlsStream>(std::move(*socket), ssl_, std::move(slot));
-        std::make_shared<HttpsConnection>(&context_, std::move(stream))->Start();
-      }
+    if (ec) {
+      // Out of descriptors and the like: back off instead of spinning.
+      log::Warning("kubelet API: accept failed", {{"error", ec.message()}});
+      accept_backoff_.expires_after(std::chrono::milliseconds(100));
+      accept_backoff_.async_wait([this](boost::system::error_code timer_ec) {
+        if (!timer_ec && acceptor_->is_open()) Accept();
+      });
+      return;
+    }
+    if (open_connections_->load() >= options_.max_connections) {
+      log::Warning("kubelet API: connection limit reached; closing a new connection",
+                   {{"max_connections", std::to_string(options_.max_connections)}});
+      boost::system::error_code ignored;
+      socket->close(ignored);
+    } else {
+      open_connections_->fetch_add(1);
+      // Released when the stream is destroyed, by whichever part of the server owns it then.
+      std::shared_ptr<void> slot(nullptr, [counter = open_connections_](void*) { counter->fetch_sub(1); });
+      boost::system::error_code ignored;
+      socket->set_option(tcp::no_delay(true), ignored);
+      socket->set_option(asio::socket_base::keep_alive(true), ignored);
+      auto stream = std::make_unique<TlsStream>(std::move(*socket), ssl_, std::move(slot));
+      std::make_shared<HttpsConnection>(&context_, std::move(stream))->Start();
     }
     Accept();
   });
@@ -436,9 +454,10 @@ void KubeletApiServer::Impl::Accept() {
 void KubeletApiServer::Impl::Stop() {
   if (!started_ || stopped_) return;
   stopped_ = true;
-  asio::post(ioc_, [this] {
+  asio::post(accept_strand_, [this] {
     boost::system::error_code ignored;
     acceptor_->close(ignored);
+    accept_backoff_.cancel();
   });
   {
     std::lock_guard lock(context_.mu);

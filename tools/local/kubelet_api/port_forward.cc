@@ -224,7 +224,7 @@ class PortForwardSession : public SpdyConnection::Handler, public std::enable_sh
 
   void Fail(const std::shared_ptr<Pair>& pair, const std::string& error) {
     const std::string message = "error forwarding port " + std::to_string(pair->port) + " to pod " + ns_ + "/" + pod_ +
-                                ", uid " + uid_ + ": " + error;
+                                (uid_.empty() ? "" : ", uid " + uid_) + ": " + error;
     log::Info("kubelet API: " + message);
     if (pair->error_stream != 0) connection_->Write(pair->error_stream, message, true);
     if (pair->data_stream != 0) connection_->Reset(pair->data_stream);

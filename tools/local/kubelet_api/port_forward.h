@@ -8,7 +8,7 @@
 // ended; when the client ends the data stream, the pod connection is shut down for writing and the
 // pod's remaining reply still flows back. Failures (no such pod, refused connection, a pair whose
 // second stream never comes) are written to the error stream, as "error forwarding port P to pod
-// NS/NAME, uid U: ...", and the data stream is reset.
+// NS/NAME[, uid U]: ...", and the data stream is reset; client-go then ends the whole forward.
 #pragma once
 
 #include <chrono>
