@@ -9,6 +9,7 @@ One cluster serves the module; each test works in a namespace of its own."""
 import copy
 import json
 import pathlib
+import time
 import urllib.error
 import urllib.request
 
@@ -282,8 +283,29 @@ def test_a_raw_request_gets_kube_apiservers_422_status_with_causes(training_jobs
         {"reason": "FieldValueInvalid", "message": "Invalid value: a TrainingJob has at most one Chief", "field": "spec"}]
 
 
+def openapi_schemas(cluster, group_version):
+    try:
+        with cluster.urlopen(f"/openapi/v3/apis/{group_version}") as r:
+            return json.load(r)["components"]["schemas"]
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return {}
+        raise
+
+
+def wait_for_openapi(cluster, group_version, names, timeout=30):
+    """kube-apiserver publishes a new CRD's schema in its OpenAPI a little after the CRD is
+    established."""
+    deadline = time.monotonic() + timeout
+    while not set(names) <= set(openapi_schemas(cluster, group_version)):
+        assert time.monotonic() < deadline, f"{names} not in /openapi/v3/apis/{group_version} after {timeout} s"
+        time.sleep(0.2)
+
+
 def test_explain_shows_our_schemas(model_deployments, training_jobs):
     """kube-apiserver publishes the CRDs' schemas in its OpenAPI, which kubectl explain reads."""
+    wait_for_openapi(model_deployments, "modelfleet.io/v1alpha1",
+                     ["io.modelfleet.v1alpha1.ModelDeployment", "io.modelfleet.v1alpha1.TrainingJob"])
     traffic = model_deployments.kubectl("explain", "modeldeployment.spec.traffic").stdout
     assert "KIND:       ModelDeployment" in traffic and "FIELD: traffic <map[string]integer>" in traffic, traffic
     assert "Percent of traffic per version name; sums to 100." in traffic
@@ -291,8 +313,7 @@ def test_explain_shows_our_schemas(model_deployments, training_jobs):
     assert "versions\t<[]Object> -required-" in spec and "Name the model is served under" in spec, spec
     framework = training_jobs.kubectl("explain", "trainingjob.spec.framework").stdout
     assert "KIND:       TrainingJob" in framework and "tensorflow" in framework and "pytorch" in framework, framework
-    with model_deployments.urlopen("/openapi/v3/apis/modelfleet.io/v1alpha1") as r:
-        schemas = json.load(r)["components"]["schemas"]
+    schemas = openapi_schemas(model_deployments, "modelfleet.io/v1alpha1")
     deployment = schemas["io.modelfleet.v1alpha1.ModelDeployment"]
     assert deployment["properties"]["spec"]["properties"]["replicas"]["default"] == 1
     assert "io.modelfleet.v1alpha1.TrainingJob" in schemas

@@ -8,6 +8,7 @@ secret / role, explain from the server's OpenAPI, strict field validation, get -
 One cluster serves the module; each test works in a namespace of its own."""
 import json
 import time
+import urllib.error
 
 import pytest
 
@@ -216,6 +217,16 @@ def test_create_namespace_and_delete_it_with_its_contents(module_cluster):  # no
 
 
 def test_explain_reads_the_crd_schema(widget_crd):
+    # kube-apiserver publishes a new CRD's schema in its OpenAPI a little after it is established.
+    def published():
+        try:
+            with widget_crd.urlopen("/openapi/v3/apis/example.modelfleet.io/v1") as r:
+                return "io.modelfleet.example.v1.Widget" in json.load(r)["components"]["schemas"]
+        except urllib.error.HTTPError as e:
+            if e.code != 404:
+                raise
+            return False
+    wait_until(published, 30, "the Widget schema in /openapi/v3")
     out = widget_crd.kubectl("explain", "widgets.spec").stdout
     assert "KIND:       Widget" in out and "GROUP:      example.modelfleet.io" in out, out
     assert "How big the widget is." in out
