@@ -39,8 +39,8 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-constexpr size_t kMaxHeaderBytes = 64 * 1024;
-constexpr size_t kMaxBodyBytes = 64 * 1024;  // kubelet API requests carry no body
+constexpr size_t kMaxHeaderBytes = 1024 * 1024;  // Go's http.DefaultMaxHeaderBytes, as the kubelet allows
+constexpr size_t kMaxBodyBytes = 64 * 1024;      // kubelet API requests carry no body
 
 bool HeaderContains(const http::request<http::string_body>& request, http::field field, std::string_view word) {
   const auto range = request.equal_range(field);

@@ -131,13 +131,13 @@ std::string_view HeaderDictionary() { return {kDictionary, kDictionarySize}; }
 std::string SerializeHeaderBlock(const Headers& headers) {
   // Group values by name, keeping first-appearance order of the names.
   std::vector<std::pair<std::string, std::string>> joined;
-  for (const auto& [name, value] : headers) {
-    auto it = std::find_if(joined.begin(), joined.end(), [&](const auto& e) { return e.first == name; });
+  for (const auto& header : headers) {
+    auto it = std::find_if(joined.begin(), joined.end(), [&](const auto& e) { return e.first == header.first; });
     if (it == joined.end()) {
-      joined.emplace_back(name, value);
+      joined.push_back(header);
     } else {
       it->second.push_back('\0');
-      it->second += value;
+      it->second += header.second;
     }
   }
   std::string out;
