@@ -3,7 +3,7 @@
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${MODELFLEET_BUILD_DIR:-$ROOT/build}"
-PYTHON=/usr/bin/python3  # Debian's python with Debian's python3-* packages, never a pyenv one
+PYTHON="${MODELFLEET_VENV:-$ROOT/.cache/venv}/bin/python"  # the tests' venv (install-deps: requirements/test.txt over Debian's python3 and torch)
 
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 

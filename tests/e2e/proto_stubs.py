@@ -58,6 +58,13 @@ def stubs_path():
         out = pathlib.Path(tempfile.mkdtemp(prefix="mf_proto_py_"))
         atexit.register(shutil.rmtree, out, True)
         generate(out, [f for f in proto_files() if f != HEALTH_PROTO])
+        # Regular packages, so that ours win over tensorflow-cpu's and tensorflow-serving-api's
+        # installed `tensorflow` and `tensorflow_serving` (namespace folders would lose to them).
+        for folder in out.rglob("*"):
+            if folder.is_dir():
+                (folder / "__init__.py").touch()
+        for name in [n for n in sys.modules if n.split(".")[0] in {"tensorflow", "tensorflow_serving", "inference"}]:
+            del sys.modules[name]
         sys.path.insert(0, str(out))
         _generated["path"] = out
     return _generated["path"]

@@ -84,7 +84,7 @@ def wait_until(predicate, timeout=60, what="condition"):
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("kubelet-api")
-    server = build_dir() / "server" / "main" / "modelfleet-server"
+    server = (build_dir() / "server" / "main" / "modelfleet-server").resolve()
     if not server.exists():
         pytest.skip(f"{server} is not built")
     (tmp / "images.yaml").write_text(f"images:\n  modelfleet/server: {server}\n")

@@ -119,7 +119,7 @@ def test_status_json_uses_tf_serving_names(stubs):
     response = status_pb2.GetModelStatusResponse()
     version = response.model_version_status.add(version=3, state=30)
     version.status.error_code = 0
-    text = json_format.MessageToJson(response, including_default_value_fields=True)
+    text = json_format.MessageToJson(response, always_print_fields_with_no_presence=True)
     assert '"model_version_status"' in text and '"version": "3"' in text
     assert '"state": "AVAILABLE"' in text and '"error_code": "OK"' in text
 

@@ -31,6 +31,8 @@
 #include "tools/local/cluster/pki.h"
 #include "tools/local/cluster/supervisor.h"
 #include "tools/local/kubelet/kubelet.h"
+#include "tools/local/kubelet/pod_paths.h"
+#include "tools/local/kubelet/process.h"
 #include "tools/local/kubelet/service_proxy.h"
 
 namespace mf::local {
@@ -297,6 +299,12 @@ int Up(int argc, const char* const* argv) {
   int signal = http::WaitForTerminationSignal();
   log::Info("shutting down", {{"signal", std::to_string(signal)}});
   supervisor.Stop();
+  // The node agent stops its pods; if it could not (it was crash-looping), no container outlives
+  // the cluster.
+  for (const fs::path& pid_file : AllContainerPidFiles(data)) {
+    if (KillStaleProcessGroup(pid_file, 2s))
+      log::Warning("stopped a container the node agent left", {{"pid_file", pid_file.string()}});
+  }
   return 0;
 }
 

@@ -48,6 +48,8 @@ StatusOr<pid_t> Supervisor::Spawn(const ComponentSpec& spec) {
     dup2(null_fd, 0);
     dup2(log_fd, 1);
     dup2(log_fd, 2);
+    // No other descriptor of `up` (the host API listener, the broker's socket) reaches a component.
+    close_range(3, ~0U, 0);
     execve(argv[0], argv.data(), environ);
     const char msg[] = "modelfleet-local: cannot execute the component\n";
     (void)!write(2, msg, sizeof msg - 1);

@@ -32,4 +32,15 @@ std::filesystem::path PythonResolverDirectory(const std::filesystem::path& data_
   return data_dir / "kubelet" / "python";
 }
 
+std::vector<std::filesystem::path> AllContainerPidFiles(const std::filesystem::path& data_dir) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto& pod : std::filesystem::directory_iterator(data_dir / "pods", ec)) {
+    for (const auto& file : std::filesystem::directory_iterator(pod.path(), ec)) {
+      if (file.path().extension() == ".pid") out.push_back(file.path());
+    }
+  }
+  return out;
+}
+
 }  // namespace mf::local

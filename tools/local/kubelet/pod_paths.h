@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <string_view>
+#include <vector>
 
 namespace mf::local {
 
@@ -25,5 +26,8 @@ std::filesystem::path EmptyDirPath(const std::filesystem::path& data_dir, std::s
 std::filesystem::path HostsFilePath(const std::filesystem::path& data_dir, std::string_view ns);
 // The directory put first on PYTHONPATH: its sitecustomize.py makes Python consult the hosts file.
 std::filesystem::path PythonResolverDirectory(const std::filesystem::path& data_dir);
+
+// Every container pid file under DATA_DIR/pods, running or not.
+std::vector<std::filesystem::path> AllContainerPidFiles(const std::filesystem::path& data_dir);
 
 }  // namespace mf::local

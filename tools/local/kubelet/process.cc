@@ -42,6 +42,9 @@ StatusOr<pid_t> SpawnProcessGroup(const SpawnSpec& spec) {
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  // Nothing else of the agent's (listening sockets, API connections) leaks into a container: a
+  // container that outlives a crashed agent must not keep its ports bound.
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   std::string cwd = spec.working_dir.string();
   if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
   // The kubelet's own signal handling (blocked SIGTERM/SIGINT in a signal thread) must not leak.

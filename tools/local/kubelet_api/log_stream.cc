@@ -1,6 +1,7 @@
 #include "tools/local/kubelet_api/log_stream.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -59,6 +60,16 @@ class LogStreamer : public std::enable_shared_from_this<LogStreamer> {
     return false;
   }
 
+  // Whether the path now names another file than the one being followed: the node agent moved
+  // this instance's log aside (a restart) or removed it. Following the old file would hang.
+  bool Replaced() const {
+    if (fd_ < 0) return false;  // not created yet
+    struct stat followed {};
+    struct stat current {};
+    if (fstat(fd_, &followed) != 0 || stat(request_.path.c_str(), &current) != 0) return true;
+    return followed.st_ino != current.st_ino || followed.st_dev != current.st_dev;
+  }
+
   uint64_t FileSize() const {
     const off_t end = lseek(fd_, 0, SEEK_END);
     return end < 0 ? 0 : static_cast<uint64_t>(end);
@@ -111,7 +122,7 @@ class LogStreamer : public std::enable_shared_from_this<LogStreamer> {
       End();
       return;
     }
-    if (!request_.keep_following || !request_.keep_following()) {
+    if (!request_.keep_following || !request_.keep_following() || Replaced()) {
       draining_ = true;  // read once more to the end: the last output may have come after our read
       Pump();
       return;

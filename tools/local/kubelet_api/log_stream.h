@@ -1,6 +1,7 @@
 // Sends a container log file as a chunked HTTP/1.1 response, following it if asked: bytes appended
 // to the file are sent as they come (the file is polled every poll_interval) until the container
-// stops running, and then whatever it wrote last. A client that hangs up is noticed at once (a read
+// stops running, or its log path comes to name another file (the instance was replaced), and then
+// whatever it wrote last. A client that hangs up is noticed at once (a read
 // stays pending on the connection while the log is sent), and every chunk is read from the file
 // only after the previous one is on the wire, so a slow client holds one chunk in memory.
 #pragma once
