@@ -311,6 +311,25 @@ TEST_F(KubeletApiServerTest, FollowSendsAppendedOutputUntilTheContainerStops) {
   EXPECT_EQ(result->body, "three\nfour\nfive\nlast words\n");
 }
 
+TEST_F(KubeletApiServerTest, FollowEndsWhenTheInstanceIsReplaced) {
+  // A restart: the node agent moves the old log aside and the new instance writes a new file at the
+  // same path, while the container counts as running throughout.
+  auto client = Connect();
+  ASSERT_TRUE(client->Write("GET /containerLogs/default/web/app?follow=true HTTP/1.1\r\nHost: x\r\n\r\n").ok());
+  std::string raw;
+  while (raw.find("three\n") == std::string::npos) {
+    auto more = client->Read(10s);
+    ASSERT_TRUE(more.ok()) << more.status().ToString();
+    raw += *more;
+  }
+  std::ofstream(current_log_, std::ios::app) << "last of the old instance\n";
+  std::filesystem::rename(current_log_, dir_ / "app-1.previous.log");
+  std::ofstream(current_log_) << "new instance\n";
+  auto result = testing::ReadHttpResponse(*client, raw, 10s);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->body, "one\ntwo\nthree\nlast of the old instance\n");
+}
+
 TEST_F(KubeletApiServerTest, FollowStopsWhenTheClientHangsUp) {
   auto client = Connect();
   ASSERT_TRUE(client->Write("GET /containerLogs/default/web/app?follow=true HTTP/1.1\r\nHost: x\r\n\r\n").ok());
