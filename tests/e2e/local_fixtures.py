@@ -23,6 +23,18 @@ DATA = pathlib.Path(__file__).resolve().parent / "local_data"
 START_TIMEOUT = 120  # a cold kube-apiserver on a loaded 2-core machine takes tens of seconds
 
 
+def wait_until(predicate, timeout=60.0, what="condition", interval=0.2):
+    """Polls `predicate` until it returns something truthy (returned) or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"{what} did not happen in {timeout} s (last: {last!r})")
+
+
 class LocalCluster:
     def __init__(self, tmp: pathlib.Path, extra_args=()):
         self.binary = build_dir() / "tools" / "local" / "modelfleet-local"

@@ -12,23 +12,11 @@ import json
 import os
 import pathlib
 import signal
-import time
 import urllib.request
 
 import pytest
 
-from local_fixtures import LocalCluster
-
-
-def _wait(predicate, timeout=60.0, interval=0.25, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+from local_fixtures import LocalCluster, wait_until
 
 
 def get(cluster, *args):
@@ -112,7 +100,7 @@ def web_pods(cluster, ns):
 def namespace(cluster, name):
     cluster.kubectl("create", "namespace", name)
     # Pods need the namespace's default ServiceAccount, which the controller manager creates.
-    _wait(lambda: cluster.kubectl("-n", name, "get", "serviceaccount", "default", check=False).returncode == 0,
+    wait_until(lambda: cluster.kubectl("-n", name, "get", "serviceaccount", "default", check=False).returncode == 0,
           what=f"serviceaccount {name}/default")
     return name
 
@@ -123,7 +111,7 @@ def run_in_cluster(cluster, ns, name, script, timeout=60):
            "spec": {"restartPolicy": "Never",
                     "containers": [{"name": "main", "image": "python:3.11", "command": ["python3", "-c", script]}]}}
     cluster.kubectl("-n", ns, "apply", "-f", "-", input=json.dumps(pod))
-    _wait(lambda: get(cluster, "-n", ns, "pod", name)["status"].get("phase") in ("Succeeded", "Failed"),
+    wait_until(lambda: get(cluster, "-n", ns, "pod", name)["status"].get("phase") in ("Succeeded", "Failed"),
           timeout=timeout, what=f"pod {name} to finish")
     output = (cluster.data_dir / "pods" / f"{ns}_{name}" / "main.log")
     phase = get(cluster, "-n", ns, "pod", name)["status"]["phase"]
@@ -151,7 +139,7 @@ def test_deployment_behind_service_scales_and_deletes(cluster, tmp_path):
         assert pod["spec"]["nodeName"] == "local"
         assert pod["metadata"]["ownerReferences"][0]["name"] == rs["metadata"]["name"]
 
-    ips = _wait(lambda: len(ready_addresses(cluster, ns)) == 2 and ready_addresses(cluster, ns), what="2 endpoints")
+    ips = wait_until(lambda: len(ready_addresses(cluster, ns)) == 2 and ready_addresses(cluster, ns), what="2 endpoints")
     assert len(set(ips)) == 2 and all(ip.startswith("10.244.") for ip in ips)  # not loopback: real Endpoints
     slices = get(cluster, "-n", ns, "endpointslices", "-l", "kubernetes.io/service-name=web")["items"]
     assert len(slices) == 1 and sorted(e["addresses"][0] for e in slices[0]["endpoints"]) == ips
@@ -159,7 +147,7 @@ def test_deployment_behind_service_scales_and_deletes(cluster, tmp_path):
     assert sorted(http_server_processes(tmp_path).values()) == ips
 
     # From the host: the LoadBalancer address the node agent wrote, port 8080 -> 8000.
-    ingress = _wait(lambda: get(cluster, "-n", ns, "service", "web").get("status", {}).get("loadBalancer", {})
+    ingress = wait_until(lambda: get(cluster, "-n", ns, "service", "web").get("status", {}).get("loadBalancer", {})
                     .get("ingress"), what="a LoadBalancer ingress")
     assert ingress[0]["ip"].startswith("127.0.0.")
     url = f"http://{ingress[0]['ip']}:8080/"
@@ -171,7 +159,7 @@ def test_deployment_behind_service_scales_and_deletes(cluster, tmp_path):
         except OSError as e:
             return repr(e)
 
-    _wait(lambda: get_status() == 200, what=f"GET {url}")
+    wait_until(lambda: get_status() == 200, what=f"GET {url}")
     assert [get_status() for _ in range(4)] == [200] * 4
 
     # From inside the cluster: each pod IP, the cluster IP and the Service's DNS names.
@@ -188,20 +176,20 @@ def test_deployment_behind_service_scales_and_deletes(cluster, tmp_path):
     assert output.splitlines() == [f"{t} 200" for t in targets]
 
     cluster.kubectl("-n", ns, "scale", "deployment/web", "--replicas=3")
-    _wait(lambda: len(ready_addresses(cluster, ns)) == 3, what="3 endpoints")
-    _wait(lambda: len(http_server_processes(tmp_path)) == 3, what="3 processes")
+    wait_until(lambda: len(ready_addresses(cluster, ns)) == 3, what="3 endpoints")
+    wait_until(lambda: len(http_server_processes(tmp_path)) == 3, what="3 processes")
 
     cluster.kubectl("-n", ns, "scale", "deployment/web", "--replicas=1")
-    _wait(lambda: len(ready_addresses(cluster, ns)) == 1 and len(web_pods(cluster, ns)) == 1, what="1 pod")
-    _wait(lambda: len(http_server_processes(tmp_path)) == 1, what="1 process")
+    wait_until(lambda: len(ready_addresses(cluster, ns)) == 1 and len(web_pods(cluster, ns)) == 1, what="1 pod")
+    wait_until(lambda: len(http_server_processes(tmp_path)) == 1, what="1 process")
     assert list(http_server_processes(tmp_path).values()) == ready_addresses(cluster, ns)
 
     # The garbage collector removes the ReplicaSet and the pods; the node agent stops them.
     cluster.kubectl("-n", ns, "delete", "deployment", "web", "--wait=true", timeout=90)
-    _wait(lambda: not get(cluster, "-n", ns, "pods", "-l", "app=web")["items"], what="the pods to go")
-    _wait(lambda: not http_server_processes(tmp_path), what="every http.server process to exit")
-    _wait(lambda: not get(cluster, "-n", ns, "replicasets")["items"], what="the ReplicaSet to go")
-    _wait(lambda: ready_addresses(cluster, ns) == [], what="empty endpoints")
+    wait_until(lambda: not get(cluster, "-n", ns, "pods", "-l", "app=web")["items"], what="the pods to go")
+    wait_until(lambda: not http_server_processes(tmp_path), what="every http.server process to exit")
+    wait_until(lambda: not get(cluster, "-n", ns, "replicasets")["items"], what="the ReplicaSet to go")
+    wait_until(lambda: ready_addresses(cluster, ns) == [], what="empty endpoints")
     cluster.kubectl("delete", "namespace", ns, "--wait=false")
 
 
@@ -225,12 +213,12 @@ spec:
   - {name: main, image: busybox, command: [sh, -c, "echo run at $(date +%s%N); exit 1"]}
 """
     cluster.kubectl("-n", ns, "apply", "-f", "-", input=pods)
-    _wait(lambda: get(cluster, "-n", ns, "pod", "fails")["status"].get("phase") == "Failed", what="phase Failed")
+    wait_until(lambda: get(cluster, "-n", ns, "pod", "fails")["status"].get("phase") == "Failed", what="phase Failed")
     status = get(cluster, "-n", ns, "pod", "fails")["status"]["containerStatuses"][0]
     assert status["state"]["terminated"]["exitCode"] == 42
 
     # The first restart comes after a 10 s back-off, as the kubelet's CrashLoopBackOff.
-    _wait(lambda: get(cluster, "-n", ns, "pod", "crashes")["status"]["containerStatuses"][0]["restartCount"] >= 1,
+    wait_until(lambda: get(cluster, "-n", ns, "pod", "crashes")["status"]["containerStatuses"][0]["restartCount"] >= 1,
           timeout=40, what="a restart")
     crashed = get(cluster, "-n", ns, "pod", "crashes")["status"]["containerStatuses"][0]
     assert crashed["lastState"]["terminated"]["exitCode"] == 1
@@ -247,15 +235,15 @@ def test_gpu_pods_schedule_on_the_extended_resource(cluster):
            "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sleep", "300"],
                                     "resources": {"limits": {"nvidia.com/gpu": "3"}}}]}}
     cluster.kubectl("-n", ns, "apply", "-f", "-", input=json.dumps(pod).replace("NAME", "three"))
-    _wait(lambda: get(cluster, "-n", ns, "pod", "three")["status"].get("phase") == "Running", what="3-GPU pod running")
+    wait_until(lambda: get(cluster, "-n", ns, "pod", "three")["status"].get("phase") == "Running", what="3-GPU pod running")
     # 3 of 4 GPUs are taken: the scheduler leaves a second 3-GPU pod Pending, with its reason.
     cluster.kubectl("-n", ns, "apply", "-f", "-", input=json.dumps(pod).replace("NAME", "more"))
-    reason = _wait(lambda: next((c.get("message", "") for c in get(cluster, "-n", ns, "pod", "more")["status"]
+    reason = wait_until(lambda: next((c.get("message", "") for c in get(cluster, "-n", ns, "pod", "more")["status"]
                                  .get("conditions", []) if c["type"] == "PodScheduled" and c["status"] == "False"),
                                 None), what="an Unschedulable condition")
     assert "Insufficient nvidia.com/gpu" in reason
     cluster.kubectl("-n", ns, "delete", "pod", "three", timeout=60)
-    _wait(lambda: get(cluster, "-n", ns, "pod", "more")["status"].get("phase") == "Running", what="the second pod scheduled")
+    wait_until(lambda: get(cluster, "-n", ns, "pod", "more")["status"].get("phase") == "Running", what="the second pod scheduled")
     cluster.kubectl("delete", "namespace", ns, "--wait=false")
 
 
@@ -289,31 +277,31 @@ def test_kill_9_of_any_component_or_of_up_recovers_with_objects_intact(tmp_path)
             before = components(c)
             assert name in before, before
             os.kill(before[name], signal.SIGKILL)
-            _wait(lambda: components(c).get(name) not in (None, before[name]), timeout=60, what=f"{name} restarted")
+            wait_until(lambda: components(c).get(name) not in (None, before[name]), timeout=60, what=f"{name} restarted")
             # Every object is still there and every controller still acts: scale up by one.
             replicas += 1
-            _wait(lambda: c.kubectl("scale", "deployment/web", f"--replicas={replicas}", check=False).returncode == 0,
+            wait_until(lambda: c.kubectl("scale", "deployment/web", f"--replicas={replicas}", check=False).returncode == 0,
                   timeout=60, what=f"the API after killing {name}")
             assert get(c, "configmap", "keep")["data"] == {"k": "v"}
             c.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=120)
-            _wait(lambda: len(http_server_processes(tmp_path)) == replicas, timeout=60,
+            wait_until(lambda: len(http_server_processes(tmp_path)) == replicas, timeout=60,
                   what=f"{replicas} processes after killing {name}")
 
         # kill -9 of `up` itself: its components go with it (parent-death signal); the pods'
         # processes outlive it, still holding their addresses, and the next `up` replaces them.
         orphans = http_server_processes(tmp_path)
         c.crash()
-        _wait(lambda: not any(pathlib.Path(f"/proc/{pid}").exists() for pid in before.values()), timeout=20,
+        wait_until(lambda: not any(pathlib.Path(f"/proc/{pid}").exists() for pid in before.values()), timeout=20,
               what="the components to die with up")
         assert set(http_server_processes(tmp_path)) == set(orphans)
         c.start()
-        _wait(lambda: not set(http_server_processes(tmp_path)) & set(orphans), what="the orphans to be killed")
+        wait_until(lambda: not set(http_server_processes(tmp_path)) & set(orphans), what="the orphans to be killed")
         c.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=120)
-        _wait(lambda: len(http_server_processes(tmp_path)) == replicas, what=f"{replicas} new processes")
+        wait_until(lambda: len(http_server_processes(tmp_path)) == replicas, what=f"{replicas} new processes")
         # Same pods, same addresses: the restarted containers took over the pod IPs.
         assert sorted(http_server_processes(tmp_path).values()) == sorted(orphans.values())
         assert get(c, "configmap", "keep")["data"] == {"k": "v"}
         c.kubectl("delete", "deployment", "web", "--wait=true", timeout=90)
-        _wait(lambda: not http_server_processes(tmp_path), what="every http.server process to exit")
+        wait_until(lambda: not http_server_processes(tmp_path), what="every http.server process to exit")
     finally:
         c.stop()

@@ -4,12 +4,11 @@ real controllers and our node agent run."""
 import json
 import os
 import subprocess
-import time
 
 import pytest
 
 from conftest import build_dir
-from local_fixtures import DATA, LocalCluster
+from local_fixtures import DATA, LocalCluster, wait_until
 
 CHART = DATA / "echo-chart"
 
@@ -44,15 +43,6 @@ def test_version_lint_and_template_offline():
     assert "kind: Deployment" in rendered and "replicas: 3" in rendered
 
 
-def wait_for(predicate, timeout=90, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_install_upgrade_rollback_uninstall(cluster):
     helm(cluster, "install", "demo", str(CHART), "--wait", "--timeout", "90s")
     assert json.loads(helm(cluster, "status", "demo", "-o", "json").stdout)["info"]["status"] == "deployed"
@@ -65,7 +55,7 @@ def test_install_upgrade_rollback_uninstall(cluster):
     helm(cluster, "upgrade", "demo", str(CHART), "--set", "replicas=2", "--set", "message=bye", "--wait",
          "--timeout", "90s")
     assert cluster.kubectl("get", "configmap", "demo-config", "-o", "jsonpath={.data.message}").stdout == "bye"
-    wait_for(lambda: cluster.kubectl("get", "deployment", "demo", "-o", "jsonpath={.status.readyReplicas}")
+    wait_until(lambda: cluster.kubectl("get", "deployment", "demo", "-o", "jsonpath={.status.readyReplicas}")
              .stdout == "2", what="2 ready replicas")
     history = json.loads(helm(cluster, "history", "demo", "-o", "json").stdout)
     assert [r["revision"] for r in history] == [1, 2]
@@ -76,6 +66,6 @@ def test_install_upgrade_rollback_uninstall(cluster):
 
     helm(cluster, "uninstall", "demo", "--wait", "--timeout", "90s")
     assert cluster.kubectl("get", "configmap", "demo-config", check=False).returncode != 0
-    wait_for(lambda: not json.loads(cluster.kubectl("get", "pods", "-l", "app.kubernetes.io/instance=demo", "-o",
+    wait_until(lambda: not json.loads(cluster.kubectl("get", "pods", "-l", "app.kubernetes.io/instance=demo", "-o",
                                                     "json").stdout)["items"], what="the pods to go")
     assert helm(cluster, "list", "-q").stdout.strip() == ""

@@ -12,22 +12,13 @@ import urllib.error
 
 import pytest
 
-from local_fixtures import DATA, module_cluster, namespace_for, namespaced  # noqa: F401  (fixtures)
+from local_fixtures import DATA, module_cluster, namespace_for, namespaced, wait_until  # noqa: F401  (fixtures)
 
 WIDGETS_CRD = "widgets.example.modelfleet.io"
 
 
 def get_json(cluster, *args):
     return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
-
-
-def wait_until(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{what} did not happen in {timeout} s")
 
 
 @pytest.fixture(scope="module")

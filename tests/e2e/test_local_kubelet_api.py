@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 
 from conftest import build_dir
-from local_fixtures import LocalCluster
+from local_fixtures import LocalCluster, wait_until
 
 SERVER = """
 apiVersion: apps/v1
@@ -69,16 +69,6 @@ spec:
       print("after go")
     - "%s"
 """
-
-
-def wait_until(predicate, timeout=60, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")

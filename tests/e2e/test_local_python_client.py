@@ -10,7 +10,6 @@ The module's tests share one cluster, each in a namespace of its own; the restar
 tests start their own."""
 import json
 import threading
-import time
 import urllib.error
 import urllib.request
 
@@ -18,7 +17,7 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from local_fixtures import LocalCluster, module_cluster, namespace_for  # noqa: F401  (fixture)
+from local_fixtures import LocalCluster, module_cluster, namespace_for, wait_until  # noqa: F401  (fixture)
 
 
 def core_api(cluster):
@@ -31,15 +30,6 @@ def configmap(name, labels=None, data=None):
 
 def names(configmap_list):
     return [i.metadata.name for i in configmap_list.items]
-
-
-def wait_until(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{what} did not happen in {timeout} s")
 
 
 def new_namespace(api, test_name):

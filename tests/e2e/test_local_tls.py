@@ -13,7 +13,6 @@ import shutil
 import ssl
 import stat
 import subprocess
-import time
 import urllib.error
 import urllib.request
 
@@ -22,7 +21,7 @@ import urllib3
 import yaml
 from kubernetes import client, config
 
-from local_fixtures import KUBECTL, module_cluster, namespaced  # noqa: F401  (fixtures)
+from local_fixtures import KUBECTL, module_cluster, namespaced, wait_until  # noqa: F401  (fixtures)
 
 
 def kubeconfig_of(cluster):
@@ -128,15 +127,6 @@ def test_authentication_is_on(module_cluster, tmp_path):  # noqa: F811
     pki = module_cluster.data_dir / "pki"
     status, answer = request_as(module_cluster, "/api", cert=(str(pki / "admin.crt"), str(pki / "admin.key")))
     assert status == 200 and answer["versions"] == ["v1"], answer
-
-
-def wait_until(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{what} did not happen in {timeout} s")
 
 
 def test_rbac_limits_a_service_account_to_its_role(namespaced, tmp_path):  # noqa: F811
