@@ -167,13 +167,28 @@ def test_deployment_behind_service_scales_and_deletes(cluster, tmp_path):
     assert cluster_ip.startswith("10.96.")
     targets = [f"http://{ip}:8000/" for ip in ips] + [f"http://{cluster_ip}:8080/"] + [
         f"http://{host}:8080/" for host in ["web", f"web.{ns}", f"web.{ns}.svc", f"web.{ns}.svc.cluster.local"]]
-    script = ("import urllib.request\n"
+    # ... and the API server as in-cluster clients find it: KUBERNETES_SERVICE_HOST/PORT (the
+    # `kubernetes` Service) with the pod's own ServiceAccount token from its projected volume,
+    # which authenticates (403 for the default account, not 401).
+    script = ("import json, os, ssl, urllib.error, urllib.request\n"
               f"for url in {targets!r}:\n"
               "    with urllib.request.urlopen(url, timeout=5) as r:\n"
-              "        print(url, r.status)\n")
+              "        print(url, r.status)\n"
+              f"ctx = ssl.create_default_context(cafile={str(cluster.ca_file)!r})\n"
+              "api = 'https://%s:%s' % (os.environ['KUBERNETES_SERVICE_HOST'], os.environ['KUBERNETES_SERVICE_PORT'])\n"
+              "with urllib.request.urlopen(api + '/version', timeout=5, context=ctx) as r:\n"
+              "    print('version', json.load(r)['gitVersion'][:5])\n"
+              "volume = next(v for k, v in os.environ.items() if k.startswith('MODELFLEET_VOLUME_KUBE_API_ACCESS'))\n"
+              "token = open(os.path.join(volume, 'token')).read()\n"
+              "request = urllib.request.Request(api + '/api/v1/secrets', headers={'Authorization': 'Bearer ' + token})\n"
+              "try:\n"
+              "    urllib.request.urlopen(request, timeout=5, context=ctx)\n"
+              "except urllib.error.HTTPError as e:\n"
+              "    print('secrets', e.code, json.load(e)['message'].split(' cannot')[0])\n")
     phase, output = run_in_cluster(cluster, ns, "client", script)
     assert phase == "Succeeded", output
-    assert output.splitlines() == [f"{t} 200" for t in targets]
+    assert output.splitlines() == [f"{t} 200" for t in targets] + [
+        "version v1.37", f'secrets 403 secrets is forbidden: User "system:serviceaccount:{ns}:default"']
 
     cluster.kubectl("-n", ns, "scale", "deployment/web", "--replicas=3")
     wait_until(lambda: len(ready_addresses(cluster, ns)) == 3, what="3 endpoints")

@@ -348,6 +348,11 @@ void PodWorker::StartContainer(const Json& pod, Container& c) {
   for (const auto& [k, v] : options_->extra_env) SetEnv(env, k, v);
   SetEnv(env, "HOSTNAME", StringAt(pod, {"spec", "hostname"}, NameOf(pod)));
   SetEnv(env, "MODELFLEET_POD_IP", pod_ip_);
+  // As the kubelet does for every container: where the API server is (the `kubernetes` Service,
+  // proxied on its cluster IP), which in-cluster client configs read.
+  SetEnv(env, "KUBERNETES_SERVICE_HOST", options_->api_service_ip);
+  SetEnv(env, "KUBERNETES_SERVICE_PORT", "443");
+  SetEnv(env, "KUBERNETES_SERVICE_PORT_HTTPS", "443");
   SetEnv(env, "MODELFLEET_HOSTS_FILE", HostsFilePath(options_->data_dir, ns).string());
   for (const auto& [k, v] : mounts->VolumeEnv()) SetEnv(env, k, v);
   for (const auto& [k, v] : *own_env) SetEnv(env, k, mounts->Rewrite(v));

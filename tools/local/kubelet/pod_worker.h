@@ -34,9 +34,10 @@ namespace mf::local {
 struct KubeletOptions {
   std::filesystem::path data_dir;  // pod directories, logs, hosts files live here
   std::string node_name = "local";
-  std::string node_ip = "10.244.0.1";      // the Node's InternalIP and every pod's hostIP
-  std::string pod_ip_base = "10.244.1.1";  // pods get addresses from here upward
-  uint16_t kubelet_port = 10250;           // the kubelet API (logs, exec, port-forward)
+  std::string node_ip = "10.244.0.1";        // the Node's InternalIP and every pod's hostIP
+  std::string pod_ip_base = "10.244.1.1";    // pods get addresses from here upward
+  std::string api_service_ip = "10.96.0.1";  // the `kubernetes` Service (KUBERNETES_SERVICE_HOST)
+  uint16_t kubelet_port = 10250;             // the kubelet API (logs, exec, port-forward)
   std::string kubelet_version = "v1.37.2";
   std::map<std::string, int64_t> extended_resources;  // e.g. nvidia.com/gpu: 4, in the Node's capacity
   std::filesystem::path host_broker;                  // host_sockets.h: listeners for LoadBalancer Services
