@@ -22,6 +22,8 @@ packages=(
   python3-torch python3-torchvision python3-onnx python3-numpy python3-sklearn python3-yaml
   # real peers used by tests and benchmarks
   prometheus hey wrk nginx-light curl openssl libonnx-testdata
+  # the local cluster's network namespace (ip route add local ...)
+  iproute2
   # HTTP/2 (gRPC transport) and h2load
   libnghttp2-dev nghttp2-client
 )
