@@ -64,9 +64,10 @@ std::string LocalBinary() {
 // control plane (and where `up` looks for it).
 fs::path GoBinDir() { return fs::path(LocalBinary()).parent_path().parent_path().parent_path() / "go" / "bin"; }
 
+// From the build (not __FILE__: ccache's base-dir rewriting makes that relative to the build tree).
 fs::path CrdDir() {
   if (const char* env = std::getenv("MODELFLEET_SOURCE_DIR")) return fs::path(env) / "crds";
-  return fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "crds";
+  return MODELFLEET_CRD_DIR;
 }
 
 // Why the tests cannot run here, or "".
