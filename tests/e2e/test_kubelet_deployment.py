@@ -12,10 +12,12 @@ import json
 import os
 import pathlib
 import signal
+import subprocess
 import urllib.request
 
 import pytest
 
+from conftest import build_dir
 from local_fixtures import LocalCluster, wait_until
 
 
@@ -237,6 +239,8 @@ spec:
           timeout=40, what="a restart")
     crashed = get(cluster, "-n", ns, "pod", "crashes")["status"]["containerStatuses"][0]
     assert crashed["lastState"]["terminated"]["exitCode"] == 1
+    # The instance before the restart keeps its log: the kubelet API's `previous`.
+    assert cluster.kubectl("-n", ns, "logs", "crashes", "--previous").stdout.startswith("run at ")
     cluster.kubectl("-n", ns, "delete", "pod", "fails", "crashes", timeout=60)
     assert get(cluster, "-n", ns, "pods")["items"] == []
     cluster.kubectl("delete", "namespace", ns, "--wait=false")
@@ -320,3 +324,20 @@ def test_kill_9_of_any_component_or_of_up_recovers_with_objects_intact(tmp_path)
         wait_until(lambda: not http_server_processes(tmp_path), what="every http.server process to exit")
     finally:
         c.stop()
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--extended-resources", "nvidia.com/gpu"], "is not NAME=COUNT"),
+    (["--extended-resources", "nvidia.com/gpu=-1"], "is not NAME=COUNT"),
+    (["--port", "70000"], "--port must be between 0 and 65535"),
+    (["--log-level", "loud"], "--log-level must be"),
+])
+def test_up_refuses_malformed_flags_before_starting_anything(tmp_path, flags, message):
+    binary = build_dir() / "tools" / "local" / "modelfleet-local"
+    if not binary.exists():
+        pytest.skip(f"{binary} is not built")
+    result = subprocess.run([str(binary), "up", "--data-dir", str(tmp_path / "data"), *flags],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert not (tmp_path / "data").exists()  # nothing was created

@@ -186,20 +186,3 @@ def test_logs_tail_limit_and_follow_until_the_container_exits(cluster, tmp_path)
     done = cluster.kubectl("logs", "-f", "logger", timeout=30)
     assert done.stdout.endswith("early 4\nafter go\n")
     cluster.kubectl("delete", "pod", "logger")
-
-
-def test_previous_logs_after_a_restart(cluster):
-    pod = """
-apiVersion: v1
-kind: Pod
-metadata: {name: crashes}
-spec:
-  restartPolicy: Always
-  containers:
-  - {name: main, image: busybox, command: [sh, -c, "echo run at $(date +%s%N); exit 1"]}
-"""
-    cluster.kubectl("apply", "-f", "-", input=pod)
-    wait_until(lambda: json.loads(cluster.kubectl("get", "pod", "crashes", "-o", "json").stdout)["status"]
-               .get("containerStatuses", [{}])[0].get("restartCount", 0) >= 1, timeout=40, what="a restart")
-    assert cluster.kubectl("logs", "crashes", "--previous").stdout.startswith("run at ")
-    cluster.kubectl("delete", "pod", "crashes")
