@@ -93,6 +93,11 @@ StatusOr<std::string> DecodeBase64(std::string_view text) {
   return out;
 }
 
+fs::path DefaultServiceAccountDir() {
+  if (const char* dir = Env("MODELFLEET_SERVICE_ACCOUNT_DIR")) return dir;
+  return "/var/run/secrets/kubernetes.io/serviceaccount";
+}
+
 StatusOr<ClusterConfig> LoadInClusterConfig(const InClusterPaths& paths) {
   const char* host = Env("KUBERNETES_SERVICE_HOST");
   const char* port = Env("KUBERNETES_SERVICE_PORT");

@@ -61,9 +61,15 @@ struct ClusterConfig {
   std::string ns = "default";          // namespace to use when the caller names none
 };
 
+// Where the pod's ServiceAccount volume is: MODELFLEET_SERVICE_ACCOUNT_DIR when set, else the
+// standard mount point /var/run/secrets/kubernetes.io/serviceaccount. A kubelet without mount
+// namespaces (modelfleet-local's node agent) cannot put the volume at the standard path, so it
+// names the volume's host directory in that variable instead.
+std::filesystem::path DefaultServiceAccountDir();
+
 // Overridable locations, so tests can point at a temporary directory.
 struct InClusterPaths {
-  std::filesystem::path service_account_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
+  std::filesystem::path service_account_dir = DefaultServiceAccountDir();
 };
 
 // Builds the in-cluster config from KUBERNETES_SERVICE_HOST/PORT and the service account's

@@ -76,6 +76,26 @@ TEST(InClusterConfigTest, BracketsIpv6Host) {
   EXPECT_EQ(config->ns, "default");
 }
 
+TEST(InClusterConfigTest, ServiceAccountDirFromTheEnvironment) {
+  {
+    ScopedEnv unset("MODELFLEET_SERVICE_ACCOUNT_DIR", nullptr);
+    EXPECT_EQ(InClusterPaths{}.service_account_dir, "/var/run/secrets/kubernetes.io/serviceaccount");
+  }
+  // As modelfleet-local's node agent runs pods: no mount namespace, the volume's host directory.
+  TempDir dir;
+  dir.Write("token", "local-token");
+  dir.Write("ca.crt", "x");
+  dir.Write("namespace", "modelfleet-system");
+  ScopedEnv sa_dir("MODELFLEET_SERVICE_ACCOUNT_DIR", dir.path().c_str());
+  ScopedEnv host("KUBERNETES_SERVICE_HOST", "10.96.0.1");
+  ScopedEnv port("KUBERNETES_SERVICE_PORT", "443");
+  auto config = LoadInClusterConfig();
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->ns, "modelfleet-system");
+  EXPECT_EQ(config->ca_file, (dir.path() / "ca.crt").string());
+  EXPECT_EQ(*config->token->Token(), "local-token");
+}
+
 TEST(InClusterConfigTest, OutsideAPodIsAClearError) {
   ScopedEnv host("KUBERNETES_SERVICE_HOST", nullptr);
   auto config = LoadInClusterConfig();

@@ -1,11 +1,10 @@
 // Unit tests of the local kubelet's pieces: env building, image map, back-off, probes, pod
 // status, hosts file, volume mounts and pod IPs.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <filesystem>
@@ -85,7 +84,8 @@ TEST(ContainerEnvTest, OrderFieldRefsAndKeyRefs) {
 }
 
 TEST(ContainerEnvTest, MissingReferencesAreClearErrorsUnlessOptional) {
-  Json missing_cm = {{"env", Json::array({{{"name", "X"}, {"valueFrom", {{"configMapKeyRef", {{"name", "nope"}, {"key", "k"}}}}}}})}};
+  Json missing_cm = {
+      {"env", Json::array({{{"name", "X"}, {"valueFrom", {{"configMapKeyRef", {{"name", "nope"}, {"key", "k"}}}}}}})}};
   auto env = BuildContainerEnv(Pod(), missing_cm, Objects());
   EXPECT_EQ(env.status().code(), StatusCode::kNotFound);
   EXPECT_NE(env.status().message().find("configmap \"nope\" not found"), std::string::npos);
@@ -93,9 +93,11 @@ TEST(ContainerEnvTest, MissingReferencesAreClearErrorsUnlessOptional) {
   env = BuildContainerEnv(Pod(), missing_cm, Objects());
   ASSERT_TRUE(env.ok());
   EXPECT_TRUE(env->empty());
-  Json missing_key = {{"env", Json::array({{{"name", "X"}, {"valueFrom", {{"secretKeyRef", {{"name", "creds"}, {"key", "k"}}}}}}})}};
+  Json missing_key = {
+      {"env", Json::array({{{"name", "X"}, {"valueFrom", {{"secretKeyRef", {{"name", "creds"}, {"key", "k"}}}}}}})}};
   EXPECT_EQ(BuildContainerEnv(Pod(), missing_key, Objects()).status().code(), StatusCode::kNotFound);
-  Json bad_field = {{"env", Json::array({{{"name", "X"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.secret"}}}}}}})}};
+  Json bad_field = {
+      {"env", Json::array({{{"name", "X"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.secret"}}}}}}})}};
   EXPECT_EQ(BuildContainerEnv(Pod(), bad_field, Objects()).status().code(), StatusCode::kInvalidArgument);
 }
 
@@ -107,8 +109,7 @@ TEST(ContainerArgvTest, CommandImageMapAndExpansion) {
   EXPECT_EQ(*BuildContainerArgv(c, images, env),
             (std::vector<std::string>{"/opt/mf/modelfleet-server", "--rest_api_port=8501"}));
   c = {{"image", "unknown:1"}, {"command", {"python3", "-m", "http.server"}}, {"args", {"$(PORT)"}}};
-  EXPECT_EQ(*BuildContainerArgv(c, images, env),
-            (std::vector<std::string>{"python3", "-m", "http.server", "8501"}));
+  EXPECT_EQ(*BuildContainerArgv(c, images, env), (std::vector<std::string>{"python3", "-m", "http.server", "8501"}));
   c = {{"image", "unknown:1"}};
   auto bad = BuildContainerArgv(c, images, env);
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
@@ -118,8 +119,10 @@ TEST(ContainerArgvTest, CommandImageMapAndExpansion) {
 }
 
 TEST(ImageMapTest, ParseAndResolve) {
-  auto map = ImageMap::Parse("images:\n  modelfleet/server: /b/server\n  \"python:3.11\": /usr/bin/python3\n"
-                             "  registry:5000/team/tool: /b/tool\n", "t.yaml");
+  auto map = ImageMap::Parse(
+      "images:\n  modelfleet/server: /b/server\n  \"python:3.11\": /usr/bin/python3\n"
+      "  registry:5000/team/tool: /b/tool\n",
+      "t.yaml");
   ASSERT_TRUE(map.ok()) << map.status().ToString();
   EXPECT_EQ(map->Resolve("modelfleet/server:0.1.0"), "/b/server");
   EXPECT_EQ(map->Resolve("modelfleet/server@sha256:abc"), "/b/server");
@@ -140,15 +143,15 @@ TEST(RestartBackoffTest, DoublesCapsAndResets) {
   EXPECT_EQ(next, t0 + 11s);
   EXPECT_FALSE(backoff.CanStart(t0 + 10s));
   EXPECT_TRUE(backoff.CanStart(t0 + 11s));
-  EXPECT_EQ(backoff.OnExit(t0 + 11s, t0 + 12s), t0 + 32s);  // 20 s
-  EXPECT_EQ(backoff.OnExit(t0 + 32s, t0 + 33s), t0 + 73s);  // 40 s
-  EXPECT_EQ(backoff.OnExit(t0 + 73s, t0 + 74s), t0 + 114s);  // capped at 40 s
+  EXPECT_EQ(backoff.OnExit(t0 + 11s, t0 + 12s), t0 + 32s);     // 20 s
+  EXPECT_EQ(backoff.OnExit(t0 + 32s, t0 + 33s), t0 + 73s);     // 40 s
+  EXPECT_EQ(backoff.OnExit(t0 + 73s, t0 + 74s), t0 + 114s);    // capped at 40 s
   EXPECT_EQ(backoff.OnExit(t0 + 114s, t0 + 800s), t0 + 810s);  // ran 10+ minutes: back to 10 s
 }
 
 TEST(ProbeTrackerTest, DelayPeriodAndThresholds) {
-  auto timing = ParseProbeTiming({{"initialDelaySeconds", 5}, {"periodSeconds", 2}, {"failureThreshold", 2},
-                                  {"successThreshold", 2}});
+  auto timing = ParseProbeTiming(
+      {{"initialDelaySeconds", 5}, {"periodSeconds", 2}, {"failureThreshold", 2}, {"successThreshold", 2}});
   ASSERT_TRUE(timing.ok());
   ProbeTracker readiness(*timing, false);
   auto t0 = std::chrono::steady_clock::time_point{} + 100s;
@@ -217,8 +220,10 @@ class FakeHttp {
 TEST(ProbeTest, HttpGetStatusCodesNamedPortAndHeaders) {
   FakeHttp ok(204), bad(503);
   Json container = {{"ports", Json::array({{{"name", "http"}, {"containerPort", ok.port()}}})}};
-  Json probe = {{"httpGet", {{"path", "/healthz"}, {"port", "http"},
-                             {"httpHeaders", Json::array({{{"name", "X-Probe"}, {"value", "1"}}})}}}};
+  Json probe = {{"httpGet",
+                 {{"path", "/healthz"},
+                  {"port", "http"},
+                  {"httpHeaders", Json::array({{{"name", "X-Probe"}, {"value", "1"}}})}}}};
   ProbeOutcome outcome = RunProbe(probe, "127.0.0.1", container, {}, 1000ms);
   EXPECT_TRUE(outcome.success) << outcome.message;
   EXPECT_NE(ok.last_request_.find("GET /healthz HTTP/1.1"), std::string::npos);
@@ -240,7 +245,9 @@ TEST(ProbeTest, TcpAndExec) {
   EXPECT_FALSE(closed.message.empty());
   SpawnSpec base;
   base.env = {{"PATH", "/usr/bin:/bin"}, {"WANT", "yes"}};
-  EXPECT_TRUE(RunProbe({{"exec", {{"command", {"sh", "-c", "test \"$WANT\" = yes"}}}}}, "", Json::object(), base, 2000ms).success);
+  EXPECT_TRUE(
+      RunProbe({{"exec", {{"command", {"sh", "-c", "test \"$WANT\" = yes"}}}}}, "", Json::object(), base, 2000ms)
+          .success);
   ProbeOutcome failed = RunProbe({{"exec", {{"command", {"sh", "-c", "exit 3"}}}}}, "", Json::object(), base, 2000ms);
   EXPECT_FALSE(failed.success);
   EXPECT_NE(failed.message.find("code 3"), std::string::npos);
@@ -295,7 +302,7 @@ TEST(PodStatusTest, InitContainersGateInitialized) {
   ContainerRuntimeState init = Container(ContainerRuntimeState::State::kRunning);
   init.name = "init";
   PodRuntimeInfo info{"127.0.1.7", "127.0.0.1", "", {init}, {Container(ContainerRuntimeState::State::kWaiting)}};
-  Json status = BuildPodStatus(pod, info, Clock::from_time_t(1795377600)  /* 2026-11-22T20:00:00Z */);
+  Json status = BuildPodStatus(pod, info, Clock::from_time_t(1795377600) /* 2026-11-22T20:00:00Z */);
   EXPECT_EQ(status["phase"], "Pending");
   EXPECT_EQ(status["initContainerStatuses"][0]["name"], "init");
   EXPECT_EQ(status["initContainerStatuses"][0]["image"], "busybox");
@@ -310,7 +317,8 @@ TEST(PodStatusTest, InitContainersGateInitialized) {
 TEST(PodStatusTest, ConditionsAndContainerStatuses) {
   Json pod = Pod();
   pod["spec"]["containers"] = Json::array({{{"name", "c"}, {"image", "python:3.11"}}});
-  PodRuntimeInfo info{"127.0.1.7", "127.0.0.1", "2026-11-22T20:00:00Z", {}, {Container(ContainerRuntimeState::State::kRunning)}};
+  PodRuntimeInfo info{
+      "127.0.1.7", "127.0.0.1", "2026-11-22T20:00:00Z", {}, {Container(ContainerRuntimeState::State::kRunning)}};
   info.containers[0].ready = true;
   info.containers[0].restart_count = 2;
   info.containers[0].started_at = "2026-11-22T20:00:01Z";
@@ -325,15 +333,18 @@ TEST(PodStatusTest, ConditionsAndContainerStatuses) {
   EXPECT_EQ(cs["state"]["running"]["startedAt"], "2026-11-22T20:00:01Z");
   std::map<std::string, std::string> conditions;
   for (const Json& c : status["conditions"]) conditions[c["type"]] = c["status"];
-  EXPECT_EQ(conditions, (std::map<std::string, std::string>{
-                            {"PodScheduled", "True"}, {"Initialized", "True"}, {"ContainersReady", "True"}, {"Ready", "True"}}));
+  EXPECT_EQ(conditions,
+            (std::map<std::string, std::string>{
+                {"PodScheduled", "True"}, {"Initialized", "True"}, {"ContainersReady", "True"}, {"Ready", "True"}}));
   // Becoming unready changes Ready's transition time only.
   pod["status"] = status;
   info.containers[0].ready = false;
   Json later = BuildPodStatus(pod, info, now + 10s);
   for (const Json& c : later["conditions"]) {
     EXPECT_EQ(c["lastTransitionTime"], (c["type"] == "Ready" || c["type"] == "ContainersReady")
-                                           ? "2026-11-22T20:00:12Z" : "2026-11-22T20:00:02Z") << c.dump();
+                                           ? "2026-11-22T20:00:12Z"
+                                           : "2026-11-22T20:00:02Z")
+        << c.dump();
   }
 }
 
@@ -363,7 +374,8 @@ TEST(HostsFileTest, PythonResolvesThroughTheFile) {
   SpawnSpec spec;
   spec.argv = {"/usr/bin/python3", "-c",
                "import socket; print(socket.getaddrinfo('web.ml.svc', 80)[0][4][0], socket.gethostbyname('web'))"};
-  spec.env = {{"PATH", "/usr/bin:/bin"}, {"PYTHONPATH", (dir / "py").string()},
+  spec.env = {{"PATH", "/usr/bin:/bin"},
+              {"PYTHONPATH", (dir / "py").string()},
               {"MODELFLEET_HOSTS_FILE", (dir / "hosts").string()}};
   spec.log_path = dir / "out.log";
   auto result = RunWithTimeout(spec, 20s);
@@ -378,8 +390,8 @@ TEST(HostsFileTest, PythonResolvesThroughTheFile) {
 TEST(VolumesTest, EmptyDirConfigMapAndRewrite) {
   auto data = std::filesystem::temp_directory_path() / ("mf-vol-" + std::to_string(getpid()));
   Json pod = Pod();
-  pod["spec"]["volumes"] = Json::array({{{"name", "models"}, {"emptyDir", Json::object()}},
-                                         {{"name", "conf"}, {"configMap", {{"name", "cfg"}}}}});
+  pod["spec"]["volumes"] = Json::array(
+      {{{"name", "models"}, {"emptyDir", Json::object()}}, {{"name", "conf"}, {"configMap", {{"name", "cfg"}}}}});
   auto dirs = PrepareVolumes(pod, data, Objects());
   ASSERT_TRUE(dirs.ok()) << dirs.status().ToString();
   EXPECT_EQ((*dirs)["models"], EmptyDirPath(data, "ml", "web-0", "models"));
@@ -388,7 +400,7 @@ TEST(VolumesTest, EmptyDirConfigMapAndRewrite) {
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(mode)), {}), "fast");
 
   Json container = {{"volumeMounts", Json::array({{{"name", "models"}, {"mountPath", "/models"}},
-                                                   {{"name", "conf"}, {"mountPath", "/models/conf/"}}})}};
+                                                  {{"name", "conf"}, {"mountPath", "/models/conf/"}}})}};
   auto mounts = MountTable::ForContainer(container, *dirs);
   ASSERT_TRUE(mounts.ok());
   std::string models = (*dirs)["models"].string(), conf = (*dirs)["conf"].string();
@@ -399,6 +411,7 @@ TEST(VolumesTest, EmptyDirConfigMapAndRewrite) {
   EXPECT_EQ(mounts->Rewrite("/modelsX"), "/modelsX");
   EXPECT_EQ(mounts->Rewrite("a=/models"), "a=/models");  // only flags are split at '='
   EXPECT_EQ(AsMap(mounts->VolumeEnv())["MODELFLEET_VOLUME_MODELS"], models);
+  EXPECT_FALSE(AsMap(mounts->VolumeEnv()).count("MODELFLEET_SERVICE_ACCOUNT_DIR"));
 
   Json bad = {{"volumeMounts", Json::array({{{"name", "nope"}, {"mountPath", "/x"}}})}};
   EXPECT_EQ(MountTable::ForContainer(bad, *dirs).status().code(), StatusCode::kInvalidArgument);
@@ -407,6 +420,26 @@ TEST(VolumesTest, EmptyDirConfigMapAndRewrite) {
   pod["spec"]["volumes"] = Json::array({{{"name", "v"}, {"secret", {{"secretName", "missing"}}}}});
   EXPECT_EQ(PrepareVolumes(pod, data, Objects()).status().code(), StatusCode::kNotFound);
   std::filesystem::remove_all(data);
+}
+
+TEST(VolumesTest, ServiceAccountDirForInClusterClients) {
+  VolumeDirs dirs = {{"kube-api-access-x1", "/d/pods/ml_web-0/volumes/kube-api-access-x1"}, {"secrets", "/d/s"}};
+  Json container = {{"volumeMounts", Json::array({{{"name", "kube-api-access-x1"},
+                                                   {"mountPath", "/var/run/secrets/kubernetes.io/serviceaccount"},
+                                                   {"readOnly", true}}})}};
+  auto mounts = MountTable::ForContainer(container, dirs);
+  ASSERT_TRUE(mounts.ok());
+  EXPECT_EQ(AsMap(mounts->VolumeEnv())["MODELFLEET_SERVICE_ACCOUNT_DIR"],
+            "/d/pods/ml_web-0/volumes/kube-api-access-x1");
+  // A mount of a parent directory covers it too.
+  container = {{"volumeMounts", Json::array({{{"name", "secrets"}, {"mountPath", "/var/run/secrets"}}})}};
+  mounts = MountTable::ForContainer(container, dirs);
+  ASSERT_TRUE(mounts.ok());
+  EXPECT_EQ(AsMap(mounts->VolumeEnv())["MODELFLEET_SERVICE_ACCOUNT_DIR"], "/d/s/kubernetes.io/serviceaccount");
+  // automountServiceAccountToken: false leaves no mount, so no variable.
+  mounts = MountTable::ForContainer(Json::object(), dirs);
+  ASSERT_TRUE(mounts.ok());
+  EXPECT_TRUE(mounts->VolumeEnv().empty());
 }
 
 TEST(PodIpAllocatorTest, DistinctStableAndReclaimable) {

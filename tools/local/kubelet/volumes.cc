@@ -8,6 +8,9 @@
 namespace mf::local {
 namespace {
 
+// Where the ServiceAccount admission plugin mounts the kube-api-access-* volume.
+constexpr char kServiceAccountMountPath[] = "/var/run/secrets/kubernetes.io/serviceaccount";
+
 Status WriteKeys(const std::filesystem::path& dir, const Json& source, const Json& data, bool base64) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -224,6 +227,9 @@ EnvList MountTable::VolumeEnv() const {
     for (char c : m.volume)
       name.push_back(c == '-' || c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
     env.emplace_back(name, m.host_path);
+  }
+  if (std::string dir = Rewrite(kServiceAccountMountPath); dir != kServiceAccountMountPath) {
+    env.emplace_back("MODELFLEET_SERVICE_ACCOUNT_DIR", dir);
   }
   return env;
 }

@@ -33,7 +33,9 @@ class MountTable {
   static StatusOr<MountTable> ForContainer(const Json& container, const VolumeDirs& volumes);
   // `value` with a leading mountPath replaced by its host directory (longest mountPath wins).
   std::string Rewrite(const std::string& value) const;
-  // MODELFLEET_VOLUME_<VOLUME NAME, upper-cased, '-' -> '_'> = host dir, one per mount.
+  // MODELFLEET_VOLUME_<VOLUME NAME, upper-cased, '-' -> '_'> = host dir, one per mount; and
+  // MODELFLEET_SERVICE_ACCOUNT_DIR = the host dir behind /var/run/secrets/kubernetes.io/serviceaccount
+  // when a mount covers it, which in-cluster client configs (k8s/config.h) read instead of that path.
   EnvList VolumeEnv() const;
 
  private:
