@@ -19,6 +19,11 @@ std::filesystem::path ContainerPidPath(const std::filesystem::path& data_dir, st
   return PodDirectory(data_dir, ns, pod) / (std::string(container) + ".pid");
 }
 
+std::filesystem::path ContainerTerminationMessagePath(const std::filesystem::path& data_dir, std::string_view ns,
+                                                      std::string_view pod, std::string_view container) {
+  return PodDirectory(data_dir, ns, pod) / (std::string(container) + ".termination-log");
+}
+
 std::filesystem::path EmptyDirPath(const std::filesystem::path& data_dir, std::string_view ns, std::string_view pod,
                                    std::string_view volume) {
   return PodDirectory(data_dir, ns, pod) / "volumes" / std::string(volume);

@@ -2,6 +2,7 @@
 // server's pods/log handler reads the same paths, so this header is the one place they are named:
 //   <data-dir>/pods/<namespace>_<pod>/<container>.log            current container instance
 //   <data-dir>/pods/<namespace>_<pod>/<container>.previous.log   the instance before the last restart
+//   <data-dir>/pods/<namespace>_<pod>/<container>.termination-log  its terminationMessagePath
 //   <data-dir>/pods/<namespace>_<pod>/volumes/<volume>/          emptyDir volumes
 //   <data-dir>/kubelet/hosts/<namespace>                           Service DNS names (see hosts_file.h)
 #pragma once
@@ -19,6 +20,9 @@ std::filesystem::path ContainerLogPath(const std::filesystem::path& data_dir, st
 // "<pid> <start time>" of the container's running process (see KillStaleProcessGroup).
 std::filesystem::path ContainerPidPath(const std::filesystem::path& data_dir, std::string_view ns, std::string_view pod,
                                        std::string_view container);
+// The file behind the container's terminationMessagePath (termination_message.h).
+std::filesystem::path ContainerTerminationMessagePath(const std::filesystem::path& data_dir, std::string_view ns,
+                                                      std::string_view pod, std::string_view container);
 std::filesystem::path EmptyDirPath(const std::filesystem::path& data_dir, std::string_view ns, std::string_view pod,
                                    std::string_view volume);
 // The /etc/hosts-style file the processes of pods in namespace `ns` resolve Service names with

@@ -3,11 +3,13 @@
 #include <signal.h>
 
 #include <cstdlib>
+#include <fstream>
 
 #include "common/logging.h"
 #include "k8s/resource.h"
 #include "tools/local/kubelet/container_env.h"
 #include "tools/local/kubelet/pod_paths.h"
+#include "tools/local/kubelet/termination_message.h"
 
 namespace mf::local {
 namespace {
@@ -342,8 +344,14 @@ void PodWorker::StartContainer(const Json& pod, Container& c) {
   if (!own_env.ok()) return fail("CreateContainerConfigError", own_env.status());
   auto mounts = MountTable::ForContainer(c.spec, volumes_);
   if (!mounts.ok()) return fail("CreateContainerConfigError", mounts.status());
-
   const std::string ns = NamespaceOf(pod);
+  // Each instance starts with an empty termination message file (termination_message.h).
+  const auto message_file = ContainerTerminationMessagePath(options_->data_dir, ns, NameOf(pod), c.state.name);
+  if (!std::ofstream(message_file, std::ios::trunc)) {
+    return fail("CreateContainerConfigError", Internal("cannot create " + message_file.string()));
+  }
+  mounts->AddFile(TerminationMessagePath(c.spec), message_file);
+
   EnvList env = HostEnv();
   for (const auto& [k, v] : options_->extra_env) SetEnv(env, k, v);
   SetEnv(env, "HOSTNAME", StringAt(pod, {"spec", "hostname"}, NameOf(pod)));
@@ -354,6 +362,7 @@ void PodWorker::StartContainer(const Json& pod, Container& c) {
   SetEnv(env, "KUBERNETES_SERVICE_PORT", "443");
   SetEnv(env, "KUBERNETES_SERVICE_PORT_HTTPS", "443");
   SetEnv(env, "MODELFLEET_HOSTS_FILE", HostsFilePath(options_->data_dir, ns).string());
+  SetEnv(env, "MODELFLEET_TERMINATION_MESSAGE_PATH", message_file.string());
   for (const auto& [k, v] : mounts->VolumeEnv()) SetEnv(env, k, v);
   for (const auto& [k, v] : *own_env) SetEnv(env, k, mounts->Rewrite(v));
   std::string python_path = PythonResolverDirectory(options_->data_dir).string();
@@ -411,6 +420,14 @@ void PodWorker::OnExit(const Json& pod, Container& c, int exit_code, std::string
   c.state.exit_code = exit_code;
   c.state.reason = std::move(reason);
   c.state.message = std::move(message);
+  // A container that could not start wrote nothing and has no log to fall back to.
+  if (c.state.reason != "StartError") {
+    const std::string ns = NamespaceOf(pod), name = NameOf(pod);
+    std::string written = ReadTerminationMessage(
+        c.spec, exit_code, ContainerTerminationMessagePath(options_->data_dir, ns, name, c.state.name),
+        ContainerLogPath(options_->data_dir, ns, name, c.state.name));
+    if (!written.empty()) c.state.message += (c.state.message.empty() ? "" : ": ") + written;
+  }
   c.state.finished_at = FormatTime(Clock::now());
   c.state.ready = false;
   c.state.started = false;

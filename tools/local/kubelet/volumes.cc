@@ -197,9 +197,18 @@ StatusOr<MountTable> MountTable::ForContainer(const Json& container, const Volum
     }
     table.mounts_.push_back({mount_path, host.string(), volume});
   }
-  std::sort(table.mounts_.begin(), table.mounts_.end(),
-            [](const Mount& a, const Mount& b) { return a.mount_path.size() > b.mount_path.size(); });
+  table.SortLongestFirst();
   return table;
+}
+
+void MountTable::AddFile(const std::string& container_path, const std::filesystem::path& host_path) {
+  mounts_.push_back({container_path, host_path.string(), ""});
+  SortLongestFirst();
+}
+
+void MountTable::SortLongestFirst() {
+  std::stable_sort(mounts_.begin(), mounts_.end(),
+                   [](const Mount& a, const Mount& b) { return a.mount_path.size() > b.mount_path.size(); });
 }
 
 std::string MountTable::Rewrite(const std::string& value) const {
@@ -223,6 +232,7 @@ std::string MountTable::Rewrite(const std::string& value) const {
 EnvList MountTable::VolumeEnv() const {
   EnvList env;
   for (const Mount& m : mounts_) {
+    if (m.volume.empty()) continue;
     std::string name = "MODELFLEET_VOLUME_";
     for (char c : m.volume)
       name.push_back(c == '-' || c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));

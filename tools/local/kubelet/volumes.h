@@ -31,6 +31,9 @@ StatusOr<VolumeDirs> PrepareVolumes(const Json& pod, const std::filesystem::path
 class MountTable {
  public:
   static StatusOr<MountTable> ForContainer(const Json& container, const VolumeDirs& volumes);
+  // Makes one file visible at `container_path` (the termination message file), rewritten as a
+  // mount is; it names no volume, so it adds no MODELFLEET_VOLUME_* variable.
+  void AddFile(const std::string& container_path, const std::filesystem::path& host_path);
   // `value` with a leading mountPath replaced by its host directory (longest mountPath wins).
   std::string Rewrite(const std::string& value) const;
   // MODELFLEET_VOLUME_<VOLUME NAME, upper-cased, '-' -> '_'> = host dir, one per mount; and
@@ -42,8 +45,9 @@ class MountTable {
   struct Mount {
     std::string mount_path;
     std::string host_path;
-    std::string volume;
+    std::string volume;  // "" for a single file (AddFile)
   };
+  void SortLongestFirst();
   std::vector<Mount> mounts_;  // longest mount_path first
 };
 
