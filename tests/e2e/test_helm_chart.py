@@ -314,3 +314,83 @@ def test_contract_server_metrics_are_the_servers_own():
     for name in contract_metrics():
         if not name.startswith(("modelfleet_router_", "modelfleet_operator_")):
             assert f'"{name}"' in sources, f"modelfleet-server does not export {name}"
+
+
+# --- on the real API server (modelfleet-local) ----------------------------------------------------
+
+OPERATOR_SA = "system:serviceaccount:modelfleet-system:modelfleet-operator"
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """modelfleet-local with the chart installed as release `modelfleet` (its operator pods cannot
+    run here without an image map; what is checked is what the API server accepts and authorizes)."""
+    from local_fixtures import LocalCluster
+    cluster = LocalCluster(tmp_path_factory.mktemp("helm-chart"))
+    cluster.start()
+    try:
+        cluster.kubectl("create", "namespace", "modelfleet-system")
+        env = cluster.env()
+        binary = build_dir() / "go" / "bin" / "helm"
+        if not binary.exists():
+            pytest.skip(f"{binary} is not built (scripts/build-go-tools.sh)")
+        env.update(HELM_CACHE_HOME="/tmp/modelfleet-helm/cache", HELM_CONFIG_HOME="/tmp/modelfleet-helm/config",
+                   HELM_DATA_HOME="/tmp/modelfleet-helm/data")
+        result = subprocess.run([str(binary), "install", "modelfleet", str(CHART), "-n", "modelfleet-system"],
+                                capture_output=True, text=True, timeout=120, env=env)
+        assert result.returncode == 0, result.stderr
+        cluster.kubectl("wait", "--for", "condition=Established", "crd/modeldeployments.modelfleet.io",
+                        "crd/trainingjobs.modelfleet.io", "--timeout=30s")
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_examples_are_valid_modeldeployments(installed):
+    installed.kubectl("apply", "--dry-run=server", "-f", str(ROOT / "examples" / "modeldeployment-digits.yaml"))
+    local = (ROOT / "examples" / "modeldeployment-digits-local.yaml").read_text()
+    assert "file:///MODELFLEET_ROOT/examples/models/digits/1" in local
+    local = local.replace("/MODELFLEET_ROOT", str(ROOT))
+    for version in (1, 2):
+        assert (ROOT / "examples" / "models" / "digits" / str(version) / "model.onnx").exists()
+    installed.kubectl("apply", "--dry-run=server", "-f", "-", input=local)
+    # The placeholder itself is valid too, so a forgotten substitution fails at the model, not here.
+    installed.kubectl("apply", "--dry-run=server", "-f", str(ROOT / "examples" / "modeldeployment-digits-local.yaml"))
+    result = installed.kubectl("apply", "--dry-run=server", "-o", "json", "-f",
+                               str(ROOT / "examples" / "modeldeployment-digits.yaml"))
+    spec = json.loads(result.stdout)["spec"]
+    assert spec["traffic"] == {"v1": 90, "v2": 10}
+    assert [v["storageUri"] for v in spec["versions"]] == ["pvc://model-store/digits/1", "pvc://model-store/digits/2"]
+
+
+@pytest.mark.parametrize("check,allowed", [
+    (["watch", "modeldeployments.modelfleet.io", "-A"], True),
+    (["patch", "modeldeployments.modelfleet.io", "--subresource=status", "-n", "default"], True),
+    (["update", "modeldeployments.modelfleet.io", "-n", "default"], False),  # the spec is the user's
+    (["create", "deployments.apps", "-n", "default"], True),
+    (["delete", "configmaps", "-n", "default"], True),
+    (["create", "rolebindings.rbac.authorization.k8s.io", "-n", "default"], True),
+    (["bind", "clusterroles.rbac.authorization.k8s.io/modelfleet-router"], True),
+    (["bind", "clusterroles.rbac.authorization.k8s.io/cluster-admin"], False),
+    (["escalate", "clusterroles.rbac.authorization.k8s.io"], False),
+    (["create", "events.events.k8s.io", "-n", "default"], True),
+    (["update", "leases.coordination.k8s.io", "-n", "modelfleet-system"], True),
+    (["update", "leases.coordination.k8s.io", "-n", "kube-system"], False),
+    (["get", "secrets", "-n", "default"], False),
+    (["create", "pods", "-n", "default"], False),
+    (["delete", "namespaces"], False),
+])
+def test_operator_rbac_on_the_api_server(installed, check, allowed):
+    result = installed.kubectl("auth", "can-i", *check, "--as", OPERATOR_SA, check=False)
+    assert result.stdout.strip() == ("yes" if allowed else "no"), f"can-i {check}: {result.stdout}{result.stderr}"
+
+
+def test_operator_can_bind_routers_to_the_router_role_only(installed):
+    # What the operator does per namespace: a RoleBinding from the router's ServiceAccount to the
+    # router ClusterRole; bind on that role lets it, without the router's permissions of its own.
+    installed.kubectl("create", "rolebinding", "digits-router", "-n", "default", "--clusterrole=modelfleet-router",
+                      "--serviceaccount=default:digits-router", "--as", OPERATOR_SA, "--dry-run=server")
+    refused = installed.kubectl("create", "rolebinding", "grab", "-n", "default", "--clusterrole=admin",
+                                "--serviceaccount=default:digits-router", "--as", OPERATOR_SA, "--dry-run=server",
+                                check=False)
+    assert refused.returncode != 0 and "forbidden" in refused.stderr
