@@ -22,6 +22,7 @@ GroupVersionResource Endpoints() { return {"", "v1", "endpoints", true}; }
 GroupVersionResource EndpointSlices() { return {"discovery.k8s.io", "v1", "endpointslices", true}; }
 GroupVersionResource ReplicaSets() { return {"apps", "v1", "replicasets", true}; }
 GroupVersionResource ClusterRoleBindings() { return {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", false}; }
+GroupVersionResource RoleBindings() { return {"rbac.authorization.k8s.io", "v1", "rolebindings", true}; }
 GroupVersionResource Leases() { return {"coordination.k8s.io", "v1", "leases", true}; }
 GroupVersionResource ModelDeployments() { return {"modelfleet.io", "v1alpha1", "modeldeployments", true}; }
 GroupVersionResource TrainingJobs() { return {"modelfleet.io", "v1alpha1", "trainingjobs", true}; }

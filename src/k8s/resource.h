@@ -37,6 +37,7 @@ GroupVersionResource Endpoints();
 GroupVersionResource EndpointSlices();
 GroupVersionResource ReplicaSets();
 GroupVersionResource ClusterRoleBindings();
+GroupVersionResource RoleBindings();
 GroupVersionResource Deployments();
 GroupVersionResource Leases();
 GroupVersionResource ModelDeployments();

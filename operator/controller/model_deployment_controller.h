@@ -1,0 +1,80 @@
+// The ModelDeployment controller: informers on ModelDeployments and on the objects it owns, a
+// work queue keyed by "namespace/name", and a reconcile that applies BuildDesiredState() with
+// server-side apply, retires removed versions after their traffic has moved, and writes the
+// status BuildStatus() computes. Everything it decides comes from the pure functions in
+// modeldeployment/; this file only reads caches and talks to the API server.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "controller/operator_metrics.h"
+#include "k8s/client.h"
+#include "k8s/event_recorder.h"
+#include "k8s/informer.h"
+#include "k8s/work_queue.h"
+#include "modeldeployment/desired.h"
+#include "modeldeployment/spec.h"
+#include "modeldeployment/status.h"
+
+namespace mf::op {
+
+struct ControllerOptions {
+  std::string watch_namespace;  // "" = all namespaces
+  int workers = 4;
+  std::chrono::seconds resync{300};
+  // How long a removed version keeps its pods after the routers were told to stop sending to it.
+  std::chrono::seconds retire_drain{5};
+  OperatorSettings settings;
+};
+
+class ModelDeploymentController {
+ public:
+  ModelDeploymentController(k8s::Client& client, k8s::EventRecorder& events, OperatorMetrics& metrics,
+                            ControllerOptions options);
+  ~ModelDeploymentController();
+
+  // Starts the informers, waits for their first lists, then starts the workers.
+  Status Start(std::chrono::milliseconds sync_timeout = std::chrono::seconds(60));
+  // Stops the workers (the current reconciles finish) and the informers. Idempotent.
+  void Stop();
+
+  // One reconcile of "namespace/name" (public for tests).
+  k8s::ReconcileResult Reconcile(const std::string& key);
+
+ private:
+  struct Owned {
+    std::string resource;
+    k8s::GroupVersionResource gvr;
+    std::unique_ptr<k8s::Informer> informer;
+  };
+
+  void Enqueue(const k8s::ObjectPtr& object);
+  void EnqueueOwner(const k8s::ObjectPtr& object);
+  k8s::Informer* OwnedInformer(const std::string& resource) const;
+  ObservedState Observe(const std::string& ns, const std::string& name, const ModelDeploymentSpec* spec) const;
+  // Applies one object unless the cache shows it already as desired. Sets *changed when it wrote.
+  Status ApplyObject(const ModelDeploymentSpec& md, const DesiredObject& desired, const Json& involved, bool* changed);
+  // Deletes owned objects nothing asks for any more; removed versions only after the drain.
+  Status PruneObjects(const ModelDeploymentSpec& md, const DesiredState& desired, const Json& involved,
+                      ObservedState* observed, std::chrono::seconds* requeue_after);
+  Status WriteStatus(const Json& object, const Json& status);
+  void RecordConditionEvents(const Json& involved, const Json& old_status, const Json& new_status);
+
+  k8s::Client& client_;
+  k8s::EventRecorder& events_;
+  OperatorMetrics& metrics_;
+  const ControllerOptions options_;
+  std::unique_ptr<k8s::Informer> model_deployments_;
+  std::vector<Owned> owned_;
+  std::unique_ptr<k8s::WorkQueue> queue_;
+  std::unique_ptr<k8s::WorkerPool> workers_;
+  std::jthread depth_reporter_;
+};
+
+// True when `object` has a controller owner reference to the ModelDeployment with `uid`.
+bool IsControlledBy(const Json& object, const std::string& uid);
+
+}  // namespace mf::op

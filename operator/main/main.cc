@@ -1,0 +1,221 @@
+// modelfleet-operator: reconciles ModelDeployments into serving fleets. Runs in a pod
+// (in-cluster config, leader election across replicas) or outside one with --kubeconfig.
+// Serves /metrics, /healthz and /readyz on --metrics-port.
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "common/flags.h"
+#include "common/logging.h"
+#include "controller/model_deployment_controller.h"
+#include "http/server.h"
+#include "k8s/config.h"
+#include "k8s/event_recorder.h"
+#include "k8s/http_transport.h"
+#include "k8s/leader_election.h"
+#include "metrics/metrics.h"
+
+namespace {
+
+struct Flags {
+  std::string kubeconfig;
+  std::string watch_namespace;
+  bool leader_elect = false;
+  std::string leader_election_namespace;
+  std::string leader_election_id = "modelfleet-operator";
+  int metrics_port = 8080;
+  int workers = 4;
+  int resync_seconds = 300;
+  int retire_drain_seconds = 5;
+  std::string log_level = "info";
+  bool log_json = false;
+  double api_qps = 50;
+  int api_burst = 100;
+  mf::op::OperatorSettings settings;
+};
+
+std::string EnvOr(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+mf::StatusOr<mf::k8s::ClusterConfig> LoadConfig(const Flags& flags) {
+  if (flags.kubeconfig.empty()) return mf::k8s::LoadDefaultConfig();
+  std::ifstream in(flags.kubeconfig);
+  if (!in) return mf::NotFound("cannot read --kubeconfig " + flags.kubeconfig);
+  std::stringstream text;
+  text << in.rdbuf();
+  return mf::k8s::ParseKubeconfig(text.str(), std::filesystem::path(flags.kubeconfig).parent_path());
+}
+
+std::string Identity() {
+  std::string pod = EnvOr("POD_NAME", "");
+  if (!pod.empty()) return pod;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::random_device rd;
+  return std::string(host) + "_" + std::to_string(rd() % 100000);
+}
+
+int Run(int argc, char** argv) {
+  Flags f;
+  mf::FlagSet flags("modelfleet-operator", "Reconciles ModelDeployments into fleets of model-serving pods.");
+  flags.Add("kubeconfig", &f.kubeconfig, "kubeconfig file (default: in-cluster config, else $KUBECONFIG)");
+  flags.Add("namespace", &f.watch_namespace, "watch only this namespace (default: all)");
+  flags.Add("leader_elect", &f.leader_elect, "campaign for a Lease so only one replica acts");
+  flags.Add("leader_election_namespace", &f.leader_election_namespace,
+            "namespace of the Lease (default: $POD_NAMESPACE)");
+  flags.Add("leader_election_id", &f.leader_election_id, "name of the Lease");
+  flags.Add("metrics_port", &f.metrics_port, "port of /metrics, /healthz and /readyz (0: a free one)");
+  flags.Add("workers", &f.workers, "ModelDeployments reconciled in parallel");
+  flags.Add("resync_seconds", &f.resync_seconds, "every object is reconciled again this often (with jitter)");
+  flags.Add("retire_drain_seconds", &f.retire_drain_seconds,
+            "a removed version's pods are deleted this long after its traffic moved");
+  flags.Add("log_level", &f.log_level, "debug | info | warning | error");
+  flags.Add("log_json", &f.log_json, "write logs as JSON lines");
+  flags.Add("api_qps", &f.api_qps, "API requests per second (token bucket)");
+  flags.Add("api_burst", &f.api_burst, "API request burst");
+  flags.Add("server_image", &f.settings.server_image, "model server image of serving pods");
+  flags.Add("sync_image", &f.settings.sync_image, "modelfleet-sync image of serving pods");
+  flags.Add("router_image", &f.settings.router_image, "router image");
+  flags.Add("router_cluster_role", &f.settings.router_cluster_role,
+            "ClusterRole bound to each router's ServiceAccount (\"\": none)");
+  flags.Add("not_ready_grace_seconds", &f.settings.not_ready_grace_seconds,
+            "serving pods answer not-ready this long after SIGTERM before draining");
+  flags.Add("termination_grace_seconds", &f.settings.termination_grace_seconds,
+            "terminationGracePeriodSeconds of serving and router pods");
+  if (auto s = flags.Parse(argc, argv); !s.ok()) {
+    std::cerr << "modelfleet-operator: " << s.message() << "\n";
+    return 2;
+  }
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+  mf::log::Level level;
+  if (!mf::log::ParseLevel(f.log_level, &level)) {
+    std::cerr << "modelfleet-operator: --log_level must be debug, info, warning or error\n";
+    return 2;
+  }
+  if (f.workers < 1 || f.resync_seconds < 1 || f.metrics_port < 0 || f.metrics_port > 65535 ||
+      f.retire_drain_seconds < 0 || f.settings.not_ready_grace_seconds < 0 ||
+      f.settings.termination_grace_seconds <= f.settings.not_ready_grace_seconds) {
+    std::cerr << "modelfleet-operator: --workers and --resync_seconds must be positive, --metrics_port a port, and "
+                 "--termination_grace_seconds above --not_ready_grace_seconds\n";
+    return 2;
+  }
+  mf::log::SetLevel(level);
+  mf::log::SetJson(f.log_json);
+
+  auto config = LoadConfig(f);
+  if (!config.ok()) {
+    std::cerr << "modelfleet-operator: " << config.status().message() << "\n";
+    return 1;
+  }
+  auto transport = mf::k8s::HttpTransport::Create(*config);
+  if (!transport.ok()) {
+    std::cerr << "modelfleet-operator: " << transport.status().message() << "\n";
+    return 1;
+  }
+  mf::k8s::Client client(*transport, *config, {.qps = f.api_qps, .burst = f.api_burst});
+  mf::op::OperatorMetrics metrics(*mf::metrics::DefaultRegistry());
+  const std::string identity = Identity();
+
+  // /readyz: this replica can do its job — it leads with synced caches, or stands by.
+  std::atomic<bool> ready{false};
+  mf::http::Router routes;
+  routes.Add("GET", "/metrics", mf::http::MetricsHandler());
+  routes.Add("GET", "/healthz",
+             mf::http::Sync([](const mf::http::Request&) { return mf::http::Response::Text(200, "ok\n"); }));
+  routes.Add("GET", "/readyz", mf::http::Sync([&ready](const mf::http::Request&) {
+               return ready ? mf::http::Response::Text(200, "ok\n") : mf::http::Response::Text(503, "not ready\n");
+             }));
+  mf::http::Server admin({.port = static_cast<uint16_t>(f.metrics_port), .io_threads = 1}, routes.AsHandler());
+  if (auto s = admin.Start(); !s.ok()) {
+    std::cerr << "modelfleet-operator: serving metrics on port " << f.metrics_port << ": " << s.message() << "\n";
+    return 1;
+  }
+  mf::log::Info("modelfleet-operator starting", {{"identity", identity},
+                                                 {"api_server", config->server},
+                                                 {"metrics_port", std::to_string(admin.port())},
+                                                 {"leader_elect", f.leader_elect ? "true" : "false"}});
+
+  mf::k8s::EventRecorder events(client, {.component = "modelfleet-operator", .instance = identity});
+  mf::op::ControllerOptions options{.watch_namespace = f.watch_namespace,
+                                    .workers = f.workers,
+                                    .resync = std::chrono::seconds(f.resync_seconds),
+                                    .retire_drain = std::chrono::seconds(f.retire_drain_seconds),
+                                    .settings = f.settings};
+  std::atomic<int> exit_code{0};
+  // Leads until `stop`: starts the controller, waits, stops it.
+  auto lead = [&](std::stop_token stop) {
+    metrics.SetLeader(true);
+    mf::op::ModelDeploymentController controller(client, events, metrics, options);
+    if (auto s = controller.Start(); !s.ok()) {
+      mf::log::Error("the controller could not start", {{"error", s.message()}});
+      exit_code = 1;
+      std::raise(SIGTERM);
+      return;
+    }
+    ready = true;
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock lock(mu);
+    cv.wait(lock, stop, [] { return false; });
+    controller.Stop();
+    metrics.SetLeader(false);
+  };
+
+  std::jthread runner;
+  std::unique_ptr<mf::k8s::LeaderElector> elector;
+  if (f.leader_elect) {
+    mf::k8s::LeaderElectionConfig le{.lease_namespace = f.leader_election_namespace.empty()
+                                                            ? EnvOr("POD_NAMESPACE", config->ns)
+                                                            : f.leader_election_namespace,
+                                     .lease_name = f.leader_election_id,
+                                     .identity = identity,
+                                     .on_started_leading = lead,
+                                     .on_stopped_leading = [] { mf::log::Info("stopped leading"); },
+                                     .on_new_leader =
+                                         [&ready, identity](const std::string& leader) {
+                                           if (leader != identity) mf::log::Info("standing by", {{"leader", leader}});
+                                           ready = true;
+                                         }};
+    auto created = mf::k8s::LeaderElector::Create(client, le);
+    if (!created.ok()) {
+      std::cerr << "modelfleet-operator: " << created.status().message() << "\n";
+      return 1;
+    }
+    elector = std::move(*created);
+    runner = std::jthread([&](std::stop_token stop) {
+      elector->Run(stop);
+      if (!stop.stop_requested()) {
+        // Leadership lost without being asked to stop: exit so a fresh process campaigns
+        // with empty caches, as client-go's controllers do.
+        mf::log::Error("leader lease lost; exiting");
+        exit_code = 1;
+        std::raise(SIGTERM);
+      }
+    });
+  } else {
+    runner = std::jthread(lead);
+  }
+  const int signal = mf::http::WaitForTerminationSignal();
+  mf::log::Info("shutting down", {{"signal", std::to_string(signal)}});
+  ready = false;
+  runner.request_stop();
+  runner.join();
+  events.Flush();
+  admin.Drain(std::chrono::seconds(2));
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Run(argc, argv); }
