@@ -27,7 +27,8 @@ def get(cluster, *args):
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("node-agent"))
+    # Four GPUs whatever the machine has, for the scheduling test.
+    c = LocalCluster(tmp_path_factory.mktemp("node-agent"), ["--extended-resources", "nvidia.com/gpu=4"])
     c.start()
     try:
         yield c

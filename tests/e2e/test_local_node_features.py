@@ -1,6 +1,7 @@
 """What the node agent does as a kubelet beyond running processes, under the real control plane:
-in-cluster credentials without a mount namespace (MODELFLEET_SERVICE_ACCOUNT_DIR) and termination
-messages (terminationMessagePath, FallbackToLogsOnError).
+in-cluster credentials without a mount namespace (MODELFLEET_SERVICE_ACCOUNT_DIR), termination
+messages (terminationMessagePath, FallbackToLogsOnError) and GPU device assignment
+(NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES, as NVIDIA's device plugin).
 """
 import json
 
@@ -89,4 +90,28 @@ def test_termination_messages(cluster):
     message = wait_until(lambda: cluster.kubectl("-n", ns, "get", "pod", "falls-back", "-o", f"jsonpath={jsonpath}").stdout,
                          timeout=40, what="lastState.terminated.message after a restart")
     assert message == "loading\nerror: no CUDA device\n"
+    cluster.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+def test_gpu_devices_are_assigned_exclusively(cluster):
+    ns = namespace(cluster, "gpus")
+    show = {"name": "main", "image": "busybox",
+            "command": ["sh", "-c", 'echo "$NVIDIA_VISIBLE_DEVICES|$CUDA_VISIBLE_DEVICES"; sleep 300']}
+
+    def with_gpus(count):
+        return dict(show, resources={"limits": {"nvidia.com/gpu": str(count)}})
+
+    def shown(name):
+        return wait_until(lambda: cluster.kubectl("-n", ns, "logs", name, check=False).stdout.strip(),
+                          what=f"{name}'s devices")
+
+    apply(cluster, ns, pod("two", [with_gpus(2)]))
+    assert shown("two") == "0,1|0,1"
+    apply(cluster, ns, pod("one", [with_gpus(1)]), pod("none", [show]))
+    assert shown("one") == "2|2"
+    assert shown("none") == "void|"  # hidden, as the container toolkit hides them
+    # Freed when the pod ends: the lowest free indices go to the next pod.
+    cluster.kubectl("-n", ns, "delete", "pod", "two", timeout=60)
+    apply(cluster, ns, pod("three", [with_gpus(3)]))
+    assert shown("three") == "0,1,3|0,1,3"
     cluster.kubectl("delete", "namespace", ns, "--wait=false")

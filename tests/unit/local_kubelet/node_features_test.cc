@@ -1,11 +1,12 @@
 // Unit tests of what the node agent does as a kubelet beyond running processes: termination
-// messages.
+// messages and GPU devices.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "tools/local/kubelet/gpu_devices.h"
 #include "tools/local/kubelet/termination_message.h"
 #include "tools/local/kubelet/volumes.h"
 
@@ -87,6 +88,97 @@ TEST(TerminationMessageTest, PathRewrittenLikeAMount) {
   EXPECT_EQ(mounts->Rewrite("/dev/other"), "/host/data/other");
   ASSERT_EQ(mounts->VolumeEnv().size(), 1u);  // the file is no volume
   EXPECT_EQ(mounts->VolumeEnv()[0].first, "MODELFLEET_VOLUME_DATA");
+}
+
+TEST(GpuDetectionTest, NvidiaSmiListAndDeviceNodes) {
+  EXPECT_EQ(CountGpusInNvidiaSmiList("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1b2c)\n"
+                                     "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-3d4e)\n"
+                                     "  MIG 1g.10gb Device 0: (UUID: MIG-5f6a)\n"),
+            2);
+  EXPECT_EQ(CountGpusInNvidiaSmiList("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"),
+            0);
+  EXPECT_EQ(CountGpusInNvidiaSmiList(""), 0);
+  TempDir dev;
+  for (const char* name : {"nvidia0", "nvidia1", "nvidia12", "nvidiactl", "nvidia-uvm", "nvidia-caps", "null"}) {
+    dev.Write(name, "");
+  }
+  EXPECT_EQ(CountNvidiaDeviceNodes(dev.path()), 3);
+  EXPECT_EQ(CountNvidiaDeviceNodes(dev.path() / "missing"), 0);
+}
+
+TEST(GpuLimitTest, WholeNumbersFromLimits) {
+  struct Case {
+    Json container;
+    int want;
+    bool ok;
+  };
+  const Case cases[] = {
+      {Json::object(), 0, true},
+      {{{"resources", {{"limits", {{"cpu", "2"}}}}}}, 0, true},
+      {{{"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}, 2, true},
+      {{{"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}}, 1, true},
+      {{{"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}}, 0, true},  // limits decide, as for the plugin
+      {{{"resources", {{"limits", {{"nvidia.com/gpu", "500m"}}}}}}, 0, false},
+      {{{"resources", {{"limits", {{"nvidia.com/gpu", "-1"}}}}}}, 0, false},
+  };
+  for (const Case& c : cases) {
+    auto got = GpuLimit(c.container);
+    EXPECT_EQ(got.ok(), c.ok) << c.container.dump();
+    if (c.ok && got.ok()) {
+      EXPECT_EQ(*got, c.want) << c.container.dump();
+    }
+  }
+}
+
+TEST(GpuEnvTest, VisibleDevicesOrVoid) {
+  auto env = [](std::vector<int> devices) {
+    auto list = GpuEnv(devices);
+    return std::map<std::string, std::string>(list.begin(), list.end());
+  };
+  EXPECT_EQ(env({})["NVIDIA_VISIBLE_DEVICES"], "void");
+  EXPECT_EQ(env({})["CUDA_VISIBLE_DEVICES"], "");
+  EXPECT_EQ(env({2})["NVIDIA_VISIBLE_DEVICES"], "2");
+  EXPECT_EQ(env({0, 3})["CUDA_VISIBLE_DEVICES"], "0,3");
+  EXPECT_EQ(env({0, 3})["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
+}
+
+TEST(GpuAllocatorTest, ExclusiveLowestFreeStableAndReleased) {
+  GpuAllocator gpus(4);
+  struct Step {
+    std::string op;  // "alloc", "release", "release-pod"
+    std::string pod, container;
+    int want;
+    std::vector<int> expect;  // for alloc; empty with fails = true when exhausted
+    bool fails = false;
+  };
+  const std::vector<Step> steps = {
+      {"alloc", "a", "main", 2, {0, 1}},   {"alloc", "b", "main", 1, {2}},
+      {"alloc", "a", "main", 2, {0, 1}},  // a restart keeps its devices
+      {"alloc", "c", "main", 0, {}},      // asks for none
+      {"alloc", "c", "side", 2, {}, true}, {"alloc", "c", "side", 1, {3}},
+      {"release-pod", "a", "", 0, {}},     {"alloc", "d", "main", 3, {}, true},
+      {"alloc", "d", "main", 2, {0, 1}},  // lowest free first
+      {"release", "b", "main", 0, {}},     {"alloc", "e", "init", 1, {2}},
+      {"release", "e", "init", 0, {}},  // a finished init container hands its device on
+      {"alloc", "e", "main", 1, {2}},
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    if (s.op == "release") {
+      gpus.Release(s.pod, s.container);
+    } else if (s.op == "release-pod") {
+      gpus.ReleasePod(s.pod);
+    } else {
+      auto got = gpus.Allocate(s.pod, s.container, s.want);
+      if (s.fails) {
+        EXPECT_EQ(got.status().code(), StatusCode::kResourceExhausted) << "step " << i;
+        EXPECT_NE(got.status().message().find("free"), std::string::npos);
+      } else {
+        ASSERT_TRUE(got.ok()) << "step " << i << ": " << got.status().ToString();
+        EXPECT_EQ(*got, s.expect) << "step " << i;
+      }
+    }
+  }
 }
 
 }  // namespace

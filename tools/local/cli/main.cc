@@ -30,6 +30,7 @@
 #include "tools/local/cluster/network.h"
 #include "tools/local/cluster/pki.h"
 #include "tools/local/cluster/supervisor.h"
+#include "tools/local/kubelet/gpu_devices.h"
 #include "tools/local/kubelet/kubelet.h"
 #include "tools/local/kubelet/pod_paths.h"
 #include "tools/local/kubelet/process.h"
@@ -140,6 +141,11 @@ Status Bootstrap(k8s::Client& admin, const std::string& node_name) {
   return Status::Ok();
 }
 
+constexpr int kFakeGpus = 4;
+constexpr char kExtendedResourcesHelp[] =
+    "the node's extended resources, NAME=COUNT,... (nvidia.com/gpu, unless given: the machine's GPUs from "
+    "nvidia-smi -L or /dev/nvidia*, or 4 when it has none)";
+
 std::map<std::string, int64_t> ParseResources(const std::string& text, Status* error) {
   std::map<std::string, int64_t> out;
   size_t start = 0;
@@ -166,7 +172,7 @@ int Up(int argc, const char* const* argv) {
   int port = 6443;
   std::string kubeconfig;
   std::string image_map;
-  std::string extended_resources = "nvidia.com/gpu=4";
+  std::string extended_resources;  // the node agent finds nvidia.com/gpu unless it is given here
   std::string log_level = "info";
   std::string apiserver_flags;
   flags.Add("apiserver-flags", &apiserver_flags, "extra kube-apiserver flags, separated by spaces");
@@ -174,7 +180,7 @@ int Up(int argc, const char* const* argv) {
   flags.Add("port", &port, "host port of the API server on 127.0.0.1 (0: any free port)");
   flags.Add("kubeconfig", &kubeconfig, "where to write the admin's kubeconfig (default: DATA_DIR/kubeconfig)");
   flags.Add("image-map", &image_map, "YAML map of container images to local programs, for the node agent");
-  flags.Add("extended-resources", &extended_resources, "the node's extended resources, NAME=COUNT,...");
+  flags.Add("extended-resources", &extended_resources, kExtendedResourcesHelp);
   flags.Add("log-level", &log_level, "debug | info | warning | error");
   if (Status s = flags.Parse(argc, argv); !s.ok()) {
     std::cerr << s.message() << "\n\n" << flags.Usage();
@@ -315,7 +321,7 @@ int NodeAgent(int argc, const char* const* argv) {
   flags.Add("kubeconfig", &kubeconfig, "the node's kubeconfig");
   flags.Add("node-name", &node_name, "the Node's name");
   flags.Add("image-map", &image_map, "YAML map of container images to local programs");
-  flags.Add("extended-resources", &extended_resources, "the node's extended resources, NAME=COUNT,...");
+  flags.Add("extended-resources", &extended_resources, kExtendedResourcesHelp);
   flags.Add("log-level", &log_level, "debug | info | warning | error");
   if (Status s = flags.Parse(argc, argv); !s.ok()) {
     std::cerr << s.message() << "\n\n" << flags.Usage();
@@ -334,6 +340,13 @@ int NodeAgent(int argc, const char* const* argv) {
   if (!parse_error.ok()) {
     std::cerr << parse_error.message() << "\n";
     return 2;
+  }
+  if (!options.extended_resources.count(kGpuResource)) {
+    // As NVIDIA's device plugin advertises them; without any, a few that tests can schedule on.
+    const int found = DetectGpus(fs::path(data_dir) / "kubelet" / "nvidia-smi-L.txt");
+    options.extended_resources[kGpuResource] = found > 0 ? found : kFakeGpus;
+    log::Info("GPUs advertised", {{"nvidia.com/gpu", std::to_string(options.extended_resources[kGpuResource])},
+                                  {"physical", std::to_string(found)}});
   }
   if (!image_map.empty()) {
     auto images = ImageMap::Load(image_map);

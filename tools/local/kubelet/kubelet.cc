@@ -53,6 +53,8 @@ Kubelet::Kubelet(k8s::Client* client, KubeletOptions options)
     : client_(client),
       options_(std::move(options)),
       ips_(options_.pod_ip_base),
+      gpus_(static_cast<int>(
+          options_.extended_resources.count(kGpuResource) ? options_.extended_resources.at(kGpuResource) : 0)),
       proxy_([broker = options_.host_broker](const std::string& ip, uint16_t port) -> StatusOr<int> {
         if (IsLoopbackHost(ip)) return OpenHostListener(broker, ip, port);
         return OpenLocalListener(ip, port);
@@ -293,7 +295,7 @@ void Kubelet::SyncPods() {
     const std::string phase = StringAt(*pod, {"status", "phase"});
     // A finished pod is not run again, but one being deleted still needs its final delete.
     if ((phase == "Succeeded" || phase == "Failed") && !IsBeingDeleted(*pod)) continue;
-    workers_[uid] = std::make_unique<PodWorker>(client_, &options_, &ips_, *pod);
+    workers_[uid] = std::make_unique<PodWorker>(client_, &options_, &ips_, &gpus_, *pod);
   }
   for (const auto& [uid, pod] : ours) {
     if (workers_.count(uid)) uid_by_key_[NamespaceOf(*pod) + "/" + NameOf(*pod)] = uid;

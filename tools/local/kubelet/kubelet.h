@@ -59,6 +59,7 @@ class Kubelet {
   k8s::Client* const client_;
   const KubeletOptions options_;
   PodIpAllocator ips_;
+  GpuAllocator gpus_;
   ServiceProxy proxy_;                           // used by the sync thread only
   std::set<std::string> proxy_errors_;           // last reported, to log each failure once
   std::map<std::string, std::string> host_ips_;  // LoadBalancer "ns/name" -> 127.0.0.x

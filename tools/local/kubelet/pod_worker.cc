@@ -55,8 +55,9 @@ std::string GetEnv(const EnvList& env, const std::string& name) {
 
 }  // namespace
 
-PodWorker::PodWorker(k8s::Client* client, const KubeletOptions* options, PodIpAllocator* ips, Json pod)
-    : client_(client), options_(options), ips_(ips), latest_(std::move(pod)) {
+PodWorker::PodWorker(k8s::Client* client, const KubeletOptions* options, PodIpAllocator* ips, GpuAllocator* gpus,
+                     Json pod)
+    : client_(client), options_(options), ips_(ips), gpus_(gpus), latest_(std::move(pod)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -185,6 +186,7 @@ void PodWorker::Run() {
     std::lock_guard lock(mu_);
     running_pids_.clear();
     running_.clear();
+    gpus_->ReleasePod(Uid(latest_));
   }
   finished_ = true;
 }
@@ -289,9 +291,18 @@ void PodWorker::SyncContainers(const Json& pod) {
   const std::string init_policy = policy == "Never" ? "Never" : "OnFailure";
   for (Container& c : init_containers_) {
     SyncContainer(pod, c, init_policy);
+    if (c.state.state == State::kTerminated && (c.state.exit_code == 0 || c.finished_for_good)) {
+      gpus_->Release(Uid(pod), c.state.name);  // done for good: app containers may reuse its devices
+    }
     if (c.state.state != State::kTerminated || c.state.exit_code != 0) return;
   }
   for (Container& c : containers_) SyncContainer(pod, c, policy);
+  // As the scheduler counts them, a finished pod holds no devices.
+  std::vector<ContainerRuntimeState> states;
+  for (const Container& c : containers_) states.push_back(c.state);
+  if (const std::string phase = PodPhase(policy, {}, states); phase == "Succeeded" || phase == "Failed") {
+    gpus_->ReleasePod(Uid(pod));
+  }
 }
 
 void PodWorker::SyncContainer(const Json& pod, Container& c, const std::string& policy) {
@@ -344,6 +355,10 @@ void PodWorker::StartContainer(const Json& pod, Container& c) {
   if (!own_env.ok()) return fail("CreateContainerConfigError", own_env.status());
   auto mounts = MountTable::ForContainer(c.spec, volumes_);
   if (!mounts.ok()) return fail("CreateContainerConfigError", mounts.status());
+  auto gpus_wanted = GpuLimit(c.spec);
+  if (!gpus_wanted.ok()) return fail("CreateContainerConfigError", gpus_wanted.status());
+  auto gpus = gpus_->Allocate(Uid(pod), c.state.name, *gpus_wanted);
+  if (!gpus.ok()) return fail("UnexpectedAdmissionError", gpus.status());
   const std::string ns = NamespaceOf(pod);
   // Each instance starts with an empty termination message file (termination_message.h).
   const auto message_file = ContainerTerminationMessagePath(options_->data_dir, ns, NameOf(pod), c.state.name);
@@ -365,6 +380,8 @@ void PodWorker::StartContainer(const Json& pod, Container& c) {
   SetEnv(env, "MODELFLEET_TERMINATION_MESSAGE_PATH", message_file.string());
   for (const auto& [k, v] : mounts->VolumeEnv()) SetEnv(env, k, v);
   for (const auto& [k, v] : *own_env) SetEnv(env, k, mounts->Rewrite(v));
+  // After the container's own env, as the device plugin's variables come after it.
+  for (const auto& [k, v] : GpuEnv(*gpus)) SetEnv(env, k, v);
   std::string python_path = PythonResolverDirectory(options_->data_dir).string();
   if (std::string user = GetEnv(*own_env, "PYTHONPATH"); !user.empty()) python_path += ":" + user;
   SetEnv(env, "PYTHONPATH", python_path);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "k8s/client.h"
+#include "tools/local/kubelet/gpu_devices.h"
 #include "tools/local/kubelet/image_map.h"
 #include "tools/local/kubelet/pod_ip_allocator.h"
 #include "tools/local/kubelet/pod_status.h"
@@ -39,9 +40,10 @@ struct KubeletOptions {
   std::string api_service_ip = "10.96.0.1";  // the `kubernetes` Service (KUBERNETES_SERVICE_HOST)
   uint16_t kubelet_port = 10250;             // the kubelet API (logs, exec, port-forward)
   std::string kubelet_version = "v1.37.2";
-  std::map<std::string, int64_t> extended_resources;  // e.g. nvidia.com/gpu: 4, in the Node's capacity
-  std::filesystem::path host_broker;                  // host_sockets.h: listeners for LoadBalancer Services
-  std::filesystem::path pki_dir;                      // ca.crt and kubelet.crt/.key for the kubelet API
+  // In the Node's capacity, e.g. nvidia.com/gpu: 4 (also how many GPU indices there are to assign).
+  std::map<std::string, int64_t> extended_resources;
+  std::filesystem::path host_broker;  // host_sockets.h: listeners for LoadBalancer Services
+  std::filesystem::path pki_dir;      // ca.crt and kubelet.crt/.key for the kubelet API
   ImageMap images;
   BackoffPolicy backoff;
   // Added to every container's environment before its own env (e.g. KUBECONFIG for operators).
@@ -60,7 +62,7 @@ struct RunningContainer {
 
 class PodWorker {
  public:
-  PodWorker(k8s::Client* client, const KubeletOptions* options, PodIpAllocator* ips, Json pod);
+  PodWorker(k8s::Client* client, const KubeletOptions* options, PodIpAllocator* ips, GpuAllocator* gpus, Json pod);
   ~PodWorker();  // stops the containers (as on kubelet shutdown) and joins
   PodWorker(const PodWorker&) = delete;
   PodWorker& operator=(const PodWorker&) = delete;
@@ -112,6 +114,7 @@ class PodWorker {
   k8s::Client* const client_;
   const KubeletOptions* const options_;
   PodIpAllocator* const ips_;
+  GpuAllocator* const gpus_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
