@@ -29,6 +29,7 @@ struct Flags {
   bool leader_elect = false;
   std::string leader_election_namespace;
   std::string leader_election_id = "modelfleet-operator";
+  std::string metrics_address = "0.0.0.0";
   int metrics_port = 8080;
   int workers = 4;
   int resync_seconds = 300;
@@ -72,6 +73,7 @@ int Run(int argc, char** argv) {
   flags.Add("leader_election_namespace", &f.leader_election_namespace,
             "namespace of the Lease (default: $POD_NAMESPACE)");
   flags.Add("leader_election_id", &f.leader_election_id, "name of the Lease");
+  flags.Add("metrics_address", &f.metrics_address, "address of /metrics, /healthz and /readyz");
   flags.Add("metrics_port", &f.metrics_port, "port of /metrics, /healthz and /readyz (0: a free one)");
   flags.Add("workers", &f.workers, "ModelDeployments reconciled in parallel");
   flags.Add("resync_seconds", &f.resync_seconds, "every object is reconciled again this often (with jitter)");
@@ -136,7 +138,7 @@ int Run(int argc, char** argv) {
   routes.Add("GET", "/readyz", mf::http::Sync([&ready](const mf::http::Request&) {
                return ready ? mf::http::Response::Text(200, "ok\n") : mf::http::Response::Text(503, "not ready\n");
              }));
-  mf::http::Server admin({.port = static_cast<uint16_t>(f.metrics_port), .io_threads = 1}, routes.AsHandler());
+  mf::http::Server admin({.address = f.metrics_address, .port = static_cast<uint16_t>(f.metrics_port), .io_threads = 1}, routes.AsHandler());
   if (auto s = admin.Start(); !s.ok()) {
     std::cerr << "modelfleet-operator: serving metrics on port " << f.metrics_port << ": " << s.message() << "\n";
     return 1;

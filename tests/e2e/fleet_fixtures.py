@@ -1,0 +1,133 @@
+"""A ModelFleet installation on modelfleet-local the way users get one: the local cluster maps
+the images the chart and the operator name (modelfleet/{operator,server,router,sync}) to the
+binaries of this build tree, `helm install` puts the operator in modelfleet-system under the
+chart's RBAC, and the operator runs in its pods with its ServiceAccount."""
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import ROOT, build_dir
+from local_fixtures import LocalCluster, wait_until
+
+CHART = ROOT / "helm" / "modelfleet"
+RELEASE = "modelfleet"
+SYSTEM_NS = "modelfleet-system"
+BINARIES = {
+    "modelfleet/operator": "operator/modelfleet-operator",
+    "modelfleet/server": "server/main/modelfleet-server",
+    "modelfleet/router": "server/router/modelfleet-router",
+    "modelfleet/sync": "server/sync/modelfleet-sync",
+}
+HELM_ENV = {"HELM_CACHE_HOME": "/tmp/modelfleet-helm/cache", "HELM_CONFIG_HOME": "/tmp/modelfleet-helm/config",
+            "HELM_DATA_HOME": "/tmp/modelfleet-helm/data"}
+
+
+def write_image_map(path: pathlib.Path) -> pathlib.Path:
+    lines = ["images:"]
+    for image, relative in BINARIES.items():
+        binary = build_dir() / relative
+        if not binary.exists():
+            pytest.skip(f"{binary} is not built")
+        lines.append(f"  {image}: {binary}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+class Fleet:
+    def __init__(self, cluster: LocalCluster):
+        self.cluster = cluster
+
+    def kubectl(self, *args, **kwargs):
+        return self.cluster.kubectl(*args, **kwargs)
+
+    def json(self, *args):
+        return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+
+    def helm(self, *args, check=True, timeout=180):
+        env = dict(self.cluster.env(), **HELM_ENV)
+        result = subprocess.run([str(build_dir() / "go" / "bin" / "helm"), *args], capture_output=True, text=True,
+                                timeout=timeout, env=env)
+        if check and result.returncode != 0:
+            raise AssertionError(f"helm {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+        return result
+
+    def apply(self, manifest: str):
+        return self.kubectl("apply", "-f", "-", input=manifest)
+
+    def local_example(self) -> str:
+        text = (ROOT / "examples" / "modeldeployment-digits-local.yaml").read_text()
+        return text.replace("/MODELFLEET_ROOT", str(ROOT))
+
+    def md(self, name="digits", ns="default"):
+        return self.json("modeldeployment", name, "-n", ns)
+
+    def condition(self, md: dict, kind: str) -> dict:
+        for c in md.get("status", {}).get("conditions", []):
+            if c["type"] == kind:
+                return c
+        return {}
+
+    def wait_ready(self, name="digits", ns="default", timeout=180):
+        self.kubectl("wait", f"modeldeployment/{name}", "-n", ns, "--for", "condition=Ready",
+                     f"--timeout={timeout}s", timeout=timeout + 10)
+
+    def lb_address(self, service="digits", ns="default") -> str:
+        def address():
+            svc = self.json("service", service, "-n", ns)
+            ingress = svc.get("status", {}).get("loadBalancer", {}).get("ingress") or []
+            return ingress[0].get("ip") if ingress else None
+        return wait_until(address, timeout=30, what=f"a LoadBalancer address for {service}")
+
+    def operator_pods(self):
+        pods = self.json("pods", "-n", SYSTEM_NS, "-l", "app.kubernetes.io/name=modelfleet-operator")["items"]
+        return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+    def leader(self) -> str:
+        lease = self.json("lease", "modelfleet-operator", "-n", SYSTEM_NS)
+        return lease["spec"].get("holderIdentity", "")
+
+
+def pids_of_pod(pod_name: str, program: str):
+    """Processes of a pod's container: the node agent runs them on this machine with POD_NAME set
+    by the downward API (the chart sets it) and the program as argv[0]."""
+    found = []
+    for proc in pathlib.Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+            environ = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmdline and cmdline[0].endswith(program.encode()) and f"POD_NAME={pod_name}".encode() in environ:
+            found.append(int(proc.name))
+    return found
+
+
+def kill9(pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fleet")
+    images = write_image_map(tmp / "images.yaml")
+    cluster = LocalCluster(tmp, ["--image-map", str(images)])
+    if not (build_dir() / "go" / "bin" / "helm").exists():
+        pytest.skip("helm is not built (scripts/build-go-tools.sh)")
+    cluster.start()
+    try:
+        fleet = Fleet(cluster)
+        fleet.helm("install", RELEASE, str(CHART), "-n", SYSTEM_NS, "--create-namespace", "--wait", "--timeout", "150s")
+        yield fleet
+    finally:
+        cluster.stop()

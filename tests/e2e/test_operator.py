@@ -1,0 +1,359 @@
+"""modelfleet-operator end to end on modelfleet-local: installed by its Helm chart, running in its
+pods under the chart's RBAC (enforced by the real API server), reconciling the digits example
+into serving pods behind the router; predictions over REST and gRPC; scale, self-healing, a bad
+storageUri, zero failed requests while pods go away, leader election, crashes of the operator
+and of the API server; deletion by the real garbage collector; the RBAC the chart grants is
+exactly what the operator calls (from the API server's audit log).
+
+The tests share one cluster and run in file order; each leaves the example Ready."""
+import collections
+import json
+import threading
+import time
+
+import grpc
+import numpy as np
+import pytest
+import requests
+from sklearn.datasets import load_digits
+
+import proto_stubs
+from fleet_fixtures import SYSTEM_NS, fleet, kill9, pids_of_pod  # noqa: F401
+from local_fixtures import wait_until
+
+DIGITS = load_digits().data[:2].astype(np.float32)
+PREDICT = {"signature_name": "serving_default", "instances": DIGITS.tolist()}
+
+
+@pytest.fixture(scope="module")
+def example(fleet):
+    fleet.apply(fleet.local_example())
+    fleet.wait_ready(timeout=240)
+    return fleet
+
+
+def rest_url(fleet):
+    return f"http://{fleet.lb_address()}:8501/v1/models/digits:predict"
+
+
+class Load:
+    """Keep-alive clients posting predictions until stopped; counts answers by outcome."""
+
+    def __init__(self, url, clients=4):
+        self.url = url
+        self.stop_event = threading.Event()
+        self.lock = threading.Lock()
+        self.outcomes = collections.Counter()
+        self.failures = []
+        self.threads = [threading.Thread(target=self.run, daemon=True) for _ in range(clients)]
+
+    def run(self):
+        with requests.Session() as session:
+            while not self.stop_event.is_set():
+                try:
+                    r = session.post(self.url, json=PREDICT, timeout=10)
+                    outcome = f"{r.status_code} {r.headers.get('x-modelfleet-version', '-')}"
+                    ok = r.status_code == 200 and len(r.json()["predictions"]) == 2
+                except Exception as e:  # noqa: BLE001 (a failed request is what is counted)
+                    outcome, ok = f"error {type(e).__name__}", False
+                with self.lock:
+                    self.outcomes[outcome] += 1
+                    if not ok and len(self.failures) < 10:
+                        self.failures.append(outcome)
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_event.set()
+        for t in self.threads:
+            t.join(timeout=15)
+
+    def total(self):
+        with self.lock:
+            return sum(self.outcomes.values())
+
+    def failed(self):
+        with self.lock:
+            return sum(n for o, n in self.outcomes.items() if not o.startswith("200 "))
+
+
+def test_operator_installed_by_the_chart_runs_two_replicas_with_one_leader(fleet):
+    pods = wait_until(lambda: [p for p in fleet.operator_pods()
+                               if any(c["type"] == "Ready" and c["status"] == "True"
+                                      for c in p["status"].get("conditions", []))] or None,
+                      timeout=60, what="ready operator pods")
+    assert len(fleet.operator_pods()) == 2
+    names = {p["metadata"]["name"] for p in fleet.operator_pods()}
+    assert wait_until(lambda: fleet.leader() in names, timeout=30, what="a leader")
+    for p in pods:
+        sa = p["spec"]["serviceAccountName"]
+        assert sa.endswith("operator"), sa
+        assert p["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_example_becomes_ready_with_printer_columns(example):
+    out = example.kubectl("get", "md", "digits").stdout
+    header, row = out.splitlines()[:2]
+    assert header.split()[:4] == ["NAME", "READY", "TRAFFIC", "QPS"] or header.split()[:3] == ["NAME", "READY", "TRAFFIC"]
+    assert "2/2" in row and "v1=90,v2=10" in row, out
+    md = example.md()
+    assert md["status"]["observedGeneration"] == md["metadata"]["generation"]
+    assert md["status"]["url"] == "http://digits.default.svc:8501"
+    assert [v["modelState"] for v in md["status"]["versions"]] == ["AVAILABLE", "AVAILABLE"]
+    names = {d["metadata"]["name"] for d in example.json("deployments", "-n", "default")["items"]}
+    assert {"digits-v1", "digits-v2", "digits-router"} <= names
+    for kind in ("deployment/digits-v1", "service/digits-v1", "deployment/digits-router", "service/digits",
+                 "configmap/digits-router", "serviceaccount/digits-router", "rolebinding/digits-router"):
+        refs = example.json(kind, "-n", "default")["metadata"]["ownerReferences"]
+        assert refs[0]["kind"] == "ModelDeployment" and refs[0]["controller"] is True, kind
+    events = example.kubectl("describe", "md", "digits").stdout
+    assert "Created" in events and "Ready" in events
+
+
+def test_predictions_through_the_router_over_rest(example):
+    url = rest_url(example)
+    versions = collections.Counter()
+    with requests.Session() as s:
+        for _ in range(300):
+            r = s.post(url, json=PREDICT, timeout=10)
+            assert r.status_code == 200, r.text
+            assert np.array(r.json()["predictions"]).shape == (2, 10)
+            versions[r.headers["x-modelfleet-version"]] += 1
+    assert set(versions) == {"v1", "v2"}, versions
+    assert 0.03 <= versions["v2"] / 300 <= 0.2, versions  # 10% weight
+
+
+def test_predictions_through_the_router_over_grpc(example):
+    predict_pb2 = proto_stubs.module("tensorflow_serving.apis.predict_pb2")
+    services = proto_stubs.module("tensorflow_serving.apis.prediction_service_pb2_grpc")
+    tensor_pb2 = proto_stubs.module("tensorflow.core.framework.tensor_pb2")
+    types_pb2 = proto_stubs.module("tensorflow.core.framework.types_pb2")
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "digits"
+    tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT)
+    for d in DIGITS.shape:
+        tensor.tensor_shape.dim.add(size=d)
+    tensor.tensor_content = DIGITS.astype("<f4").tobytes()
+    request.inputs["images"].CopyFrom(tensor)
+    seen = collections.Counter()
+    with grpc.insecure_channel(f"{example.lb_address()}:8500") as channel:
+        stub = services.PredictionServiceStub(channel)
+        for _ in range(40):
+            response, call = stub.Predict.with_call(request, timeout=10)
+            assert list(response.outputs["scores"].tensor_shape.dim[i].size for i in range(2)) == [2, 10]
+            seen[dict(call.initial_metadata()).get("x-modelfleet-version")] += 1
+    assert set(seen) <= {"v1", "v2"} and seen["v1"] > 0, seen
+
+
+def test_kubectl_scale_and_wait(example):
+    example.kubectl("scale", "md", "digits", "--replicas", "2")
+    wait_until(lambda: example.json("deployment", "digits-v1", "-n", "default")["spec"]["replicas"] == 2,
+               timeout=20, what="digits-v1 scaled to 2")
+    example.wait_ready()
+    assert "4/4" in example.kubectl("get", "md", "digits").stdout
+    assert example.md()["status"]["replicas"] == 2
+    example.kubectl("scale", "md", "digits", "--replicas", "1")
+    example.wait_ready()
+    wait_until(lambda: "2/2" in example.kubectl("get", "md", "digits").stdout, timeout=60, what="2/2 again")
+
+
+def test_a_deleted_deployment_is_recreated(example):
+    old_uid = example.json("deployment", "digits-v2", "-n", "default")["metadata"]["uid"]
+    example.kubectl("delete", "deployment", "digits-v2", "-n", "default", "--wait=false")
+
+    def recreated():
+        r = example.kubectl("get", "deployment", "digits-v2", "-n", "default", "-o", "json", check=False)
+        return r.returncode == 0 and json.loads(r.stdout)["metadata"]["uid"] != old_uid
+    wait_until(recreated, timeout=10, what="digits-v2 recreated")
+    example.wait_ready()
+
+
+def test_other_controllers_labels_cause_no_fight(example):
+    example.kubectl("label", "deployment", "digits-v1", "-n", "default", "team=vision")
+    example.kubectl("annotate", "deployment", "digits-v1", "-n", "default", "example.com/owner=ml-platform")
+    before = example.json("deployment", "digits-v1", "-n", "default")["metadata"]["resourceVersion"]
+    time.sleep(4)
+    d = example.json("deployment", "digits-v1", "-n", "default")
+    assert d["metadata"]["labels"]["team"] == "vision"
+    assert d["metadata"]["annotations"]["example.com/owner"] == "ml-platform"
+    assert d["metadata"]["resourceVersion"] == before  # the operator did not write it back
+    managers = {m["manager"] for m in d["metadata"]["managedFields"]}
+    assert "modelfleet-operator" in managers
+
+
+def test_a_bad_storage_uri_degrades_only_its_version(example):
+    url = rest_url(example)
+    good = example.md()["spec"]["versions"][1]["storageUri"]
+    with Load(url, clients=2) as load:
+        example.kubectl("patch", "md", "digits", "--type", "json", "-p", json.dumps(
+            [{"op": "replace", "path": "/spec/versions/1/storageUri", "value": "file:///nonexistent/model.onnx"}]))
+
+        def degraded():
+            c = example.condition(example.md(), "Degraded")
+            return c if c.get("status") == "True" else None
+        c = wait_until(degraded, timeout=90, what="Degraded")
+        assert c["reason"] == "ModelSyncFailed", c
+        assert "v2" in c["message"] and "nonexistent" in c["message"], c
+        events = example.kubectl("describe", "md", "digits").stdout
+        assert "ModelSyncFailed" in events
+        time.sleep(2)
+    assert load.failed() == 0, (load.outcomes, load.failures)
+    assert load.total() > 20
+    example.kubectl("patch", "md", "digits", "--type", "json", "-p", json.dumps(
+        [{"op": "replace", "path": "/spec/versions/1/storageUri", "value": good}]))
+    wait_until(lambda: example.condition(example.md(), "Degraded").get("status") == "False", timeout=120,
+               what="Degraded False again")
+    example.wait_ready()
+
+
+def test_no_failed_request_while_pods_go_away(example):
+    """Scale-down, a rollout of a new storageUri and the removal of a version, each under steady
+    load through the router."""
+    url = rest_url(example)
+    spec = example.md()["spec"]
+    with Load(url) as load:
+        example.kubectl("scale", "md", "digits", "--replicas", "2")
+        example.wait_ready()
+        example.kubectl("scale", "md", "digits", "--replicas", "1")
+        wait_until(lambda: example.json("deployment", "digits-v1", "-n", "default")["status"].get("replicas") == 1,
+                   timeout=90, what="scale-down done")
+        example.kubectl("patch", "md", "digits", "--type", "json", "-p", json.dumps(
+            [{"op": "replace", "path": "/spec/versions/0/storageUri", "value": spec["versions"][1]["storageUri"]}]))
+        time.sleep(1)
+        example.wait_ready()
+        example.kubectl("patch", "md", "digits", "--type", "merge", "-p", json.dumps(
+            {"spec": {"versions": [spec["versions"][0]], "traffic": {"v1": 100}}}))
+        wait_until(lambda: example.kubectl("get", "deployment", "digits-v2", "-n", "default",
+                                           check=False).returncode != 0, timeout=60, what="digits-v2 deleted")
+        time.sleep(2)
+    assert load.failed() == 0, (load.outcomes, load.failures)
+    assert load.total() > 100, load.outcomes
+    events = example.kubectl("describe", "md", "digits").stdout
+    assert "RetiringVersion" in events
+    # Back to the example.
+    example.apply(example.local_example())
+    example.wait_ready()
+
+
+def test_leader_takeover_after_kill(example):
+    leader = example.leader()
+    pids = pids_of_pod(leader, "modelfleet-operator")
+    assert pids, f"no process for the leader {leader}"
+    killed_at = time.monotonic()
+    kill9(pids)
+    others = {p["metadata"]["name"] for p in example.operator_pods()} - {leader}
+    new_leader = wait_until(lambda: example.leader() if example.leader() in others else None, timeout=25,
+                            what="another replica leading")
+    took = time.monotonic() - killed_at
+    assert took <= 17, f"takeover took {took:.1f} s"
+    # The new leader acts: a traffic edit reaches the router's configuration.
+    example.kubectl("patch", "md", "digits", "--type", "merge", "-p", '{"spec":{"traffic":{"v1":80,"v2":20}}}')
+    wait_until(lambda: '"weight": 20' in example.json("configmap", "digits-router", "-n", "default")["data"]["router.yaml"],
+               timeout=15, what=f"router config from {new_leader}")
+    example.kubectl("patch", "md", "digits", "--type", "merge", "-p", '{"spec":{"traffic":{"v1":90,"v2":10}}}')
+    example.wait_ready()
+
+
+def test_operator_killed_mid_reconcile_converges_without_duplicates(example):
+    manifest = example.local_example().replace("name: digits\n", "name: digits2\n", 1)
+    example.apply(manifest)
+    time.sleep(0.3)
+    for pod in example.operator_pods():
+        kill9(pids_of_pod(pod["metadata"]["name"], "modelfleet-operator"))
+    example.wait_ready("digits2", timeout=240)
+    deployments = [d["metadata"]["name"] for d in
+                   example.json("deployments", "-n", "default", "-l", "modelfleet.io/modeldeployment=digits2")["items"]]
+    assert sorted(deployments) == ["digits2-router", "digits2-v1", "digits2-v2"]
+    example.kubectl("delete", "md", "digits2")
+
+
+def test_api_server_restart_watches_recover(example):
+    pids = [pid for pid in pids_by_program("kube-apiserver", str(example.cluster.data_dir))]
+    assert pids
+    kill9(pids)
+    wait_until(lambda: example.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, timeout=60,
+               what="the API server back")
+    example.kubectl("patch", "md", "digits", "--type", "merge", "-p", '{"spec":{"traffic":{"v1":70,"v2":30}}}')
+    wait_until(lambda: '"weight": 30' in example.json("configmap", "digits-router", "-n", "default")["data"]["router.yaml"],
+               timeout=60, what="the operator acting after the API server restart")
+    example.kubectl("patch", "md", "digits", "--type", "merge", "-p", '{"spec":{"traffic":{"v1":90,"v2":10}}}')
+    example.wait_ready()
+
+
+def pids_by_program(program: str, marker: str):
+    import pathlib
+    out = []
+    for proc in pathlib.Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmdline and cmdline[0].endswith(program.encode()) and any(marker.encode() in a for a in cmdline):
+            out.append(int(proc.name))
+    return out
+
+
+def test_invalid_spec_is_reported_and_changes_nothing(example):
+    before = example.json("deployment", "digits-v1", "-n", "default")["metadata"]["resourceVersion"]
+    bad = example.kubectl("patch", "md", "digits", "--type", "merge", "-p", '{"spec":{"traffic":{"v1":50,"v2":10}}}',
+                          check=False)
+    assert bad.returncode != 0 and "sum to 100" in bad.stderr  # the CRD's CEL rule, at admission
+    assert example.json("deployment", "digits-v1", "-n", "default")["metadata"]["resourceVersion"] == before
+
+
+def test_delete_removes_every_object(example):
+    example.kubectl("delete", "md", "digits", "--wait=true", timeout=90)
+
+    def gone():
+        left = []
+        for kind in ("deployments", "services", "configmaps", "serviceaccounts", "rolebindings", "pods"):
+            items = example.json(kind, "-n", "default", "-l", "modelfleet.io/modeldeployment=digits")["items"]
+            left += [f"{kind}/{i['metadata']['name']}" for i in items]
+        return not left or None
+    wait_until(gone, timeout=90, what="the garbage collector removing digits' objects")
+
+
+def audit_calls(fleet, username):
+    calls = set()
+    for line in (fleet.cluster.data_dir / "logs" / "audit.log").read_text().splitlines():
+        event = json.loads(line)
+        if event.get("user", {}).get("username") != username or "objectRef" not in event:
+            continue
+        ref = event["objectRef"]
+        resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+        calls.add((event["verb"], ref.get("apiGroup", ""), resource))
+    return calls
+
+
+def granted(fleet, sa_name):
+    rules = []
+    for kind, ns in (("clusterroles", None), ("roles", SYSTEM_NS)):
+        args = [kind, "-l", "app.kubernetes.io/instance=modelfleet"] + (["-n", ns] if ns else [])
+        for role in fleet.json(*args)["items"]:
+            if "router" in role["metadata"]["name"]:
+                continue
+            rules += role.get("rules", [])
+    out = set()
+    for r in rules:
+        for group in r.get("apiGroups", []):
+            for resource in r.get("resources", []):
+                for verb in r.get("verbs", []):
+                    out.add((verb, group, resource))
+    return out
+
+
+def test_rbac_grants_exactly_what_the_operator_calls(fleet):
+    sa = fleet.operator_pods()[0]["spec"]["serviceAccountName"]
+    called = audit_calls(fleet, f"system:serviceaccount:{SYSTEM_NS}:{sa}")
+    grants = granted(fleet, sa)
+    # Server-side apply of an object that does not exist yet creates it: the API server checks
+    # `create` then, while the audit log records the call as `patch`. `bind` on the router role
+    # is checked when the RoleBinding is written, not called.
+    implied = {("create", g, r) for (v, g, r) in called if v == "patch"} | {("bind", "rbac.authorization.k8s.io", "clusterroles")}
+    assert called <= grants, f"called but not granted: {sorted(called - grants)}"
+    assert grants <= called | implied, f"granted but never called: {sorted(grants - called - implied)}"
