@@ -149,7 +149,7 @@ DesiredObject VersionDeployment(const ModelDeploymentSpec& md, const VersionSpec
   if (!annotations.is_object()) annotations = Json::object();
   annotations["prometheus.io/scrape"] = "true";
   annotations["prometheus.io/port"] = std::to_string(kRestPort);
-  annotations["prometheus.io/path"] = "/monitoring/prometheus/metrics";
+  annotations["prometheus.io/path"] = "/metrics";  // served whatever the monitoring config says
   if (!server_config_hash.empty()) annotations["modelfleet.io/server-config"] = server_config_hash;
 
   Json server = ServerContainer(md, settings, !server_config_hash.empty());

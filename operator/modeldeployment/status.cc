@@ -230,10 +230,16 @@ Json BuildStatus(const StatusInput& in) {
 
   const Json& router = observed.router_deployment;
   const int64_t router_ready = router.is_object() ? IntAt(router, {"status", "readyReplicas"}) : 0;
-  const bool router_ok = router.is_object() && router_ready >= std::min<int64_t>(1, md.router_replicas) &&
-                         IntAt(router, {"status", "observedGeneration"}) >= IntAt(router, {"metadata", "generation"});
-  if (!router_ok)
+  const bool router_current =
+      router.is_object() && IntAt(router, {"status", "observedGeneration"}) >= IntAt(router, {"metadata", "generation"});
+  // One ready router serves; the rest of a rollout is progress, not unreadiness.
+  if (!router_current || router_ready < std::min<int64_t>(1, md.router_replicas)) {
     not_ready.push_back("router " + std::to_string(router_ready) + "/" + std::to_string(md.router_replicas) + " ready");
+  }
+  if (!router_current || IntAt(router, {"status", "updatedReplicas"}) < md.router_replicas ||
+      router_ready < md.router_replicas) {
+    progressing.push_back("the router");
+  }
 
   const bool ready = not_ready.empty();
   Json conditions = Json::array();

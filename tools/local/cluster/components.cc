@@ -81,6 +81,9 @@ std::vector<ComponentSpec> ControlPlaneComponents(const ControlPlaneLayout& l) {
                   "--cluster-signing-cert-file=" + ca, "--cluster-signing-key-file=" + pki.Key("ca").string(),
                   std::string("--service-cluster-ip-range=") + kServiceCidr, "--profiling=false", "--v=1"},
                  log("kube-controller-manager")});
+  // Their defaults (20 and 50 requests/s) would take many minutes to create and bind ~15,000 pods.
+  const std::vector<std::string> bulk_rate_limits = {"--kube-api-qps=500", "--kube-api-burst=1000"};
+  if (l.simulate_pods) out.back().argv.insert(out.back().argv.end(), bulk_rate_limits.begin(), bulk_rate_limits.end());
   const std::string scheduler_kubeconfig = ComponentKubeconfig(d, "kube-scheduler").string();
   out.push_back(
       {"kube-scheduler",
@@ -88,6 +91,7 @@ std::vector<ComponentSpec> ControlPlaneComponents(const ControlPlaneLayout& l) {
         "--authentication-kubeconfig=" + scheduler_kubeconfig, "--authorization-kubeconfig=" + scheduler_kubeconfig,
         "--bind-address=127.0.0.1", "--leader-elect=false", "--profiling=false", "--v=1"},
        log("kube-scheduler")});
+  if (l.simulate_pods) out.back().argv.insert(out.back().argv.end(), bulk_rate_limits.begin(), bulk_rate_limits.end());
   std::vector<std::string> agent = {
       l.self_binary.string(),       "node-agent",
       "--data-dir=" + d.string(),   "--kubeconfig=" + ComponentKubeconfig(d, "node").string(),
@@ -98,6 +102,7 @@ std::vector<ComponentSpec> ControlPlaneComponents(const ControlPlaneLayout& l) {
     resources += (resources.empty() ? "" : ",") + name + "=" + std::to_string(count);
   }
   if (!resources.empty()) agent.push_back("--extended-resources=" + resources);
+  if (l.simulate_pods) agent.push_back("--simulate-pods");
   out.push_back({"node-agent", std::move(agent), log("node-agent")});
   return out;
 }
