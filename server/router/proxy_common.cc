@@ -1,0 +1,77 @@
+#include "server/router/proxy_common.h"
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include "server/router/routing.h"
+
+namespace mf::router {
+
+uint64_t RandomBits() {
+  thread_local uint64_t state = [] {
+    std::random_device device;
+    return (static_cast<uint64_t>(device()) << 32) ^ device() ^
+           std::hash<std::thread::id>()(std::this_thread::get_id());
+  }();
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+bool IsRetrySafe(std::string_view method, std::string_view path) {
+  if (method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "PUT" || method == "DELETE") {
+    return true;
+  }
+  if (method != "POST") return false;
+  auto ends_with = [&](std::string_view suffix) {
+    return path.size() >= suffix.size() && path.substr(path.size() - suffix.size()) == suffix;
+  };
+  if (path.starts_with("/v1/models/")) return ends_with(":predict") || ends_with(":classify") || ends_with(":regress");
+  if (path.starts_with("/v2/models/")) return ends_with("/infer");
+  return false;
+}
+
+bool IsRetrySafeGrpc(std::string_view path) {
+  return path.starts_with("/tensorflow.serving.PredictionService/") ||
+         path.starts_with("/tensorflow.serving.ModelService/GetModelStatus") ||
+         path.starts_with("/inference.GRPCInferenceService/") || path.starts_with("/grpc.health.v1.Health/Check");
+}
+
+std::shared_ptr<Endpoint> ChooseEndpoint(const std::vector<std::shared_ptr<Endpoint>>& endpoints,
+                                         std::span<Endpoint* const> tried, Clock::time_point now) {
+  if (endpoints.empty()) return nullptr;
+  std::vector<EndpointLoad> loads(endpoints.size());
+  bool any_untried = false;
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    const bool was_tried = std::find(tried.begin(), tried.end(), endpoints[i].get()) != tried.end();
+    any_untried |= !was_tried;
+    loads[i] = {endpoints[i]->outstanding(), !was_tried && !endpoints[i]->Ejected(now)};
+  }
+  if (!any_untried) return nullptr;
+  int chosen = PickEndpoint(loads, RandomBits());
+  if (chosen < 0) {  // every untried endpoint is ejected: use them anyway
+    for (size_t i = 0; i < endpoints.size(); ++i) {
+      loads[i].available = std::find(tried.begin(), tried.end(), endpoints[i].get()) == tried.end();
+    }
+    chosen = PickEndpoint(loads, RandomBits());
+  }
+  return chosen < 0 ? nullptr : endpoints[chosen];
+}
+
+int FallbackVersion(const Snapshot& snapshot, int failed_version, bool grpc, std::span<Endpoint* const> tried) {
+  std::vector<int> weights, ready;
+  for (size_t i = 0; i < snapshot.versions.size(); ++i) {
+    const VersionTargets& v = snapshot.versions[i];
+    const auto& endpoints = grpc ? v.grpc : v.rest;
+    int untried = 0;
+    for (const auto& e : endpoints) untried += std::find(tried.begin(), tried.end(), e.get()) == tried.end() ? 1 : 0;
+    weights.push_back(v.weight);
+    ready.push_back(static_cast<int>(i) == failed_version ? 0 : untried);
+  }
+  // Versions without an untried endpoint count as not ready: their share goes to the others.
+  return PickVersionByPoint(weights, ready, UnitInterval(RandomBits()), UnitInterval(RandomBits()));
+}
+
+}  // namespace mf::router

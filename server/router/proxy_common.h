@@ -1,0 +1,40 @@
+// What the REST and gRPC proxies share: per-thread random numbers, which requests may be sent
+// twice, endpoint picking over a snapshot with ejection and exclusion, and the outcome
+// bookkeeping of one attempt (outstanding counts, outlier detection, metrics).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "server/router/endpoint.h"
+#include "server/router/snapshot.h"
+
+namespace mf::router {
+
+// A fast per-thread generator (splitmix64), seeded from std::random_device.
+uint64_t RandomBits();
+
+// True for requests that may be sent again after the connection failed before any response
+// byte: the idempotent methods (RFC 9110 9.2.2) and inference calls. Inference is a pure
+// function of the request (TF Serving :predict/:classify/:regress, KServe v2 /infer): running it
+// twice has no side effect beyond the compute, so a POST to it is safe to retry.
+bool IsRetrySafe(std::string_view method, std::string_view path);
+
+// True for gRPC methods that only read or infer (all of PredictionService, GRPCInferenceService
+// and health): safe to retry before any response byte.
+bool IsRetrySafeGrpc(std::string_view path);
+
+// Picks an endpoint of `endpoints` by least outstanding requests (power of two choices),
+// skipping `tried` and ejected ones; when every untried endpoint is ejected they are used anyway
+// (better a suspect endpoint than none, as Envoy's panic threshold). Null when all were tried.
+std::shared_ptr<Endpoint> ChooseEndpoint(const std::vector<std::shared_ptr<Endpoint>>& endpoints,
+                                         std::span<Endpoint* const> tried, Clock::time_point now);
+
+// For a retry: the version to try after `failed_version`'s endpoints are exhausted, by weights
+// among the other versions with an endpoint not yet tried; -1 when none.
+int FallbackVersion(const Snapshot& snapshot, int failed_version, bool grpc, std::span<Endpoint* const> tried);
+
+}  // namespace mf::router

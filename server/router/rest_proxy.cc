@@ -1,0 +1,273 @@
+#include "server/router/rest_proxy.h"
+
+#include <array>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "common/logging.h"
+#include "server/router/mirror_compare.h"
+#include "server/router/proxy_common.h"
+#include "server/router/routing.h"
+
+namespace mf::router {
+namespace {
+
+// Hop-by-hop fields (RFC 9110 7.6.1) and those the server and the upstream client frame
+// themselves: never forwarded in either direction.
+bool IsHopByHop(std::string_view name) {
+  static constexpr std::array<std::string_view, 10> kNames = {
+      "connection", "keep-alive",     "proxy-connection", "transfer-encoding", "te", "trailer",
+      "upgrade",    "content-length", "expect",           "proxy-authenticate"};
+  for (std::string_view n : kNames) {
+    if (http::EqualsIgnoreCase(name, n)) return true;
+  }
+  return false;
+}
+
+// Headers named in a Connection field are hop-by-hop too.
+bool NamedByConnection(const http::Headers& headers, std::string_view name) {
+  for (const auto& [field, value] : headers.fields()) {
+    if (!http::EqualsIgnoreCase(field, "connection")) continue;
+    std::string_view list = value;
+    while (!list.empty()) {
+      size_t comma = list.find(',');
+      std::string_view token = list.substr(0, comma);
+      while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+      while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
+      if (http::EqualsIgnoreCase(token, name)) return true;
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    }
+  }
+  return false;
+}
+
+http::Response JsonError(int status, const std::string& message) {
+  return http::Response::Json(status, nlohmann::json{{"error", message}}.dump() + "\n");
+}
+
+// Compares the primary's and the mirror's answers, whichever arrives second.
+struct MirrorPair {
+  std::mutex mu;
+  std::optional<std::pair<int, std::string>> primary, mirror;
+  VersionMetrics* metrics = nullptr;
+  std::string version;
+
+  void Offer(bool is_primary, int status, std::string body) {
+    std::unique_lock lock(mu);
+    (is_primary ? primary : mirror) = std::make_pair(status, std::move(body));
+    if (!primary || !mirror) return;
+    lock.unlock();
+    if (!ResponsesAgree(primary->first, primary->second, mirror->first, mirror->second)) {
+      metrics->mirror_disagreements().Increment();
+      log::Debug("mirror disagreed", {{"version", version},
+                                      {"primary_status", std::to_string(primary->first)},
+                                      {"mirror_status", std::to_string(mirror->first)}});
+    }
+  }
+};
+
+// One proxied request, from routing to its answer; owned by the pending upstream callback.
+class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
+ public:
+  ProxyCall(std::shared_ptr<const Snapshot> snapshot, HttpUpstream& upstream, const ProxyOptions& options,
+            http::Responder responder, Clock::time_point start)
+      : snapshot_(std::move(snapshot)),
+        upstream_(upstream),
+        options_(options),
+        responder_(std::move(responder)),
+        start_(start),
+        deadline_(start + options.upstream_timeout) {}
+
+  void Run(const http::Request& request) {
+    const RouterConfig& config = snapshot_->config;
+    const http::Headers& headers = request.headers;
+    HeaderLookup lookup = [&headers](std::string_view name) { return headers.Get(name); };
+    VersionPick pick = PickVersion(config, snapshot_->rest_ready, lookup, RandomBits(), RandomBits());
+    if (pick.version < 0) {
+      if (pick.reason == PickReason::kRoute) {
+        for (const HeaderRoute& route : config.routes) {
+          auto value = headers.Get(route.header);
+          if (!value || *value != route.value) continue;
+          int v = config.VersionIndex(route.version);
+          version_ = v;
+          return Answer(JsonError(503, "no ready endpoint for version " + route.version + " of model " + config.model +
+                                           ", which the route " + route.header + ": " + route.value + " selects (" +
+                                           std::to_string(snapshot_->rest_ready[v]) + "/" +
+                                           std::to_string(snapshot_->rest_total[v]) + " ready)"));
+        }
+      }
+      return Answer(JsonError(503, NoReadyEndpointMessage(config, snapshot_->rest_ready, snapshot_->rest_total)));
+    }
+    version_ = pick.version;
+
+    http::Headers forwarded;
+    for (const auto& [name, value] : headers.fields()) {
+      if (IsHopByHop(name) || NamedByConnection(headers, name) || http::EqualsIgnoreCase(name, "x-request-id")) {
+        continue;
+      }
+      forwarded.Add(name, value);
+    }
+    if (!headers.Has("host")) forwarded.Set("host", "modelfleet-router");
+    forwarded.Set("x-request-id", request.request_id);
+    std::string client_ip = request.remote_address.substr(0, request.remote_address.rfind(':'));
+    if (auto previous = headers.Get("x-forwarded-for")) {
+      forwarded.Set("x-forwarded-for", std::string(*previous) + ", " + client_ip);
+    } else {
+      forwarded.Set("x-forwarded-for", client_ip);
+    }
+    auto made = MakeUpstreamRequest(request.method, request.target, forwarded, request.body,
+                                    IsRetrySafe(request.method, request.path()));
+    if (!made.ok()) return Answer(JsonError(400, made.status().message()));
+    upstream_request_ = *made;
+
+    StartMirror();
+    metrics().in_flight().Increment();
+    in_flight_ = true;
+    Attempt(version_);
+  }
+
+  void Answer(http::Response response) {
+    VersionMetrics* m = version_ >= 0 ? snapshot_->versions[version_].metrics : snapshot_->unrouted_metrics;
+    if (m)
+      m->RecordRequest(Protocol::kRest, response.status, std::chrono::duration<double>(Clock::now() - start_).count());
+    if (in_flight_) metrics().in_flight().Decrement();
+    if (version_ >= 0) response.headers.Set("x-modelfleet-version", snapshot_->versions[version_].name);
+    if (mirror_) mirror_->Offer(true, response.status, response.body);
+    responder_.Respond(std::move(response));
+  }
+
+ private:
+  VersionMetrics& metrics() { return *snapshot_->versions[first_version_ >= 0 ? first_version_ : version_].metrics; }
+
+  void Attempt(int version) {
+    if (first_version_ < 0) first_version_ = version;
+    version_ = version;
+    std::shared_ptr<Endpoint> endpoint = ChooseEndpoint(snapshot_->versions[version].rest, tried_, Clock::now());
+    if (!endpoint) {
+      return Answer(
+          JsonError(503, NoReadyEndpointMessage(snapshot_->config, snapshot_->rest_ready, snapshot_->rest_total)));
+    }
+    tried_.push_back(endpoint.get());
+    endpoint->Begin();
+    upstream_.Send(endpoint, upstream_request_, deadline_,
+                   [self = shared_from_this(), endpoint](UpstreamResult result) {
+                     endpoint->End();
+                     self->OnResult(endpoint, std::move(result));
+                   });
+  }
+
+  void OnResult(const std::shared_ptr<Endpoint>& endpoint, UpstreamResult result) {
+    const std::string& version = snapshot_->versions[version_].name;
+    const bool failed = result.error != UpstreamError::kNone || result.response.status >= 500;
+    if (failed) {
+      if (endpoint->RecordFailure(Clock::now(), options_.outlier)) {
+        snapshot_->versions[version_].metrics->ejections().Increment();
+        log::Warning("endpoint ejected after consecutive failures",
+                     {{"version", version},
+                      {"endpoint", endpoint->address()},
+                      {"seconds", std::to_string(options_.outlier.ejection.count() / 1000)}});
+      }
+    } else {
+      endpoint->RecordSuccess();
+    }
+    const bool retryable = result.error == UpstreamError::kConnect ||
+                           (result.error == UpstreamError::kNoResponse && upstream_request_->retry_safe);
+    if (retryable && tried_.size() == 1 && Clock::now() < deadline_) {
+      int next = version_;
+      if (!HasUntried(snapshot_->versions[version_].rest)) next = FallbackVersion(*snapshot_, version_, false, tried_);
+      if (next >= 0) {
+        log::Debug("retrying on another endpoint",
+                   {{"version", version}, {"endpoint", endpoint->address()}, {"error", result.message}});
+        snapshot_->versions[first_version_].metrics->retries().Increment();
+        first_error_ = result.message;
+        return Attempt(next);
+      }
+    }
+    const std::string where = "version " + version + " endpoint " + endpoint->address();
+    const std::string earlier = first_error_.empty() ? "" : " (after a retry: " + first_error_ + ")";
+    switch (result.error) {
+      case UpstreamError::kNone:
+        break;
+      case UpstreamError::kTimeout:
+        return Answer(JsonError(504, "upstream " + where + " did not answer within " +
+                                         std::to_string(options_.upstream_timeout.count()) + " ms" + earlier));
+      case UpstreamError::kConnect:
+      case UpstreamError::kNoResponse:
+      case UpstreamError::kBadResponse:
+        return Answer(JsonError(502, "upstream " + where + " failed: " + result.message + earlier));
+    }
+    http::Response response;
+    response.status = result.response.status;
+    for (const auto& [name, value] : result.response.headers.fields()) {
+      if (IsHopByHop(name) || NamedByConnection(result.response.headers, name)) continue;
+      response.headers.Add(name, value);
+    }
+    response.body = std::move(result.response.body);
+    Answer(std::move(response));
+  }
+
+  bool HasUntried(const std::vector<std::shared_ptr<Endpoint>>& endpoints) const {
+    for (const auto& e : endpoints) {
+      if (std::find(tried_.begin(), tried_.end(), e.get()) == tried_.end()) return true;
+    }
+    return false;
+  }
+
+  // Sends a copy to the mirror version (percent of requests), compared when both have answered.
+  void StartMirror() {
+    const int mirror = snapshot_->mirror_version;
+    if (mirror < 0 || mirror == version_ || snapshot_->config.mirror->percent <= 0) return;
+    if (RandomBits() % 100 >= static_cast<uint64_t>(snapshot_->config.mirror->percent)) return;
+    std::vector<Endpoint*> none;
+    std::shared_ptr<Endpoint> endpoint = ChooseEndpoint(snapshot_->versions[mirror].rest, none, Clock::now());
+    if (!endpoint) return;
+    VersionTargets const& target = snapshot_->versions[mirror];
+    target.metrics->mirrored().Increment();
+    mirror_ = std::make_shared<MirrorPair>();
+    mirror_->metrics = target.metrics;
+    mirror_->version = target.name;
+    endpoint->Begin();
+    upstream_.Send(endpoint, upstream_request_, deadline_, [pair = mirror_, endpoint](UpstreamResult result) {
+      endpoint->End();
+      if (result.error != UpstreamError::kNone) {
+        pair->Offer(false, 0, result.message);
+      } else {
+        pair->Offer(false, result.response.status, std::move(result.response.body));
+      }
+    });
+  }
+
+  std::shared_ptr<const Snapshot> snapshot_;
+  HttpUpstream& upstream_;
+  const ProxyOptions& options_;
+  http::Responder responder_;
+  const Clock::time_point start_;
+  const Clock::time_point deadline_;
+  std::shared_ptr<const UpstreamRequest> upstream_request_;
+  std::vector<Endpoint*> tried_;
+  std::string first_error_;
+  std::shared_ptr<MirrorPair> mirror_;
+  int version_ = -1;        // the version answering now
+  int first_version_ = -1;  // the version routing chose (its in-flight gauge and retries)
+  bool in_flight_ = false;
+};
+
+}  // namespace
+
+RestProxy::RestProxy(const SnapshotStore& snapshots, HttpUpstream& upstream, ProxyOptions options)
+    : snapshots_(snapshots), upstream_(upstream), options_(options) {}
+
+void RestProxy::Handle(http::Request request, http::Responder responder) {
+  const Clock::time_point start = Clock::now();
+  std::shared_ptr<const Snapshot> snapshot = snapshots_.Load();
+  if (!snapshot) {
+    responder.Respond(JsonError(503, "the router has no valid configuration yet; see its log and /readyz"));
+    return;
+  }
+  auto call = std::make_shared<ProxyCall>(std::move(snapshot), upstream_, options_, std::move(responder), start);
+  call->Run(request);
+}
+
+}  // namespace mf::router

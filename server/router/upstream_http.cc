@@ -1,0 +1,382 @@
+#include "server/router/upstream_http.h"
+
+#include <poll.h>
+
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "http/wire.h"
+#include "server/router/router_config.h"
+
+namespace mf::router {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+
+// A connection keeps its io_context alive: pooled connections may outlive the client.
+struct HttpConnection {
+  explicit HttpConnection(std::shared_ptr<asio::io_context> context) : ioc(std::move(context)), socket(*ioc) {}
+  std::shared_ptr<asio::io_context> ioc;
+  tcp::socket socket;
+  beast::flat_buffer buffer;
+  Clock::time_point idle_since;
+};
+
+// True when an idle connection can take a request: the peer has neither closed it nor sent
+// anything unasked (either makes the socket readable).
+bool StillIdle(HttpConnection& conn) {
+  if (!conn.socket.is_open() || conn.buffer.size() != 0) return false;
+  pollfd fd{conn.socket.native_handle(), POLLIN, 0};
+  return ::poll(&fd, 1, 0) == 0;
+}
+
+}  // namespace
+
+std::string_view UpstreamErrorName(UpstreamError error) {
+  switch (error) {
+    case UpstreamError::kNone:
+      return "none";
+    case UpstreamError::kConnect:
+      return "connect";
+    case UpstreamError::kNoResponse:
+      return "no_response";
+    case UpstreamError::kTimeout:
+      return "timeout";
+    case UpstreamError::kBadResponse:
+      return "bad_response";
+  }
+  return "unknown";
+}
+
+StatusOr<std::shared_ptr<const UpstreamRequest>> MakeUpstreamRequest(std::string method, std::string target,
+                                                                     const http::Headers& headers,
+                                                                     const std::string& body, bool retry_safe) {
+  auto request = std::make_shared<UpstreamRequest>();
+  if (!http::wire::IsValidHeaderField(method, "") || target.empty() ||
+      target.find_first_of("\r\n ") != std::string::npos) {
+    return InvalidArgument("request line '" + method + " " + target + "' cannot be forwarded");
+  }
+  std::string& wire = request->wire;
+  wire.reserve(256 + body.size());
+  wire.append(method).append(" ").append(target).append(" HTTP/1.1\r\n");
+  for (const auto& [name, value] : headers.fields()) {
+    if (!http::wire::IsValidHeaderField(name, value)) {
+      return InvalidArgument("request header '" + name + "' has an invalid name or value");
+    }
+    http::wire::AppendHeader(name, value, &wire);
+  }
+  if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
+    http::wire::AppendContentLength(body.size(), &wire);
+  }
+  wire.append("\r\n").append(body);
+  request->method = std::move(method);
+  request->target = std::move(target);
+  request->retry_safe = retry_safe;
+  return std::shared_ptr<const UpstreamRequest>(std::move(request));
+}
+
+class HttpUpstream::Impl {
+ public:
+  explicit Impl(HttpUpstreamOptions options) : options_(options) {
+    const int threads = std::max(1, options_.io_threads);
+    for (int i = 0; i < threads; ++i) {
+      contexts_.push_back(std::make_shared<asio::io_context>(1));
+      guards_.emplace_back(asio::make_work_guard(*contexts_.back()));
+    }
+    for (int i = 0; i < threads; ++i) {
+      threads_.emplace_back([context = contexts_[i].get()] { context->run(); });
+    }
+  }
+  ~Impl() { Stop(); }
+
+  void Stop() {
+    std::call_once(stopped_, [&] {
+      for (auto& guard : guards_) guard.reset();
+      for (auto& context : contexts_) context->stop();
+      for (auto& thread : threads_) {
+        if (thread.joinable()) thread.join();
+      }
+    });
+  }
+
+  const HttpUpstreamOptions& options() const { return options_; }
+
+  // An idle pooled connection that still looks usable, or null.
+  std::shared_ptr<HttpConnection> TakeIdle(Endpoint& endpoint) {
+    const Clock::time_point oldest = Clock::now() - options_.idle_ttl;
+    std::vector<std::shared_ptr<void>> stale;  // closed outside the lock
+    std::shared_ptr<HttpConnection> found;
+    {
+      std::lock_guard lock(endpoint.connections().mu);
+      auto& items = endpoint.connections().items;
+      while (!items.empty()) {
+        auto conn = std::static_pointer_cast<HttpConnection>(std::move(items.back()));
+        items.pop_back();
+        if (conn->idle_since >= oldest && StillIdle(*conn)) {
+          found = std::move(conn);
+          break;
+        }
+        stale.push_back(std::move(conn));
+      }
+      // The oldest idle connections sit at the front: drop those past their TTL.
+      size_t expired = 0;
+      while (expired < items.size() && std::static_pointer_cast<HttpConnection>(items[expired])->idle_since < oldest) {
+        ++expired;
+      }
+      for (size_t i = 0; i < expired; ++i) stale.push_back(std::move(items[i]));
+      items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(expired));
+    }
+    for (auto& item : stale) CloseOnItsThread(std::static_pointer_cast<HttpConnection>(item));
+    return found;
+  }
+
+  void GiveBack(Endpoint& endpoint, std::shared_ptr<HttpConnection> conn) {
+    conn->idle_since = Clock::now();
+    std::lock_guard lock(endpoint.connections().mu);
+    auto& items = endpoint.connections().items;
+    if (items.size() >= options_.max_idle_per_endpoint) return;  // closes when `conn` is dropped
+    items.push_back(std::move(conn));
+  }
+
+  std::shared_ptr<HttpConnection> NewConnection() {
+    size_t i = next_context_.fetch_add(1, std::memory_order_relaxed) % contexts_.size();
+    opened_.fetch_add(1, std::memory_order_relaxed);
+    return std::make_shared<HttpConnection>(contexts_[i]);
+  }
+
+  uint64_t opened() const { return opened_.load(); }
+
+ private:
+  static void CloseOnItsThread(std::shared_ptr<HttpConnection> conn) {
+    asio::post(*conn->ioc, [conn] {
+      beast::error_code ignored;
+      conn->socket.close(ignored);
+    });
+  }
+
+  HttpUpstreamOptions options_;
+  std::vector<std::shared_ptr<asio::io_context>> contexts_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+  std::vector<std::thread> threads_;
+  std::atomic<size_t> next_context_{0};
+  std::atomic<uint64_t> opened_{0};
+  std::once_flag stopped_;
+};
+
+namespace {
+
+// One request's exchange with one endpoint: connect or reuse, write, read, classify. Runs on the
+// io thread of its connection; owned by the pending asynchronous operations.
+class Exchange : public std::enable_shared_from_this<Exchange> {
+ public:
+  Exchange(HttpUpstream::Impl* client, std::shared_ptr<Endpoint> endpoint,
+           std::shared_ptr<const UpstreamRequest> request, Clock::time_point deadline, UpstreamCallback done)
+      : client_(client),
+        endpoint_(std::move(endpoint)),
+        request_(std::move(request)),
+        deadline_(deadline),
+        done_(std::move(done)) {}
+
+  void Start() {
+    conn_ = client_->TakeIdle(*endpoint_);
+    reused_ = conn_ != nullptr;
+    if (!conn_) conn_ = client_->NewConnection();
+    asio::post(*conn_->ioc, [self = shared_from_this()] { self->reused_ ? self->Write() : self->Connect(); });
+  }
+
+ private:
+  void Arm(Clock::time_point at) {
+    timer_.emplace(*conn_->ioc);
+    timer_->expires_at(at);
+    timer_fired_ = false;
+    timer_->async_wait([self = shared_from_this(), conn = conn_](beast::error_code ec) {
+      if (ec || conn != self->conn_) return;
+      self->timer_fired_ = true;
+      beast::error_code ignored;
+      conn->socket.close(ignored);
+    });
+  }
+
+  void Connect() {
+    std::string host;
+    int port = 0;
+    if (!SplitHostPort(endpoint_->address(), &host, &port)) {
+      return Finish(UpstreamError::kConnect, "endpoint '" + endpoint_->address() + "' is not host:port");
+    }
+    Arm(std::min(deadline_, Clock::now() + client_->options().connect_timeout));
+    beast::error_code ec;
+    asio::ip::address ip = asio::ip::make_address(host, ec);
+    if (!ec) {
+      conn_->socket.async_connect(tcp::endpoint(ip, static_cast<uint16_t>(port)),
+                                  [self = shared_from_this()](beast::error_code ec) { self->OnConnect(ec); });
+      return;
+    }
+    resolver_.emplace(*conn_->ioc);
+    resolver_->async_resolve(host, std::to_string(port),
+                             [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type results) {
+                               if (ec) return self->OnConnect(ec);
+                               asio::async_connect(
+                                   self->conn_->socket, results,
+                                   [self](beast::error_code ec, const tcp::endpoint&) { self->OnConnect(ec); });
+                             });
+  }
+
+  void OnConnect(beast::error_code ec) {
+    if (ec) {
+      if (timer_fired_ && Clock::now() >= deadline_)
+        return Finish(UpstreamError::kTimeout, "deadline passed while connecting");
+      std::string why =
+          timer_fired_ ? "connect timed out after " + std::to_string(client_->options().connect_timeout.count()) + " ms"
+                       : ec.message();
+      return Finish(UpstreamError::kConnect, "cannot connect to " + endpoint_->address() + ": " + why);
+    }
+    beast::error_code ignored;
+    conn_->socket.set_option(tcp::no_delay(true), ignored);
+    Write();
+  }
+
+  void Write() {
+    Arm(deadline_);
+    asio::async_write(conn_->socket, asio::buffer(request_->wire),
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        if (ec) return self->OnFailureBeforeResponse(ec);
+                        self->parser_.emplace();
+                        self->ConfigureParser();
+                        self->Read();
+                      });
+  }
+
+  void ConfigureParser() {
+    parser_->header_limit(static_cast<std::uint32_t>(client_->options().max_response_header_bytes));
+    parser_->body_limit(client_->options().max_response_body_bytes);
+    if (request_->method == "HEAD") parser_->skip(true);
+  }
+
+  void Read() {
+    // Bytes left over from a 1xx response (or read with it) are parsed before reading more.
+    if (conn_->buffer.size() > 0 && Parse()) return;
+    conn_->socket.async_read_some(conn_->buffer.prepare(64 * 1024),
+                                  [self = shared_from_this()](beast::error_code ec, size_t n) {
+                                    self->conn_->buffer.commit(n);
+                                    if (n > 0) self->received_any_ = true;
+                                    if (ec) return self->OnReadError(ec);
+                                    if (!self->Parse()) self->Read();
+                                  });
+  }
+
+  // Feeds buffered bytes to the parser; true when the exchange finished (either way).
+  bool Parse() {
+    beast::error_code ec;
+    while (conn_->buffer.size() > 0) {
+      http::wire::PutBuffered(*parser_, conn_->buffer, ec);
+      if (ec == bhttp::error::need_more) return false;
+      if (ec) {
+        Finish(UpstreamError::kBadResponse, "malformed response from " + endpoint_->address() + ": " + ec.message());
+        return true;
+      }
+      if (parser_->is_header_done() && parser_->get().result_int() / 100 == 1 && parser_->get().result_int() != 101) {
+        parser_.emplace();  // an interim response (100 Continue...): the real one follows
+        ConfigureParser();
+        continue;
+      }
+      if (parser_->is_done()) {
+        Complete(parser_->keep_alive());
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void OnReadError(beast::error_code ec) {
+    if (!received_any_) return OnFailureBeforeResponse(ec);
+    if (timer_fired_) return Finish(UpstreamError::kTimeout, "deadline passed while reading the response");
+    if (ec == asio::error::eof && parser_->is_header_done()) {
+      beast::error_code eof_ec;
+      parser_->put_eof(eof_ec);  // a body delimited by the end of the connection
+      if (!eof_ec && parser_->is_done()) return Complete(false);
+    }
+    Finish(UpstreamError::kBadResponse, endpoint_->address() + " closed the connection mid-response: " + ec.message());
+  }
+
+  void OnFailureBeforeResponse(beast::error_code ec) {
+    if (timer_fired_) return Finish(UpstreamError::kTimeout, "deadline passed waiting for the response");
+    if (reused_ && request_->retry_safe) {
+      // The upstream closed a pooled connection as we reused it: once more on a fresh one.
+      reused_ = false;
+      timer_.reset();
+      conn_ = client_->NewConnection();
+      asio::post(*conn_->ioc, [self = shared_from_this()] { self->Connect(); });
+      return;
+    }
+    Finish(UpstreamError::kNoResponse,
+           endpoint_->address() + " closed the connection before responding: " + ec.message());
+  }
+
+  void Complete(bool keep_alive) {
+    timer_.reset();
+    UpstreamResult result;
+    auto& message = parser_->get();
+    result.response.status = static_cast<int>(message.result_int());
+    for (const auto& field : message) {
+      result.response.headers.Add(http::wire::ToStd(field.name_string()), http::wire::ToStd(field.value()));
+    }
+    result.response.body = std::move(message.body());
+    if (keep_alive && conn_->buffer.size() == 0) client_->GiveBack(*endpoint_, std::move(conn_));
+    conn_.reset();
+    auto done = std::move(done_);
+    done(std::move(result));
+  }
+
+  void Finish(UpstreamError error, std::string message) {
+    timer_.reset();
+    if (conn_) {
+      beast::error_code ignored;
+      conn_->socket.close(ignored);
+    }
+    UpstreamResult result;
+    result.error = error;
+    result.message = std::move(message);
+    auto done = std::move(done_);
+    done(std::move(result));
+  }
+
+  HttpUpstream::Impl* client_;  // outlives every running exchange: Stop() joins the io threads first
+  std::shared_ptr<Endpoint> endpoint_;
+  std::shared_ptr<const UpstreamRequest> request_;
+  Clock::time_point deadline_;
+  UpstreamCallback done_;
+  std::shared_ptr<HttpConnection> conn_;
+  std::optional<asio::steady_timer> timer_;
+  std::optional<tcp::resolver> resolver_;
+  std::optional<bhttp::response_parser<bhttp::string_body>> parser_;
+  bool reused_ = false;
+  bool timer_fired_ = false;
+  bool received_any_ = false;
+};
+
+}  // namespace
+
+HttpUpstream::HttpUpstream(HttpUpstreamOptions options) : impl_(std::make_unique<Impl>(options)) {}
+HttpUpstream::~HttpUpstream() { Stop(); }
+
+void HttpUpstream::Send(std::shared_ptr<Endpoint> endpoint, std::shared_ptr<const UpstreamRequest> request,
+                        Clock::time_point deadline, UpstreamCallback done) {
+  std::make_shared<Exchange>(impl_.get(), std::move(endpoint), std::move(request), deadline, std::move(done))->Start();
+}
+
+void HttpUpstream::Stop() { impl_->Stop(); }
+uint64_t HttpUpstream::connections_opened() const { return impl_->opened(); }
+
+}  // namespace mf::router

@@ -1,0 +1,88 @@
+// An asynchronous HTTP/1.1 client for the router's upstreams: keep-alive connections pooled per
+// endpoint (on the Endpoint's ConnectionShelf), its own io threads, one callback per request.
+// Unlike src/http's Client it never blocks a thread on a request, so the router's io threads
+// only ever hand work over and answer.
+//
+// Failures are classified for the proxy's retry decision: a connect failure, or a connection
+// that ended before any response byte (kNoResponse), left the request unprocessed or (for the
+// requests the proxy marks retry_safe) safe to send again. A pooled connection the upstream
+// closed while idle is noticed before reuse (poll), and one that still fails before a response
+// byte is retried here once on a fresh connection when the request is retry_safe.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "http/message.h"
+#include "server/router/endpoint.h"
+
+namespace mf::router {
+
+// A request ready for the wire, shared by the first attempt, a retry and a mirror copy.
+struct UpstreamRequest {
+  std::string method;
+  std::string target;
+  std::string wire;         // request line, headers and body, as written to every upstream
+  bool retry_safe = false;  // may be sent again after a failure before any response byte
+};
+
+// Serialises `method target` with `headers` (already filtered by the caller) and `body`.
+// INVALID_ARGUMENT when a header could inject (CR/LF, bad names).
+StatusOr<std::shared_ptr<const UpstreamRequest>> MakeUpstreamRequest(std::string method, std::string target,
+                                                                     const http::Headers& headers,
+                                                                     const std::string& body, bool retry_safe);
+
+enum class UpstreamError {
+  kNone,
+  kConnect,      // could not connect (refused, unreachable, connect timeout)
+  kNoResponse,   // the connection failed before any response byte
+  kTimeout,      // the deadline passed
+  kBadResponse,  // malformed, too large, or cut off mid-response
+};
+std::string_view UpstreamErrorName(UpstreamError error);
+
+struct UpstreamResult {
+  UpstreamError error = UpstreamError::kNone;
+  std::string message;  // for kNone: empty
+  http::Response response;
+};
+
+using UpstreamCallback = std::function<void(UpstreamResult result)>;
+
+struct HttpUpstreamOptions {
+  int io_threads = 2;
+  std::chrono::milliseconds connect_timeout{5'000};
+  size_t max_idle_per_endpoint = 64;
+  std::chrono::milliseconds idle_ttl{50'000};  // below the upstream's keep-alive timeout (75 s)
+  size_t max_response_header_bytes = 64 * 1024;
+  size_t max_response_body_bytes = 256 * 1024 * 1024;
+};
+
+class HttpUpstream {
+ public:
+  explicit HttpUpstream(HttpUpstreamOptions options);
+  ~HttpUpstream();  // Stop()s
+  HttpUpstream(const HttpUpstream&) = delete;
+  HttpUpstream& operator=(const HttpUpstream&) = delete;
+
+  // Sends `request` to `endpoint` and calls `done` once, on one of this client's io threads,
+  // with the response or a classified failure. `deadline` bounds the whole exchange.
+  void Send(std::shared_ptr<Endpoint> endpoint, std::shared_ptr<const UpstreamRequest> request,
+            Clock::time_point deadline, UpstreamCallback done);
+
+  // Stops the io threads; requests in flight are dropped without their callback. Idempotent.
+  void Stop();
+
+  uint64_t connections_opened() const;
+
+  class Impl;  // upstream_http.cc
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mf::router
