@@ -123,7 +123,11 @@ Status ModelDeploymentController::Start(std::chrono::milliseconds sync_timeout) 
     auto informer = std::make_unique<k8s::Informer>(client_, o);
     informer->AddIndex(kIndex, OwnerIndex);
     informer->AddEventHandlers({.on_add = [this](const ObjectPtr& obj) { EnqueueOwner(obj); },
-                                .on_update = [this](const ObjectPtr&, const ObjectPtr& obj) { EnqueueOwner(obj); },
+                                .on_update =
+                                    [this](const ObjectPtr& old_obj, const ObjectPtr& obj) {
+                                      // Resyncs (old == new) and others' labels change nothing here.
+                                      if (old_obj != obj && OwnedObjectChanged(*old_obj, *obj)) EnqueueOwner(obj);
+                                    },
                                 .on_delete = [this](const ObjectPtr& obj) { EnqueueOwner(obj); }});
     owned_.push_back({resource, gvr, std::move(informer)});
   }

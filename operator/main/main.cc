@@ -138,7 +138,8 @@ int Run(int argc, char** argv) {
   routes.Add("GET", "/readyz", mf::http::Sync([&ready](const mf::http::Request&) {
                return ready ? mf::http::Response::Text(200, "ok\n") : mf::http::Response::Text(503, "not ready\n");
              }));
-  mf::http::Server admin({.address = f.metrics_address, .port = static_cast<uint16_t>(f.metrics_port), .io_threads = 1}, routes.AsHandler());
+  mf::http::Server admin({.address = f.metrics_address, .port = static_cast<uint16_t>(f.metrics_port), .io_threads = 1},
+                         routes.AsHandler());
   if (auto s = admin.Start(); !s.ok()) {
     std::cerr << "modelfleet-operator: serving metrics on port " << f.metrics_port << ": " << s.message() << "\n";
     return 1;

@@ -368,6 +368,40 @@ DesiredState BuildDesiredState(const ModelDeploymentSpec& md, const std::map<std
   return state;
 }
 
+namespace {
+
+// Keeps only the labels and annotations the operator reads or sets.
+Json OursOnly(const Json& map, bool labels) {
+  Json out = Json::object();
+  if (!map.is_object()) return out;
+  for (const auto& [k, v] : map.items()) {
+    const bool ours = labels
+                          ? (k == kManagedByLabel || k == kModelDeploymentLabel || k == kVersionLabel ||
+                             k == kComponentLabel || k == "app.kubernetes.io/instance" || k == "app.kubernetes.io/name")
+                          : k.starts_with("modelfleet.io/");
+    if (ours) out[k] = v;
+  }
+  return out;
+}
+
+Json Relevant(const Json& object) {
+  if (!object.is_object()) return object;
+  Json copy = object;
+  if (auto meta = copy.find("metadata"); meta != copy.end() && meta->is_object()) {
+    meta->erase("resourceVersion");
+    meta->erase("managedFields");
+    (*meta)["labels"] = OursOnly(meta->value("labels", Json::object()), true);
+    (*meta)["annotations"] = OursOnly(meta->value("annotations", Json::object()), false);
+  }
+  return copy;
+}
+
+}  // namespace
+
+bool OwnedObjectChanged(const Json& old_object, const Json& new_object) {
+  return Relevant(old_object) != Relevant(new_object);
+}
+
 bool ContainsFields(const Json& observed, const Json& desired) {
   if (desired.is_object()) {
     if (!observed.is_object()) return false;

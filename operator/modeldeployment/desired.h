@@ -61,6 +61,11 @@ std::map<std::string, std::string> CommonLabels(const ModelDeploymentSpec& md);
 std::string PodSelector(const std::string& md_name);
 Json OwnerReference(const ModelDeploymentSpec& md);
 
+// Whether an update of an owned object can change what a reconcile does: anything but other
+// controllers' labels and annotations and the API server's bookkeeping (resourceVersion,
+// managedFields). Keeps reconciles at rest flat while others label our objects.
+bool OwnedObjectChanged(const Json& old_object, const Json& new_object);
+
 // Whether every field `desired` sets has the same value in `observed` (objects recursively,
 // arrays element by element with equal length): the apply is then a no-op and is skipped.
 bool ContainsFields(const Json& observed, const Json& desired);

@@ -230,8 +230,8 @@ Json BuildStatus(const StatusInput& in) {
 
   const Json& router = observed.router_deployment;
   const int64_t router_ready = router.is_object() ? IntAt(router, {"status", "readyReplicas"}) : 0;
-  const bool router_current =
-      router.is_object() && IntAt(router, {"status", "observedGeneration"}) >= IntAt(router, {"metadata", "generation"});
+  const bool router_current = router.is_object() && IntAt(router, {"status", "observedGeneration"}) >=
+                                                        IntAt(router, {"metadata", "generation"});
   // One ready router serves; the rest of a rollout is progress, not unreadiness.
   if (!router_current || router_ready < std::min<int64_t>(1, md.router_replicas)) {
     not_ready.push_back("router " + std::to_string(router_ready) + "/" + std::to_string(md.router_replicas) + " ready");

@@ -198,6 +198,26 @@ TEST(DesiredTest, NoRoleBindingWithoutARouterRole) {
   for (const auto& o : Build(SampleModelDeployment(), settings).objects) EXPECT_NE(o.resource, "rolebindings");
 }
 
+TEST(DesiredTest, OwnedObjectChangedIgnoresOtherManagersLabelsAndBookkeeping) {
+  const Json base = Json::parse(R"({"metadata": {"name": "d", "resourceVersion": "1", "generation": 1,
+      "labels": {"modelfleet.io/modeldeployment": "mnist"}, "annotations": {}}, "spec": {"replicas": 1},
+      "status": {"readyReplicas": 0}})");
+  auto with = [&](const char* patch) {
+    Json o = base;
+    o.merge_patch(Json::parse(patch));
+    return o;
+  };
+  EXPECT_FALSE(OwnedObjectChanged(base, with(R"({"metadata": {"resourceVersion": "2", "labels": {"team": "x"}}})")));
+  EXPECT_FALSE(
+      OwnedObjectChanged(base, with(R"({"metadata": {"annotations": {"example.com/a": "b"}, "managedFields": []}})")));
+  EXPECT_TRUE(OwnedObjectChanged(base, with(R"({"status": {"readyReplicas": 1}})")));
+  EXPECT_TRUE(OwnedObjectChanged(base, with(R"({"metadata": {"generation": 2}})")));
+  EXPECT_TRUE(OwnedObjectChanged(base, with(R"({"metadata": {"labels": {"modelfleet.io/modeldeployment": null}}})")));
+  EXPECT_TRUE(
+      OwnedObjectChanged(base, with(R"({"metadata": {"annotations": {"modelfleet.io/retiring-since": "1"}}})")));
+  EXPECT_TRUE(OwnedObjectChanged(base, with(R"({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}})")));
+}
+
 struct ContainsCase {
   const char* observed;
   const char* desired;

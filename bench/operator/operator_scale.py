@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""How modelfleet-operator holds up with many ModelDeployments, on modelfleet-local with
+--simulate-pods (the node agent marks pods Running and Ready without running them, as kwok
+does), the operator running outside the cluster with the admin kubeconfig.
+
+Prints one table: time until N ModelDeployments are Ready, time for one more to become Ready
+among them, the operator's peak RSS, and reconciles per minute at rest, quiet and while another
+client keeps adding labels to our Deployments (server-side apply leaves those alone, so the
+rate must stay flat).
+
+    .cache/venv/bin/python bench/operator/operator_scale.py --count 5000
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("MODELFLEET_BUILD_DIR", ROOT / "build"))
+NS = "bench"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def model_deployment(name):
+    return {"apiVersion": "modelfleet.io/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"replicas": 1, "router": {"replicas": 1},
+                     "versions": [{"name": "v1", "storageUri": "file:///models/m/1"},
+                                  {"name": "v2", "storageUri": "file:///models/m/2"}],
+                     "traffic": {"v1": 90, "v2": 10}}}
+
+
+def is_ready(md):
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (md.get("status") or {}).get("conditions", []))
+
+
+def reconciles(metrics_url):
+    text = urllib.request.urlopen(metrics_url, timeout=5).read().decode()
+    return sum(float(m.group(1)) for m in
+               re.finditer(r'^modelfleet_operator_reconcile_total\{[^}]*\} ([0-9.e+]+)$', text, re.M))
+
+
+def peak_rss_mb(pid):
+    status = pathlib.Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--count", type=int, default=500)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--rest-seconds", type=int, default=60)
+    parser.add_argument("--timeout", type=int, default=3600)
+    args = parser.parse_args()
+    from kubernetes import client, config
+
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="mf-bench-operator-"))
+    kubeconfig = tmp / "kubeconfig"
+    local = subprocess.Popen([str(BUILD / "tools/local/modelfleet-local"), "up", "--simulate-pods", "--data-dir",
+                              str(tmp / "data"), "--port", str(free_port()), "--kubeconfig", str(kubeconfig),
+                              "--log-level", "warning"], stdout=open(tmp / "local.log", "w"),
+                             stderr=subprocess.STDOUT, start_new_session=True)
+    operator = None
+    try:
+        deadline = time.monotonic() + 120
+        while not kubeconfig.exists():
+            if local.poll() is not None or time.monotonic() > deadline:
+                sys.exit(f"modelfleet-local did not start: {(tmp / 'local.log').read_text()}")
+            time.sleep(0.2)
+        env = dict(os.environ, KUBECONFIG=str(kubeconfig))
+        subprocess.run(["kubectl", "apply", "-f", str(ROOT / "crds")], env=env, check=True, capture_output=True)
+        subprocess.run(["kubectl", "wait", "--for", "condition=Established", "crd/modeldeployments.modelfleet.io"],
+                       env=env, check=True, capture_output=True)
+        subprocess.run(["kubectl", "create", "namespace", NS], env=env, check=True, capture_output=True)
+        metrics_port = free_port()
+        operator = subprocess.Popen([str(BUILD / "operator/modelfleet-operator"), f"--kubeconfig={kubeconfig}",
+                                     f"--metrics-port={metrics_port}", "--metrics-address=127.0.0.1",
+                                     f"--workers={args.workers}", "--api-qps=400", "--api-burst=800",
+                                     "--log-level=warning"], stdout=open(tmp / "operator.log", "w"),
+                                    stderr=subprocess.STDOUT)
+        metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+        config.load_kube_config(str(kubeconfig))
+        client.Configuration._default.connection_pool_maxsize = 32
+        api = client.CustomObjectsApi()
+        apps = client.AppsV1Api()
+
+        def create(i):
+            api.create_namespaced_custom_object("modelfleet.io", "v1alpha1", NS, "modeldeployments",
+                                                model_deployment(f"md-{i:05d}"))
+
+        def ready_count():
+            items, cont = [], None
+            while True:
+                page = api.list_namespaced_custom_object("modelfleet.io", "v1alpha1", NS, "modeldeployments",
+                                                         limit=1000, _continue=cont)
+                items += page["items"]
+                cont = page["metadata"].get("continue")
+                if not cont:
+                    return sum(is_ready(m) for m in items)
+
+        print(f"creating {args.count} ModelDeployments ...", flush=True)
+        started = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            list(pool.map(create, range(args.count)))
+        created = time.monotonic() - started
+        ready = 0
+        while ready < args.count:
+            if time.monotonic() - started > args.timeout:
+                sys.exit(f"only {ready}/{args.count} Ready after {args.timeout} s")
+            time.sleep(2)
+            ready = ready_count()
+            print(f"  {ready}/{args.count} Ready after {time.monotonic() - started:.0f} s", flush=True)
+        all_ready = time.monotonic() - started
+
+        one_started = time.monotonic()
+        create(args.count)
+        while not is_ready(api.get_namespaced_custom_object("modelfleet.io", "v1alpha1", NS, "modeldeployments",
+                                                            f"md-{args.count:05d}")):
+            time.sleep(0.05)
+        one_ready = time.monotonic() - one_started
+
+        time.sleep(5)  # let the last status writes settle
+        quiet_start = reconciles(metrics_url)
+        time.sleep(args.rest_seconds)
+        quiet = (reconciles(metrics_url) - quiet_start) * 60 / args.rest_seconds
+
+        stop = threading.Event()
+        labelled = [0]
+
+        def label():
+            names = [f"md-{i:05d}-v1" for i in range(args.count)]
+            i = 0
+            while not stop.is_set():
+                apps.patch_namespaced_deployment(names[i % len(names)], NS,
+                                                 {"metadata": {"labels": {"team": f"t{i}"}}})
+                labelled[0] += 1
+                i += 1
+        labeller = threading.Thread(target=label, daemon=True)
+        busy_start = reconciles(metrics_url)
+        labeller.start()
+        time.sleep(args.rest_seconds)
+        busy = (reconciles(metrics_url) - busy_start) * 60 / args.rest_seconds
+        stop.set()
+        labeller.join(timeout=10)
+
+        rows = [("ModelDeployments", f"{args.count}"),
+                ("created in", f"{created:.1f} s"),
+                ("all Ready after", f"{all_ready:.1f} s"),
+                ("one more Ready in", f"{one_ready:.2f} s"),
+                ("operator peak RSS", f"{peak_rss_mb(operator.pid):.0f} MB"),
+                ("reconciles/min at rest", f"{quiet:.0f}"),
+                ("reconciles/min while labelling", f"{busy:.0f} ({labelled[0] * 60 / args.rest_seconds:.0f} label patches/min)")]
+        width = max(len(r[0]) for r in rows)
+        print()
+        for k, v in rows:
+            print(f"{k:<{width}}  {v}")
+    finally:
+        if operator:
+            operator.terminate()
+            operator.wait(timeout=30)
+        local.terminate()
+        try:
+            local.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            local.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
