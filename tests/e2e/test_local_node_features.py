@@ -1,9 +1,11 @@
 """What the node agent does as a kubelet beyond running processes, under the real control plane:
 in-cluster credentials without a mount namespace (MODELFLEET_SERVICE_ACCOUNT_DIR), termination
-messages (terminationMessagePath, FallbackToLogsOnError) and GPU device assignment
-(NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES, as NVIDIA's device plugin).
+messages (terminationMessagePath, FallbackToLogsOnError), GPU device assignment
+(NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES, as NVIDIA's device plugin) and simulated pods
+(`up --simulate-pods`, as kwok).
 """
 import json
+import time
 
 import pytest
 
@@ -115,3 +117,50 @@ def test_gpu_devices_are_assigned_exclusively(cluster):
     apply(cluster, ns, pod("three", [with_gpus(3)]))
     assert shown("three") == "0,1,3|0,1,3"
     cluster.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+SIMULATED = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: sim}
+spec:
+  replicas: 20
+  selector: {matchLabels: {app: sim}}
+  template:
+    metadata: {labels: {app: sim}}
+    spec:
+      initContainers: [{name: fetch, image: example.com/not-in-the-image-map/fetch:1}]
+      containers:
+      - name: server
+        image: example.com/not-in-the-image-map/server:1
+        resources: {limits: {nvidia.com/gpu: "1"}}
+        readinessProbe: {httpGet: {path: /ready, port: 8080}}
+"""
+
+
+def test_simulated_pods_are_ready_at_once_and_deleted_at_once(tmp_path):
+    c = LocalCluster(tmp_path, ["--simulate-pods"])
+    c.start()
+    try:
+        node = get(c, "node", "local")
+        assert node["status"]["capacity"]["pods"] == "30k"  # the API server canonicalises 30000
+        ns = namespace(c, "sim")
+        started = time.monotonic()
+        c.kubectl("-n", ns, "apply", "-f", "-", input=SIMULATED)
+        c.kubectl("-n", ns, "rollout", "status", "deployment/sim", "--timeout=60s", timeout=90)
+        pods = get(c, "-n", ns, "pods", "-l", "app=sim")["items"]
+        assert len(pods) == 20, f"ready after {time.monotonic() - started:.1f} s"
+        for p in pods:
+            status = p["status"]
+            assert status["phase"] == "Running"
+            assert {cond["type"]: cond["status"] for cond in status["conditions"]}["Ready"] == "True"
+            assert status["containerStatuses"][0]["state"]["running"]
+            assert status["initContainerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+        assert len({p["status"]["podIP"] for p in pods}) == 20
+        # Nothing ran: no pod directory, no log.
+        assert not (c.data_dir / "pods").exists() or not any((c.data_dir / "pods").iterdir())
+
+        c.kubectl("-n", ns, "delete", "deployment", "sim", "--cascade=foreground", "--timeout=60s", timeout=90)
+        wait_until(lambda: not get(c, "-n", ns, "pods")["items"], timeout=30, what="simulated pods deleted")
+    finally:
+        c.stop()

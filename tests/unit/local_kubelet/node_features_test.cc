@@ -1,5 +1,5 @@
 // Unit tests of what the node agent does as a kubelet beyond running processes: termination
-// messages and GPU devices.
+// messages, GPU devices and simulated pods.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "tools/local/kubelet/gpu_devices.h"
+#include "tools/local/kubelet/simulated_pods.h"
 #include "tools/local/kubelet/termination_message.h"
 #include "tools/local/kubelet/volumes.h"
 
@@ -179,6 +180,43 @@ TEST(GpuAllocatorTest, ExclusiveLowestFreeStableAndReleased) {
       }
     }
   }
+}
+
+TEST(SimulatedPodStatusTest, RunningReadyAndStable) {
+  Json pod = {
+      {"metadata", {{"name", "m-0"}, {"namespace", "ml"}, {"uid", "u-9"}}},
+      {"spec",
+       {{"nodeName", "local"},
+        {"initContainers", Json::array({{{"name", "fetch"}, {"image", "busybox"}}})},
+        {"containers", Json::array({{{"name", "server"}, {"image", "modelfleet/server:1"}},
+                                    {{"name", "sidecar"}, {"image", "envoy:1"}}})}}},
+      {"status",
+       {{"phase", "Pending"},
+        {"conditions",
+         Json::array(
+             {{{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", "2026-01-01T00:00:00Z"}}})}}}};
+  const auto t0 = Clock::now();
+  Json status = SimulatedPodStatus(pod, "10.244.1.9", "10.244.0.1", t0);
+  EXPECT_EQ(status["phase"], "Running");
+  EXPECT_EQ(status["podIP"], "10.244.1.9");
+  EXPECT_EQ(status["hostIP"], "10.244.0.1");
+  EXPECT_EQ(status["startTime"], FormatTime(t0));
+  ASSERT_EQ(status["containerStatuses"].size(), 2u);
+  for (const Json& c : status["containerStatuses"]) {
+    EXPECT_TRUE(c["ready"].get<bool>()) << c.dump();
+    EXPECT_TRUE(c["started"].get<bool>()) << c.dump();
+    EXPECT_EQ(c["state"]["running"]["startedAt"], FormatTime(t0));
+  }
+  EXPECT_EQ(status["containerStatuses"][0]["image"], "modelfleet/server:1");
+  EXPECT_EQ(status["initContainerStatuses"][0]["state"]["terminated"]["reason"], "Completed");
+  std::map<std::string, std::string> conditions;
+  for (const Json& c : status["conditions"]) conditions[c["type"]] = c["status"];
+  EXPECT_EQ(conditions,
+            (std::map<std::string, std::string>{
+                {"PodScheduled", "True"}, {"Initialized", "True"}, {"ContainersReady", "True"}, {"Ready", "True"}}));
+  // Once stored, a later pass computes the same status: no second write, no write loop.
+  pod["status"] = status;
+  EXPECT_EQ(SimulatedPodStatus(pod, "10.244.1.9", "10.244.0.1", t0 + std::chrono::minutes(5)), status);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // modelfleet-local: a real Kubernetes control plane on one machine.
 //
 //   modelfleet-local up [--data-dir D] [--port P] [--kubeconfig PATH] [--image-map F]
-//                       [--extended-resources nvidia.com/gpu=4] [--log-level L]
+//                       [--extended-resources nvidia.com/gpu=4] [--simulate-pods] [--log-level L]
 //   modelfleet-local kubeconfig --service-account NS/NAME [--data-dir D] [--output PATH]
 //   modelfleet-local node-agent ...   (started by `up`)
 //
@@ -35,6 +35,7 @@
 #include "tools/local/kubelet/pod_paths.h"
 #include "tools/local/kubelet/process.h"
 #include "tools/local/kubelet/service_proxy.h"
+#include "tools/local/kubelet/simulated_pods.h"
 
 namespace mf::local {
 namespace {
@@ -55,10 +56,15 @@ fs::path DefaultGoBinDir(const fs::path& self) {
 
 const std::string kInClusterApi = std::string("https://") + kNodeIp + ":" + std::to_string(kApiServerPort);
 
-StatusOr<std::unique_ptr<k8s::Client>> ClientFor(const fs::path& kubeconfig) {
+// `bulk`: API rate limits for writing the status of thousands of simulated pods.
+StatusOr<std::unique_ptr<k8s::Client>> ClientFor(const fs::path& kubeconfig, bool bulk = false) {
   MF_ASSIGN_OR_RETURN(std::string text, ReadTextFile(kubeconfig));
   MF_ASSIGN_OR_RETURN(k8s::ClusterConfig config, k8s::ParseKubeconfig(text, kubeconfig.parent_path()));
   k8s::ClientOptions options;
+  if (bulk) {
+    options.qps = 500;
+    options.burst = 1000;
+  }
   options.max_retries = 0;  // callers poll
   options.request_timeout = 5s;
   options.user_agent = "modelfleet-local";
@@ -142,6 +148,9 @@ Status Bootstrap(k8s::Client& admin, const std::string& node_name) {
 }
 
 constexpr int kFakeGpus = 4;
+constexpr char kSimulatePodsHelp[] =
+    "do not run pods: report every pod bound to the node Running and Ready at once, and delete deleted ones at "
+    "once, as kwok does (benchmarks with thousands of pods)";
 constexpr char kExtendedResourcesHelp[] =
     "the node's extended resources, NAME=COUNT,... (nvidia.com/gpu, unless given: the machine's GPUs from "
     "nvidia-smi -L or /dev/nvidia*, or 4 when it has none)";
@@ -175,7 +184,9 @@ int Up(int argc, const char* const* argv) {
   std::string extended_resources;  // the node agent finds nvidia.com/gpu unless it is given here
   std::string log_level = "info";
   std::string apiserver_flags;
+  bool simulate_pods = false;
   flags.Add("apiserver-flags", &apiserver_flags, "extra kube-apiserver flags, separated by spaces");
+  flags.Add("simulate-pods", &simulate_pods, kSimulatePodsHelp);
   flags.Add("data-dir", &data_dir, "where etcd's data, TLS material, logs, pod logs and volumes are kept");
   flags.Add("port", &port, "host port of the API server on 127.0.0.1 (0: any free port)");
   flags.Add("kubeconfig", &kubeconfig, "where to write the admin's kubeconfig (default: DATA_DIR/kubeconfig)");
@@ -218,7 +229,8 @@ int Up(int argc, const char* const* argv) {
                             .pki = {},
                             .image_map = image_map,
                             .extended_resources = resources,
-                            .log_level = log_level};
+                            .log_level = log_level,
+                            .simulate_pods = simulate_pods};
   std::istringstream extra(apiserver_flags);
   for (std::string flag; extra >> flag;) layout.apiserver_flags.push_back(flag);
   auto fail = [](const std::string& what, const Status& s) {
@@ -317,7 +329,9 @@ int Up(int argc, const char* const* argv) {
 int NodeAgent(int argc, const char* const* argv) {
   FlagSet flags("modelfleet-local node-agent", "The local node: runs pods as processes (started by `up`).");
   std::string data_dir, kubeconfig, image_map, extended_resources, node_name = "local", log_level = "info";
+  bool simulate_pods = false;
   flags.Add("data-dir", &data_dir, "the cluster's data directory");
+  flags.Add("simulate-pods", &simulate_pods, kSimulatePodsHelp);
   flags.Add("kubeconfig", &kubeconfig, "the node's kubeconfig");
   flags.Add("node-name", &node_name, "the Node's name");
   flags.Add("image-map", &image_map, "YAML map of container images to local programs");
@@ -335,13 +349,16 @@ int NodeAgent(int argc, const char* const* argv) {
   options.node_name = node_name;
   options.node_ip = kNodeIp;
   options.extended_resources = ParseResources(extended_resources, &parse_error);
+  options.simulate_pods = simulate_pods;
   options.host_broker = HostBrokerSocket(data_dir);
   options.pki_dir = fs::path(data_dir) / "pki";
   if (!parse_error.ok()) {
     std::cerr << parse_error.message() << "\n";
     return 2;
   }
-  if (!options.extended_resources.count(kGpuResource)) {
+  if (simulate_pods && !options.extended_resources.count(kGpuResource)) {
+    options.extended_resources[kGpuResource] = kSimulatedNodePods;  // every simulated pod may ask for one
+  } else if (!options.extended_resources.count(kGpuResource)) {
     // As NVIDIA's device plugin advertises them; without any, a few that tests can schedule on.
     const int found = DetectGpus(fs::path(data_dir) / "kubelet" / "nvidia-smi-L.txt");
     options.extended_resources[kGpuResource] = found > 0 ? found : kFakeGpus;
@@ -356,7 +373,7 @@ int NodeAgent(int argc, const char* const* argv) {
     }
     options.images = std::move(*images);
   }
-  auto client = ClientFor(kubeconfig);
+  auto client = ClientFor(kubeconfig, simulate_pods);
   if (!client.ok()) {
     std::cerr << "node-agent: " << client.status().message() << "\n";
     return 1;
@@ -449,7 +466,7 @@ int main(int argc, char** argv) {
   if (command == "kubeconfig") return mf::local::ServiceAccountKubeconfig(argc - 1, argv + 1);
   std::cerr << "usage:\n"
                "  modelfleet-local up [--data-dir DIR] [--port PORT] [--kubeconfig PATH] [--image-map FILE]\n"
-               "                      [--extended-resources nvidia.com/gpu=4]\n"
+               "                      [--extended-resources nvidia.com/gpu=4] [--simulate-pods]\n"
                "  modelfleet-local kubeconfig --service-account NAMESPACE/NAME [--data-dir DIR] [--output PATH]\n";
   return 2;
 }

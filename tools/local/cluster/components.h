@@ -22,6 +22,9 @@ struct ControlPlaneLayout {
   std::string image_map;                              // node agent --image-map
   std::map<std::string, int64_t> extended_resources;  // node agent --extended-resources
   std::string log_level = "info";
+  // Node agent --simulate-pods (simulated_pods.h); the controller manager and the scheduler then
+  // get API rate limits that let them create and bind ~15,000 pods in minutes.
+  bool simulate_pods = false;
   // Extra kube-apiserver flags, appended (tests: e.g. a short --etcd-compaction-interval).
   std::vector<std::string> apiserver_flags;
 };

@@ -23,6 +23,8 @@ namespace res = k8s::resources;
 constexpr auto kHeartbeatInterval = 10s;
 constexpr int64_t kLeaseDurationSeconds = 40;
 constexpr char kFieldManager[] = "modelfleet-node-agent";
+// Concurrent status writes of simulated pods (each worker has one request in flight).
+constexpr int kSimulationWorkers = 8;
 
 // metav1.MicroTime, as Lease.spec.renewTime needs.
 std::string MicroTime(Clock::time_point t) {
@@ -70,6 +72,13 @@ k8s::Json Kubelet::NodeObject() const {
                         {"memory", std::to_string(memory / 1024) + "Ki"},
                         {"pods", "110"},
                         {"ephemeral-storage", "100Gi"}};
+  if (options_.simulate_pods) {
+    // Simulated pods use nothing: room for benchmarks with as many pods as addresses allow.
+    capacity = {{"cpu", std::to_string(kSimulatedNodePods)},
+                {"memory", std::to_string(kSimulatedNodePods) + "Gi"},
+                {"pods", std::to_string(kSimulatedNodePods)},
+                {"ephemeral-storage", std::to_string(kSimulatedNodePods) + "Gi"}};
+  }
   for (const auto& [name, count] : options_.extended_resources) capacity[name] = std::to_string(count);
   utsname uts{};
   uname(&uts);
@@ -207,12 +216,19 @@ Status Kubelet::Start() {
       std::make_unique<k8s::Informer>(*client_, k8s::InformerOptions{.collection = {res::Services(), "", "", ""}});
   endpoints_ =
       std::make_unique<k8s::Informer>(*client_, k8s::InformerOptions{.collection = {res::Endpoints(), "", "", ""}});
-  for (auto* informer : {pods_.get(), services_.get(), endpoints_.get()}) {
-    informer->AddEventHandlers(on_change);
-    MF_RETURN_IF_ERROR(informer->Start());
+  if (options_.simulate_pods) {
+    // Pod events go to the simulation's queue only: the sync loop has no pod workers to update.
+    simulated_ = std::make_unique<SimulatedPods>(client_, pods_.get(), &ips_, options_.node_ip, kSimulationWorkers);
+  } else {
+    pods_->AddEventHandlers(on_change);
   }
+  services_->AddEventHandlers(on_change);
+  endpoints_->AddEventHandlers(on_change);
+  for (auto* informer : {pods_.get(), services_.get(), endpoints_.get()}) MF_RETURN_IF_ERROR(informer->Start());
   thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
-  log::Info("node agent started", {{"node", options_.node_name}, {"data_dir", options_.data_dir.string()}});
+  log::Info("node agent started", {{"node", options_.node_name},
+                                   {"data_dir", options_.data_dir.string()},
+                                   {"simulate_pods", options_.simulate_pods ? "true" : "false"}});
   return Status::Ok();
 }
 
@@ -235,6 +251,7 @@ void Kubelet::Stop() {
     thread_.request_stop();
     thread_.join();
   }
+  simulated_.reset();  // its workers read the pod informer's cache
   for (auto* informer : {pods_.get(), services_.get(), endpoints_.get()}) {
     if (informer) informer->Stop();
   }
@@ -274,7 +291,7 @@ void Kubelet::Loop(std::stop_token stop) {
 }
 
 void Kubelet::SyncPods() {
-  if (!pods_->HasSynced()) return;
+  if (simulated_ || !pods_->HasSynced()) return;
   std::map<std::string, k8s::ObjectPtr> ours;  // by uid
   for (const k8s::ObjectPtr& pod : pods_->store().List()) {
     if (StringAt(*pod, {"spec", "nodeName"}) == options_.node_name) ours[Uid(*pod)] = pod;

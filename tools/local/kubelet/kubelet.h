@@ -7,9 +7,11 @@
 // kube-node-lease and its Ready condition every 10 s; informers watch the pods bound to it
 // (fieldSelector spec.nodeName) and, as kube-proxy does, every Service and Endpoints object.
 // Each pod of this node gets a PodWorker (pod_worker.h); a pod being deleted is stopped and then
-// deleted for good (grace period 0), as the kubelet does. Services are proxied on their cluster
-// IPs (service_proxy.h); a LoadBalancer Service also gets a listener on a 127.0.0.x address of
-// the host (through the host socket broker) written to its status, as `minikube tunnel` does.
+// deleted for good (grace period 0), as the kubelet does. With simulate_pods no pod runs:
+// SimulatedPods (simulated_pods.h) reports them Running and Ready instead, as kwok does.
+// Services are proxied on their cluster IPs (service_proxy.h); a LoadBalancer Service also gets
+// a listener on a 127.0.0.x address of the host (through the host socket broker) written to its
+// status, as `minikube tunnel` does.
 #pragma once
 
 #include <condition_variable>
@@ -25,6 +27,7 @@
 #include "k8s/informer.h"
 #include "tools/local/kubelet/pod_worker.h"
 #include "tools/local/kubelet/service_proxy.h"
+#include "tools/local/kubelet/simulated_pods.h"
 #include "tools/local/kubelet_api/kubelet_api_server.h"
 
 namespace mf::local {
@@ -64,6 +67,7 @@ class Kubelet {
   std::set<std::string> proxy_errors_;           // last reported, to log each failure once
   std::map<std::string, std::string> host_ips_;  // LoadBalancer "ns/name" -> 127.0.0.x
   std::unique_ptr<k8s::Informer> pods_, services_, endpoints_;
+  std::unique_ptr<SimulatedPods> simulated_;  // with options_.simulate_pods, instead of pod workers
 
   mutable std::mutex mu_;
   std::condition_variable_any wake_;

@@ -48,6 +48,8 @@ struct KubeletOptions {
   BackoffPolicy backoff;
   // Added to every container's environment before its own env (e.g. KUBECONFIG for operators).
   EnvList extra_env;
+  // Pods are not run but simulated as kwok does (simulated_pods.h), for benchmarks at scale.
+  bool simulate_pods = false;
   // How often each pod worker checks its processes when nothing else wakes it.
   std::chrono::milliseconds pod_sync_interval{100};
 };
