@@ -81,6 +81,8 @@ TEST(ControlPlaneComponentsTest, ControllersUseTheirOwnIdentities) {
 TEST(ControlPlaneComponentsTest, AuditPolicyLogsWritesAndSkipsReads) {
   const std::string policy = AuditPolicyYaml();
   EXPECT_NE(policy.find("kind: Policy"), std::string::npos);
+  // Workloads' ServiceAccounts come first: everything they call, reads included, is logged.
+  EXPECT_LT(policy.find("userGroups: [system:serviceaccounts]"), policy.find("verbs: [get, list, watch]"));
   EXPECT_NE(policy.find("verbs: [get, list, watch]"), std::string::npos);
   EXPECT_NE(policy.rfind("- level: Metadata"), std::string::npos);
 }

@@ -16,6 +16,10 @@ std::string AuditPolicyYaml() {
          "kind: Policy\n"
          "omitStages: [RequestReceived]\n"
          "rules:\n"
+         // Every request of a workload's ServiceAccount, reads and leases too: what an operator
+         // calls is what its RBAC must grant (tests compare the two).
+         "- level: Metadata\n"
+         "  userGroups: [system:serviceaccounts]\n"
          "- level: None\n"
          "  nonResourceURLs: [/healthz*, /livez*, /readyz*, /version, /openapi*]\n"
          "- level: None\n"
