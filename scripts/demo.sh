@@ -2,15 +2,15 @@
 # The main job on the embedded default, narrated: builds everything, runs the example digits model
 # through the runtime CLI, serves it with modelfleet-server (TF Serving REST and gRPC, KServe v2),
 # swaps in version 2 without dropping a request, then starts the local cluster (modelfleet-local:
-# the real kube-apiserver, etcd, controller-manager and scheduler plus our node agent) and runs the
-# server as a Deployment behind a LoadBalancer Service, driven by kubectl.
+# the real kube-apiserver, etcd, controller-manager and scheduler plus our node agent), installs the
+# operator with its Helm chart and serves a ModelDeployment through the router, driven by kubectl.
 # Everything listens on loopback; everything it starts is stopped when it ends.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 say "Installing dependencies (Debian packages; idempotent)"
 bash "$ROOT/scripts/install-deps.sh"
-build_tree modelfleet-run modelfleet-server modelfleet-local
+build_tree modelfleet-run modelfleet-server modelfleet-local modelfleet-operator modelfleet-router modelfleet-sync
 
 work=$(mktemp -d /tmp/modelfleet-demo.XXXXXX)
 pids=()
@@ -77,9 +77,13 @@ run curl -s "http://127.0.0.1:$rest/v1/models/digits"; echo
 
 say "4. The local cluster: modelfleet-local (the real kube-apiserver, etcd, controller-manager and scheduler, built from their Go modules, plus our node agent running pods as processes)"
 api=$(free_port)
+# The image names the chart and the operator use, mapped to this build's binaries.
 cat >"$work/images.yaml" <<YAML
 images:
+  modelfleet/operator: $BUILD_DIR/operator/modelfleet-operator
   modelfleet/server: $BUILD_DIR/server/main/modelfleet-server
+  modelfleet/router: $BUILD_DIR/server/router/modelfleet-router
+  modelfleet/sync: $BUILD_DIR/server/sync/modelfleet-sync
 YAML
 "$BUILD_DIR/tools/local/modelfleet-local" up --data-dir "$work/cluster" --port "$api" \
   --kubeconfig "$work/kubeconfig" --image-map "$work/images.yaml" >"$work/local.log" 2>&1 &
@@ -89,59 +93,45 @@ for _ in $(seq 1 1200); do [ -s "$work/kubeconfig" ] && break; sleep 0.1; done
 [ -s "$work/kubeconfig" ] || { echo "demo: the cluster did not start; see $work/local.log"; cat "$work/local.log"; exit 1; }
 export KUBECONFIG="$work/kubeconfig"
 run kubectl get --raw /version; echo
-run kubectl get nodes -o wide
-run kubectl apply -f "$ROOT/crds/"
-run kubectl get crd
-cat >"$work/digits-server.yaml" <<YAML
-# The digits model served by modelfleet-server pods; the model repository is a hostPath volume.
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: digits-server}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: digits-server}}
-  template:
-    metadata: {labels: {app: digits-server}}
-    spec:
-      containers:
-      - name: server
-        image: modelfleet/server:dev
-        env:
-        - name: POD_IP
-          valueFrom: {fieldRef: {fieldPath: status.podIP}}
-        args: ["--model_name=digits", "--model_base_path=$work/models/digits",
-               "--rest_api_address=\$(POD_IP)", "--grpc_address=\$(POD_IP)",
-               "--rest_api_port=8501", "--port=8500"]
-        ports: [{containerPort: 8501, name: rest}, {containerPort: 8500, name: grpc}]
-        readinessProbe:
-          httpGet: {path: /v2/health/ready, port: 8501}
-          periodSeconds: 1
----
-apiVersion: v1
-kind: Service
-metadata: {name: digits-server}
-spec:
-  type: LoadBalancer
-  selector: {app: digits-server}
-  ports:
-  - {name: rest, port: 8501, targetPort: 8501}
-  - {name: grpc, port: 8500, targetPort: 8500}
-YAML
-run kubectl apply -f "$work/digits-server.yaml"
-run kubectl rollout status deployment/digits-server --timeout=90s
-run kubectl get pods -o wide
-run kubectl get endpointslices -l kubernetes.io/service-name=digits-server
+run kubectl get nodes
+
+say "5. The operator, installed by its Helm chart (CRDs, RBAC, two replicas with leader election)"
+export HELM_CACHE_HOME="$work/helm/cache" HELM_CONFIG_HOME="$work/helm/config" HELM_DATA_HOME="$work/helm/data"
+run "$BUILD_DIR/go/bin/helm" install modelfleet "$ROOT/helm/modelfleet" -n modelfleet-system --create-namespace --wait --timeout 180s
+run kubectl get pods -n modelfleet-system
+run kubectl get lease modelfleet-operator -n modelfleet-system -o jsonpath='{.spec.holderIdentity}{" leads\n"}'
+
+say "6. A ModelDeployment: the digits model, two versions, 90/10 (examples/modeldeployment-digits-local.yaml)"
+sed "s|/MODELFLEET_ROOT|$ROOT|" "$ROOT/examples/modeldeployment-digits-local.yaml" >"$work/digits.yaml"
+run kubectl apply -f "$work/digits.yaml"
+run kubectl wait md/digits --for condition=Ready --timeout=240s
+run kubectl get md digits
+run kubectl get deployments,services -l modelfleet.io/modeldeployment=digits
 for _ in $(seq 1 100); do
-  lb=$(kubectl get service digits-server -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
+  lb=$(kubectl get service digits -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
   [ -n "$lb" ] && break; sleep 0.1
 done
-echo "(the node agent gave the LoadBalancer Service the host address $lb, as \`minikube tunnel\` does;"
-echo " inside the cluster it is served on its cluster IP by the node agent's Service proxy)"
-run kubectl get service digits-server
-wait_http "http://$lb:8501/v1/models/digits" 10
-run curl -s "http://$lb:8501/v1/models/digits"; echo
-run kubectl scale deployment/digits-server --replicas=2
-run kubectl rollout status deployment/digits-server --timeout=90s
-run kubectl get pods
-run kubectl delete deployment digits-server
+echo "(the router's LoadBalancer Service got the host address $lb, as \`minikube tunnel\` gives one)"
+
+say "7. Predictions through the router: REST (x-modelfleet-version names the version that answered) and gRPC"
+printf '\n$ 200 x curl -X POST %s:8501/v1/models/digits:predict ... | count x-modelfleet-version\n' "$lb"
+for _ in $(seq 1 200); do
+  curl -s -o /dev/null -D - -X POST "http://$lb:8501/v1/models/digits:predict" -d "$body" | tr -d '\r' | grep -i '^x-modelfleet-version' || true
+done | sort | uniq -c
+"$PYTHON" "$ROOT/scripts/demo_grpc.py" "$lb:8500" digits
+
+say "8. A canary weight edit under load: kubectl patch to 50/50 while clients keep sending"
+"$PYTHON" "$ROOT/scripts/demo_load.py" "http://$lb:8501/v1/models/digits:predict" 6 >"$work/load2.txt" &
+load_pid=$!
+sleep 2
+run kubectl patch md digits --type merge -p '{"spec":{"traffic":{"v1":50,"v2":50}}}'
+wait "$load_pid"
+cat "$work/load2.txt"
+run kubectl get md digits
+run kubectl describe md digits
+
+say "9. kubectl delete md: the garbage collector removes every object the operator made"
+run kubectl delete md digits --wait=true
+sleep 2
+run kubectl get deployments,services,configmaps -l modelfleet.io/modeldeployment=digits
 say "Done. Everything started here has been stopped."

@@ -23,7 +23,8 @@ def main():
             req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
             with urllib.request.urlopen(req, timeout=10) as r:
                 json.load(r)
-                served[r.headers.get("X-Model-Version", "?")] += 1
+                # Through the router, x-modelfleet-version names the version; the server says X-Model-Version.
+                served[r.headers.get("x-modelfleet-version") or r.headers.get("X-Model-Version", "?")] += 1
         except (urllib.error.URLError, OSError, ValueError) as e:
             failures.append(str(e))
     total = sum(served.values()) + len(failures)

@@ -17,6 +17,8 @@ using std::chrono::seconds;
 constexpr const char* kController = "modeldeployment";
 constexpr const char* kRetiringSince = "modelfleet.io/retiring-since";
 constexpr const char* kIndex = "modeldeployment";
+// A server running this long without becoming ready is asked why (a version that failed to load).
+constexpr int64_t kStuckSeconds = 15;
 
 std::string NowRfc3339() {
   const std::time_t t = std::time(nullptr);
@@ -295,6 +297,20 @@ Status ModelDeploymentController::PruneObjects(const ModelDeploymentSpec& md, co
   return first_error;
 }
 
+void ModelDeploymentController::DiagnoseStuckVersions(const ModelDeploymentSpec& md, ObservedState* observed) {
+  for (auto& [version, ov] : observed->versions) {
+    for (const auto& pod : ov.pods) {
+      if (!DiagnosePod(pod).reason.empty() || !ServerStuckNotReady(pod, NowSeconds(), kStuckSeconds)) continue;
+      // Through the API server's pod proxy, so it works from outside the cluster network too.
+      const std::string path = "/api/v1/namespaces/" + md.ns + "/pods/" + k8s::StringAt(k8s::MetadataOf(pod), "name") +
+                               ":" + std::to_string(kRestPort) + "/proxy/v1/models/" + k8s::UrlEncode(md.model_name);
+      auto body = client_.Call("GET", path, "", "");
+      if (body.ok()) ov.model_problem = DiagnoseModelStatus(*body);
+      break;  // one pod per version says enough
+    }
+  }
+}
+
 Status ModelDeploymentController::WriteStatus(const Json& object, const Json& status) {
   const Json old_status = object.value("status", Json::object());
   if (old_status == status) return Status();
@@ -384,6 +400,7 @@ k8s::ReconcileResult ModelDeploymentController::Reconcile(const std::string& key
   Status pruned = PruneObjects(md, desired, involved, &observed, &requeue_after);
   if (!pruned.ok() && first_error.ok()) first_error = pruned;
 
+  DiagnoseStuckVersions(md, &observed);
   in.spec = &md;
   in.observed = &observed;
   in.weights = md.traffic;

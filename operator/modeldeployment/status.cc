@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 
 #include "modeldeployment/desired.h"
 
@@ -97,6 +98,35 @@ PodProblem DiagnosePod(const Json& pod) {
     }
   }
   return {};
+}
+
+PodProblem DiagnoseModelStatus(const std::string& body) {
+  const Json status = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const Json& versions = Field(status, "model_version_status");
+  if (!versions.is_array()) return {};
+  for (const auto& v : versions) {
+    const Json& s = Field(v, "status");
+    const std::string code = Str(s, "error_code");
+    if (Str(v, "state") == "END" && !code.empty() && code != "OK") {
+      std::string message = Str(s, "error_message");
+      if (message.size() > 512) message = message.substr(0, 512) + "...";
+      return {"ModelLoadFailed", "version " + Str(v, "version") + " failed to load: " + code + ": " + message};
+    }
+  }
+  return {};
+}
+
+bool ServerStuckNotReady(const Json& pod, int64_t now, int64_t seconds) {
+  const Json& list = Field(Field(pod, "status"), "containerStatuses");
+  if (!list.is_array()) return false;
+  for (const auto& cs : list) {
+    if (Str(cs, "name") != "server" || Field(cs, "ready") == true) continue;
+    const std::string started = Str(Field(Field(cs, "state"), "running"), "startedAt");
+    std::tm tm{};
+    if (started.empty() || !strptime(started.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) return false;
+    return now - static_cast<int64_t>(timegm(&tm)) >= seconds;
+  }
+  return false;
 }
 
 std::map<std::string, int> EffectiveTraffic(const std::map<std::string, int>& weights,
@@ -200,6 +230,7 @@ Json BuildStatus(const StatusInput& in) {
       problem = DiagnosePod(pod);
       if (!problem.reason.empty()) break;
     }
+    if (problem.reason.empty()) problem = ov.model_problem;
     std::string state = ready > 0 ? "AVAILABLE" : "LOADING";
     if (!problem.reason.empty()) {
       if (ready == 0) state = "FAILED";

@@ -13,9 +13,16 @@
 
 namespace mf::op {
 
+// Why a version's pods cannot serve. Empty when nothing is wrong.
+struct PodProblem {
+  std::string reason;  // ModelSyncFailed | ServerFailed | Unschedulable | ModelLoadFailed
+  std::string message;
+};
+
 struct ObservedVersion {
-  Json deployment;         // our Deployment for the version (null: not created yet)
-  std::vector<Json> pods;  // its serving pods
+  Json deployment;           // our Deployment for the version (null: not created yet)
+  std::vector<Json> pods;    // its serving pods
+  PodProblem model_problem;  // from a stuck pod's server (DiagnoseModelStatus), if one was asked
 };
 
 struct ObservedState {
@@ -24,13 +31,18 @@ struct ObservedState {
   std::set<std::string> retiring;                   // removed from the spec, objects still draining
 };
 
-// Why one pod cannot serve: a failed model sync (the sidecar's termination message), a
-// crash-looping server, or a pod the scheduler cannot place. Empty when none of these.
-struct PodProblem {
-  std::string reason;  // ModelSyncFailed | ServerFailed | Unschedulable
-  std::string message;
-};
+// From the pod object alone: a failed model sync (the sidecar's termination message), a
+// crash-looping server, or a pod the scheduler cannot place.
 PodProblem DiagnosePod(const Json& pod);
+
+// A serving pod whose server runs but stays not ready: the server's TF Serving model status
+// (GET /v1/models/<name>) says why a version failed to load (e.g. --device=cuda on a machine
+// without a GPU). ModelLoadFailed with the server's message, or empty while it is still loading.
+PodProblem DiagnoseModelStatus(const std::string& body);
+
+// Whether `pod`'s server container has been running for at least `seconds` without being ready
+// (`now` in seconds since the epoch): worth asking the server why.
+bool ServerStuckNotReady(const Json& pod, int64_t now, int64_t seconds);
 
 // The percent per version the routers apply: a version with no ready pod gets nothing and its
 // share goes to the others in proportion to their weights (largest remainder, so the result

@@ -69,6 +69,37 @@ TEST(StatusTest, DiagnosePodTable) {
   }
 }
 
+TEST(StatusTest, DiagnoseModelStatusTable) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"model_version_status": [{"version": "1", "state": "END", "status": {"error_code": "UNAVAILABLE",
+          "error_message": "model.onnx: this build of the runtime has no CUDA backend"}}]})",
+       "version 1 failed to load: UNAVAILABLE: model.onnx: this build of the runtime has no CUDA backend"},
+      {R"({"model_version_status": [{"version": "1", "state": "LOADING", "status": {"error_code": "OK"}}]})", ""},
+      {R"({"model_version_status": [{"version": "1", "state": "END", "status": {"error_code": "OK"}}]})", ""},
+      {"not json", ""},
+      {R"({"model_version_status": "x"})", ""},
+  };
+  for (const auto& [body, message] : cases) {
+    const auto p = DiagnoseModelStatus(body);
+    EXPECT_EQ(p.message, message) << body;
+    EXPECT_EQ(p.reason, *message ? "ModelLoadFailed" : "") << body;
+  }
+}
+
+TEST(StatusTest, ServerStuckNotReady) {
+  const Json pod = Json::parse(R"({"status": {"containerStatuses": [
+      {"name": "sync", "ready": true, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}},
+      {"name": "server", "ready": false, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}})");
+  const int64_t started = 1767225600;  // 2026-01-01T00:00:00Z
+  EXPECT_FALSE(ServerStuckNotReady(pod, started + 10, 15));
+  EXPECT_TRUE(ServerStuckNotReady(pod, started + 15, 15));
+  Json ready = pod;
+  ready["status"]["containerStatuses"][1]["ready"] = true;
+  EXPECT_FALSE(ServerStuckNotReady(ready, started + 60, 15));
+  EXPECT_FALSE(
+      ServerStuckNotReady(Json::parse(R"({"status": {"containerStatuses": [{"name": "server"}]}})"), started, 0));
+}
+
 Json Deployment(int64_t desired, int64_t ready, int64_t updated, int64_t generation = 1, int64_t observed = 1) {
   return {{"metadata", {{"generation", generation}}},
           {"spec", {{"replicas", desired}}},
