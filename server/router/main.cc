@@ -28,6 +28,7 @@ struct RouterFlags {
   std::string config;
   std::string configmap;
   std::string kubeconfig;
+  std::string address = "0.0.0.0";
   int rest_port = 8501;
   int grpc_port = 8500;
   int admin_port = 8081;
@@ -58,6 +59,9 @@ int Main(int argc, char** argv) {
   flag_set.Add("config", &f.config, "static mode: a router.yaml file, re-read when it changes");
   flag_set.Add("configmap", &f.configmap, "cluster mode: NAMESPACE/NAME of the ConfigMap holding router.yaml");
   flag_set.Add("kubeconfig", &f.kubeconfig, "cluster mode: kubeconfig file (default: in-cluster or $KUBECONFIG)");
+  flag_set.Add("address", &f.address,
+               "address every port listens on (the operator passes the pod IP: a node agent without "
+               "per-pod network namespaces runs many pods side by side)");
   flag_set.Add("rest-port", &f.rest_port, "REST (HTTP/1.1) proxy port");
   flag_set.Add("grpc-port", &f.grpc_port, "gRPC (HTTP/2) proxy port; 0 turns it off");
   flag_set.Add("admin-port", &f.admin_port, "port of /metrics, /healthz and /readyz");
@@ -137,7 +141,7 @@ int Main(int argc, char** argv) {
        .outlier = {.consecutive_failures = f.eject_after_failures, .ejection = std::chrono::seconds(f.eject_seconds)}});
   const int io_threads = f.io_threads > 0 ? f.io_threads : cores;
   http::Server rest_server(
-      {.port = static_cast<uint16_t>(f.rest_port), .io_threads = io_threads, .server_header = "modelfleet-router"},
+      {.address = f.address, .port = static_cast<uint16_t>(f.rest_port), .io_threads = io_threads, .server_header = "modelfleet-router"},
       [&rest](http::Request request, http::Responder responder) {
         rest.Handle(std::move(request), std::move(responder));
       });
@@ -151,7 +155,7 @@ int Main(int argc, char** argv) {
               if (!publisher.ready()) return http::Response::Text(503, "no valid router config loaded yet\n");
               return http::Response::Text(200, "ok\n");
             }));
-  http::Server admin_server({.port = static_cast<uint16_t>(f.admin_port), .io_threads = 1}, admin.AsHandler());
+  http::Server admin_server({.address = f.address, .port = static_cast<uint16_t>(f.admin_port), .io_threads = 1}, admin.AsHandler());
 
   if (Status s = admin_server.Start(); !s.ok()) return fail(s.WithContext("admin port"));
   if (Status s = rest_server.Start(); !s.ok()) return fail(s.WithContext("REST port"));
