@@ -1,5 +1,5 @@
 // modelfleet-router: the L7 load balancer in front of a ModelDeployment's versions. Splits REST
-// traffic by header routes, sticky hashing and weights, retries, mirrors and ejects failing
+// and gRPC traffic by header routes, sticky hashing and weights, retries, mirrors and ejects failing
 // endpoints, and exports per-version metrics (docs/router.md).
 //
 //   modelfleet-router --config=router.yaml                # static: endpoints in the file
@@ -16,9 +16,11 @@
 #include "common/flags.h"
 #include "common/logging.h"
 #include "http/server.h"
+#include "http2/server.h"
 #include "k8s/config.h"
 #include "k8s/http_transport.h"
 #include "server/router/config_watcher.h"
+#include "server/router/grpc_proxy.h"
 #include "server/router/rest_proxy.h"
 
 namespace mf::router {
@@ -53,8 +55,9 @@ StatusOr<k8s::ClusterConfig> LoadClusterConfig(const std::string& kubeconfig) {
 }
 
 int Main(int argc, char** argv) {
-  FlagSet flag_set("modelfleet-router",
-                   "Routes REST traffic between a ModelDeployment's versions by header, sticky key and weight.");
+  FlagSet flag_set(
+      "modelfleet-router",
+      "Routes REST and gRPC traffic between a ModelDeployment's versions by header, sticky key and weight.");
   RouterFlags f;
   flag_set.Add("config", &f.config, "static mode: a router.yaml file, re-read when it changes");
   flag_set.Add("configmap", &f.configmap, "cluster mode: NAMESPACE/NAME of the ConfigMap holding router.yaml");
@@ -135,16 +138,31 @@ int Main(int argc, char** argv) {
 
   HttpUpstream upstream({.io_threads = f.upstream_threads > 0 ? f.upstream_threads : cores,
                          .connect_timeout = std::chrono::milliseconds(f.connect_timeout_ms)});
-  RestProxy rest(
-      snapshots, upstream,
-      {.upstream_timeout = std::chrono::milliseconds(f.upstream_timeout_ms),
-       .outlier = {.consecutive_failures = f.eject_after_failures, .ejection = std::chrono::seconds(f.eject_seconds)}});
+  const ProxyOptions proxy_options{
+      .upstream_timeout = std::chrono::milliseconds(f.upstream_timeout_ms),
+      .outlier = {.consecutive_failures = f.eject_after_failures, .ejection = std::chrono::seconds(f.eject_seconds)}};
+  RestProxy rest(snapshots, upstream, proxy_options);
+  GrpcUpstream grpc_upstream({.io_threads = f.upstream_threads > 0 ? f.upstream_threads : cores,
+                              .connect_timeout = std::chrono::milliseconds(f.connect_timeout_ms)});
+  GrpcProxy grpc(snapshots, grpc_upstream, proxy_options);
   const int io_threads = f.io_threads > 0 ? f.io_threads : cores;
-  http::Server rest_server(
-      {.address = f.address, .port = static_cast<uint16_t>(f.rest_port), .io_threads = io_threads, .server_header = "modelfleet-router"},
-      [&rest](http::Request request, http::Responder responder) {
-        rest.Handle(std::move(request), std::move(responder));
-      });
+  http::Server rest_server({.address = f.address,
+                            .port = static_cast<uint16_t>(f.rest_port),
+                            .io_threads = io_threads,
+                            .server_header = "modelfleet-router"},
+                           [&rest](http::Request request, http::Responder responder) {
+                             rest.Handle(std::move(request), std::move(responder));
+                           });
+
+  std::unique_ptr<http2::Server> grpc_server;
+  if (f.grpc_port > 0) {
+    grpc_server = std::make_unique<http2::Server>(
+        http2::ServerOptions{
+            .address = f.address, .port = static_cast<uint16_t>(f.grpc_port), .io_threads = io_threads},
+        [&grpc](http2::Request request, std::shared_ptr<http2::ResponseStream> stream) {
+          grpc.Handle(std::move(request), std::move(stream));
+        });
+  }
 
   std::atomic<bool> draining{false};
   http::Router admin;
@@ -155,22 +173,32 @@ int Main(int argc, char** argv) {
               if (!publisher.ready()) return http::Response::Text(503, "no valid router config loaded yet\n");
               return http::Response::Text(200, "ok\n");
             }));
-  http::Server admin_server({.address = f.address, .port = static_cast<uint16_t>(f.admin_port), .io_threads = 1}, admin.AsHandler());
+  http::Server admin_server({.address = f.address, .port = static_cast<uint16_t>(f.admin_port), .io_threads = 1},
+                            admin.AsHandler());
 
   if (Status s = admin_server.Start(); !s.ok()) return fail(s.WithContext("admin port"));
   if (Status s = rest_server.Start(); !s.ok()) return fail(s.WithContext("REST port"));
+  if (grpc_server) {
+    if (Status s = grpc_server->Start(); !s.ok()) return fail(s.WithContext("gRPC port"));
+  }
   log::Info("modelfleet-router serving",
             {{"rest_port", std::to_string(rest_server.port())},
+             {"grpc_port", grpc_server ? std::to_string(grpc_server->port()) : "off"},
              {"admin_port", std::to_string(admin_server.port())},
              {"source", f.config.empty() ? "configmap " + f.configmap : "file " + f.config}});
 
   int signal = http::WaitForTerminationSignal();
   log::Info("shutting down", {{"signal", std::to_string(signal)}});
   draining = true;
+  std::thread grpc_drain([&] {
+    if (grpc_server) grpc_server->Drain(std::chrono::seconds(f.drain_seconds));
+  });
   rest_server.Drain(std::chrono::seconds(f.drain_seconds));
+  grpc_drain.join();
   if (file_watcher) file_watcher->Stop();
   if (cluster_watcher) cluster_watcher->Stop();
   upstream.Stop();
+  grpc_upstream.Stop();
   admin_server.Stop();
   return 0;
 }

@@ -4,17 +4,16 @@
 
 #include <atomic>
 #include <boost/asio/connect.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "http/wire.h"
+#include "server/router/io_pool.h"
 #include "server/router/router_config.h"
 
 namespace mf::router {
@@ -89,27 +88,9 @@ StatusOr<std::shared_ptr<const UpstreamRequest>> MakeUpstreamRequest(std::string
 
 class HttpUpstream::Impl {
  public:
-  explicit Impl(HttpUpstreamOptions options) : options_(options) {
-    const int threads = std::max(1, options_.io_threads);
-    for (int i = 0; i < threads; ++i) {
-      contexts_.push_back(std::make_shared<asio::io_context>(1));
-      guards_.emplace_back(asio::make_work_guard(*contexts_.back()));
-    }
-    for (int i = 0; i < threads; ++i) {
-      threads_.emplace_back([context = contexts_[i].get()] { context->run(); });
-    }
-  }
-  ~Impl() { Stop(); }
+  explicit Impl(HttpUpstreamOptions options) : options_(options), io_(options.io_threads) {}
 
-  void Stop() {
-    std::call_once(stopped_, [&] {
-      for (auto& guard : guards_) guard.reset();
-      for (auto& context : contexts_) context->stop();
-      for (auto& thread : threads_) {
-        if (thread.joinable()) thread.join();
-      }
-    });
-  }
+  void Stop() { io_.Stop(); }
 
   const HttpUpstreamOptions& options() const { return options_; }
 
@@ -151,9 +132,8 @@ class HttpUpstream::Impl {
   }
 
   std::shared_ptr<HttpConnection> NewConnection() {
-    size_t i = next_context_.fetch_add(1, std::memory_order_relaxed) % contexts_.size();
     opened_.fetch_add(1, std::memory_order_relaxed);
-    return std::make_shared<HttpConnection>(contexts_[i]);
+    return std::make_shared<HttpConnection>(io_.Next());
   }
 
   uint64_t opened() const { return opened_.load(); }
@@ -167,12 +147,8 @@ class HttpUpstream::Impl {
   }
 
   HttpUpstreamOptions options_;
-  std::vector<std::shared_ptr<asio::io_context>> contexts_;
-  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
-  std::vector<std::thread> threads_;
-  std::atomic<size_t> next_context_{0};
+  IoPool io_;
   std::atomic<uint64_t> opened_{0};
-  std::once_flag stopped_;
 };
 
 namespace {

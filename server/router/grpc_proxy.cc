@@ -1,0 +1,297 @@
+#include "server/router/grpc_proxy.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <charconv>
+#include <mutex>
+
+#include "common/logging.h"
+#include "http2/grpc_server.h"
+#include "http2/grpc_wire.h"
+#include "server/router/proxy_common.h"
+#include "server/router/routing.h"
+
+namespace mf::router {
+namespace {
+
+bool IsConnectionSpecific(std::string_view name) {
+  return name == "connection" || name == "keep-alive" || name == "proxy-connection" || name == "transfer-encoding" ||
+         name == "upgrade" || name == "host";
+}
+
+std::optional<std::string_view> Metadata(const http2::Headers& headers, std::string_view name) {
+  for (const auto& [n, v] : headers) {
+    if (n == name) return std::string_view(v);
+  }
+  return std::nullopt;
+}
+
+int GrpcStatusOf(const http2::Headers& fields, int fallback) {
+  auto value = Metadata(fields, "grpc-status");
+  if (!value) return fallback;
+  int code = fallback;
+  std::from_chars(value->data(), value->data() + value->size(), code);
+  return code;
+}
+
+// One proxied gRPC call. Upstream callbacks arrive on the upstream connection's io thread (a
+// retry may use another one) and the deadline timer on the first attempt's: a mutex per call
+// orders them.
+class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<GrpcCallProxy> {
+ public:
+  GrpcCallProxy(std::shared_ptr<const Snapshot> snapshot, GrpcUpstream& upstream, const ProxyOptions& options,
+                std::shared_ptr<http2::ResponseStream> client, Clock::time_point start, Clock::time_point deadline)
+      : snapshot_(std::move(snapshot)),
+        upstream_(upstream),
+        options_(options),
+        client_(std::move(client)),
+        start_(start),
+        deadline_(deadline) {}
+
+  void Run(http2::Request& request) {
+    const RouterConfig& config = snapshot_->config;
+    if (request.body_too_large) {
+      return FinishWithStatus(ResourceExhausted("request message larger than the router accepts"));
+    }
+    HeaderLookup lookup = [&request](std::string_view name) { return Metadata(request.headers, name); };
+    VersionPick pick = PickVersion(config, snapshot_->grpc_ready, lookup, RandomBits(), RandomBits());
+    if (pick.version < 0) {
+      return FinishWithStatus(
+          Unavailable(NoReadyEndpointMessage(config, snapshot_->grpc_ready, snapshot_->grpc_total)));
+    }
+    version_ = first_version_ = pick.version;
+    upstream_request_.method = request.method;
+    upstream_request_.path = request.path;
+    upstream_request_.authority = request.authority;
+    upstream_request_.scheme = "http";
+    for (auto& [name, value] : request.headers) {
+      if (IsConnectionSpecific(name) || (name == "te" && value != "trailers")) continue;
+      upstream_request_.headers.emplace_back(std::move(name), std::move(value));
+    }
+    std::string peer_ip = request.peer.substr(0, request.peer.rfind(':'));
+    upstream_request_.headers.emplace_back("x-forwarded-for", peer_ip);
+    upstream_request_.body = std::move(request.body);
+    retry_safe_ = IsRetrySafeGrpc(request.path);
+    metrics().in_flight().Increment();
+    in_flight_ = true;
+
+    std::weak_ptr<GrpcCallProxy> weak = shared_from_this();
+    client_->OnClose([weak] {
+      if (auto self = weak.lock()) self->ClientGone();
+    });
+    std::lock_guard lock(mu_);
+    Attempt();
+  }
+
+  void OnHeaders(int status, http2::Headers headers) override {
+    std::lock_guard lock(mu_);
+    if (done_) return;
+    http_status_ = status;
+    headers.emplace_back("x-modelfleet-version", snapshot_->versions[version_].name);
+    headers_ = std::move(headers);
+    got_headers_ = true;
+  }
+
+  void OnData(std::string_view data) override {
+    std::lock_guard lock(mu_);
+    if (done_) return;
+    http2::ResponsePart part;
+    if (!headers_sent_) {
+      part.status = http_status_;
+      part.headers = headers_;
+      headers_sent_ = true;
+    }
+    part.data.assign(data);
+    client_->Send(std::move(part));
+  }
+
+  void OnEnd(http2::Headers trailers) override {
+    std::lock_guard lock(mu_);
+    if (done_) return;
+    const int code = GrpcStatusOf(trailers, GrpcStatusOf(headers_, http_status_ == 200 ? 2 : 14));
+    RecordOutcome(http_status_ >= 500);
+    http2::ResponsePart part;
+    if (!headers_sent_) {
+      part.status = http_status_;
+      part.headers = std::move(headers_);
+      headers_sent_ = true;
+    }
+    part.end = true;
+    part.trailers = std::move(trailers);
+    client_->Send(std::move(part));
+    Done(code);
+  }
+
+  void OnReset(uint32_t /*error_code*/, bool unprocessed, std::string why) override {
+    std::lock_guard lock(mu_);
+    if (done_) return;
+    RecordOutcome(true);
+    const bool retryable = !got_headers_ && (unprocessed || retry_safe_);
+    if (retryable && tried_.size() == 1 && Clock::now() < deadline_) {
+      int next = version_;
+      if (!HasUntried(snapshot_->versions[version_].grpc)) next = FallbackVersion(*snapshot_, version_, true, tried_);
+      if (next >= 0) {
+        log::Debug("retrying gRPC call on another endpoint", {{"endpoint", endpoint_->address()}, {"error", why}});
+        snapshot_->versions[first_version_].metrics->retries().Increment();
+        first_error_ = why;
+        version_ = next;
+        return Attempt();
+      }
+    }
+    std::string message = "upstream version " + snapshot_->versions[version_].name + " endpoint " +
+                          endpoint_->address() + " failed: " + why +
+                          (first_error_.empty() ? "" : " (after a retry: " + first_error_ + ")");
+    FinishLocked(Unavailable(message));
+  }
+
+ private:
+  VersionMetrics& metrics() { return *snapshot_->versions[first_version_].metrics; }
+
+  bool HasUntried(const std::vector<std::shared_ptr<Endpoint>>& endpoints) const {
+    for (const auto& e : endpoints) {
+      if (std::find(tried_.begin(), tried_.end(), e.get()) == tried_.end()) return true;
+    }
+    return false;
+  }
+
+  // Under mu_.
+  void Attempt() {
+    endpoint_ = ChooseEndpoint(snapshot_->versions[version_].grpc, tried_, Clock::now());
+    if (!endpoint_) {
+      return FinishLocked(
+          Unavailable(NoReadyEndpointMessage(snapshot_->config, snapshot_->grpc_ready, snapshot_->grpc_total)));
+    }
+    tried_.push_back(endpoint_.get());
+    endpoint_->Begin();
+    attempt_open_ = true;
+    upstream_stream_ = upstream_.Start(endpoint_, upstream_request_, shared_from_this());
+    if (!timer_) {
+      timer_ = std::make_shared<boost::asio::steady_timer>(upstream_stream_->context());
+      timer_->expires_at(deadline_);
+      timer_->async_wait([weak = std::weak_ptr<GrpcCallProxy>(shared_from_this())](boost::system::error_code ec) {
+        if (ec) return;
+        if (auto self = weak.lock()) self->DeadlinePassed();
+      });
+    }
+  }
+
+  void DeadlinePassed() {
+    std::lock_guard lock(mu_);
+    if (done_) return;
+    RecordOutcome(true);
+    if (upstream_stream_) upstream_stream_->Cancel();
+    const std::string where = "upstream version " + snapshot_->versions[version_].name + " endpoint " +
+                              (endpoint_ ? endpoint_->address() : "?");
+    if (headers_sent_) {
+      client_->Send({.end = true,
+                     .trailers = {{"grpc-status", "4"},
+                                  {"grpc-message",
+                                   http2::PercentEncodeGrpcMessage(where + " did not finish within the deadline")}}});
+      return Done(4);
+    }
+    FinishLocked(DeadlineExceeded(
+        where + " did not answer within " +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - start_).count()) + " ms"));
+  }
+
+  void ClientGone() {
+    std::lock_guard lock(mu_);
+    if (done_) return;
+    RecordOutcome(false);
+    if (upstream_stream_) upstream_stream_->Cancel();
+    Done(1);  // CANCELLED
+  }
+
+  // The endpoint's share of the outcome: outstanding count and outlier detection.
+  void RecordOutcome(bool failed) {
+    if (!attempt_open_) return;
+    attempt_open_ = false;
+    endpoint_->End();
+    if (!failed) return endpoint_->RecordSuccess();
+    if (endpoint_->RecordFailure(Clock::now(), options_.outlier)) {
+      snapshot_->versions[version_].metrics->ejections().Increment();
+      log::Warning("endpoint ejected after consecutive failures",
+                   {{"version", snapshot_->versions[version_].name}, {"endpoint", endpoint_->address()}});
+    }
+  }
+
+  void FinishWithStatus(const Status& status) {
+    std::lock_guard lock(mu_);
+    FinishLocked(status);
+  }
+
+  void FinishLocked(const Status& status) {
+    if (headers_sent_) {
+      client_->Send({.end = true,
+                     .trailers = {{"grpc-status", std::to_string(static_cast<int>(status.code()))},
+                                  {"grpc-message", http2::PercentEncodeGrpcMessage(status.message())}}});
+    } else {
+      http2::ResponsePart part = http2::GrpcErrorResponse(status);
+      if (version_ >= 0) part.headers.emplace_back("x-modelfleet-version", snapshot_->versions[version_].name);
+      client_->Send(std::move(part));
+    }
+    Done(static_cast<int>(status.code()));
+  }
+
+  void Done(int grpc_code) {
+    done_ = true;
+    VersionMetrics* m = version_ >= 0 ? snapshot_->versions[version_].metrics : snapshot_->unrouted_metrics;
+    if (m) m->RecordRequest(Protocol::kGrpc, grpc_code, std::chrono::duration<double>(Clock::now() - start_).count());
+    if (in_flight_) metrics().in_flight().Decrement();
+    in_flight_ = false;
+    if (timer_) {
+      boost::asio::post(timer_->get_executor(), [timer = timer_] { timer->cancel(); });
+    }
+  }
+
+  std::shared_ptr<const Snapshot> snapshot_;
+  GrpcUpstream& upstream_;
+  const ProxyOptions& options_;
+  std::shared_ptr<http2::ResponseStream> client_;
+  const Clock::time_point start_;
+  const Clock::time_point deadline_;
+  std::mutex mu_;
+  H2Request upstream_request_;
+  bool retry_safe_ = false;
+  std::vector<Endpoint*> tried_;
+  std::shared_ptr<Endpoint> endpoint_;
+  std::shared_ptr<UpstreamStream> upstream_stream_;
+  std::shared_ptr<boost::asio::steady_timer> timer_;
+  std::string first_error_;
+  http2::Headers headers_;
+  int http_status_ = 0;
+  int version_ = -1;
+  int first_version_ = -1;
+  bool got_headers_ = false;
+  bool headers_sent_ = false;
+  bool attempt_open_ = false;
+  bool in_flight_ = false;
+  bool done_ = false;
+};
+
+}  // namespace
+
+GrpcProxy::GrpcProxy(const SnapshotStore& snapshots, GrpcUpstream& upstream, ProxyOptions options)
+    : snapshots_(snapshots), upstream_(upstream), options_(options) {}
+
+void GrpcProxy::Handle(http2::Request request, std::shared_ptr<http2::ResponseStream> stream) {
+  const Clock::time_point start = Clock::now();
+  std::shared_ptr<const Snapshot> snapshot = snapshots_.Load();
+  if (!snapshot) {
+    stream->Send(
+        http2::GrpcErrorResponse(Unavailable("the router has no valid configuration yet; see its log and /readyz")));
+    return;
+  }
+  Clock::time_point deadline = start + options_.upstream_timeout;
+  if (auto timeout = Metadata(request.headers, "grpc-timeout")) {
+    if (auto parsed = http2::ParseGrpcTimeout(*timeout); parsed.ok()) {
+      deadline = std::min(deadline, start + std::chrono::duration_cast<Clock::duration>(
+                                                std::min(*parsed, std::chrono::nanoseconds(std::chrono::hours(24)))));
+    }
+  }
+  auto call =
+      std::make_shared<GrpcCallProxy>(std::move(snapshot), upstream_, options_, std::move(stream), start, deadline);
+  call->Run(request);
+}
+
+}  // namespace mf::router
