@@ -156,10 +156,11 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
 
   // Under mu_.
   void Attempt() {
-    endpoint_ = ChooseEndpoint(snapshot_->versions[version_].grpc, tried_, Clock::now());
+    endpoint_ =
+        ChooseEndpoint(snapshot_->versions[version_].grpc, tried_, Clock::now(), options_.max_requests_per_endpoint);
     if (!endpoint_) {
       return FinishLocked(
-          Unavailable(NoReadyEndpointMessage(snapshot_->config, snapshot_->grpc_ready, snapshot_->grpc_total)));
+          Unavailable(NoEndpointLeftMessage(*snapshot_, version_, true, options_.max_requests_per_endpoint)));
     }
     tried_.push_back(endpoint_.get());
     endpoint_->Begin();

@@ -42,6 +42,7 @@ struct RouterFlags {
   int upstream_threads = 0;
   int eject_after_failures = 5;
   int eject_seconds = 30;
+  int max_requests_per_endpoint = 0;
   int drain_seconds = 10;
 };
 
@@ -77,6 +78,8 @@ int Main(int argc, char** argv) {
   flag_set.Add("eject-after-failures", &f.eject_after_failures,
                "consecutive failures (connect, reset, timeout, 5xx) that eject an endpoint; 0: never");
   flag_set.Add("eject-seconds", &f.eject_seconds, "how long an ejected endpoint gets no traffic");
+  flag_set.Add("max-requests-per-endpoint", &f.max_requests_per_endpoint,
+               "requests in flight to one endpoint before it takes no more (503 when all are full); 0: no limit");
   flag_set.Add("drain-seconds", &f.drain_seconds, "on SIGTERM, how long in-flight requests may finish");
   if (Status s = flag_set.Parse(argc, argv); !s.ok()) {
     std::cerr << s.message() << "\n\n" << flag_set.Usage();
@@ -140,7 +143,8 @@ int Main(int argc, char** argv) {
                          .connect_timeout = std::chrono::milliseconds(f.connect_timeout_ms)});
   const ProxyOptions proxy_options{
       .upstream_timeout = std::chrono::milliseconds(f.upstream_timeout_ms),
-      .outlier = {.consecutive_failures = f.eject_after_failures, .ejection = std::chrono::seconds(f.eject_seconds)}};
+      .outlier = {.consecutive_failures = f.eject_after_failures, .ejection = std::chrono::seconds(f.eject_seconds)},
+      .max_requests_per_endpoint = f.max_requests_per_endpoint};
   RestProxy rest(snapshots, upstream, proxy_options);
   GrpcUpstream grpc_upstream({.io_threads = f.upstream_threads > 0 ? f.upstream_threads : cores,
                               .connect_timeout = std::chrono::milliseconds(f.connect_timeout_ms)});

@@ -40,24 +40,33 @@ bool IsRetrySafeGrpc(std::string_view path) {
 }
 
 std::shared_ptr<Endpoint> ChooseEndpoint(const std::vector<std::shared_ptr<Endpoint>>& endpoints,
-                                         std::span<Endpoint* const> tried, Clock::time_point now) {
+                                         std::span<Endpoint* const> tried, Clock::time_point now, int max_outstanding) {
   if (endpoints.empty()) return nullptr;
   std::vector<EndpointLoad> loads(endpoints.size());
-  bool any_untried = false;
+  std::vector<bool> eligible(endpoints.size());
+  bool any_eligible = false;
   for (size_t i = 0; i < endpoints.size(); ++i) {
-    const bool was_tried = std::find(tried.begin(), tried.end(), endpoints[i].get()) != tried.end();
-    any_untried |= !was_tried;
-    loads[i] = {endpoints[i]->outstanding(), !was_tried && !endpoints[i]->Ejected(now)};
+    const int outstanding = endpoints[i]->outstanding();
+    eligible[i] = std::find(tried.begin(), tried.end(), endpoints[i].get()) == tried.end() &&
+                  (max_outstanding <= 0 || outstanding < max_outstanding);
+    any_eligible |= eligible[i];
+    loads[i] = {outstanding, eligible[i] && !endpoints[i]->Ejected(now)};
   }
-  if (!any_untried) return nullptr;
+  if (!any_eligible) return nullptr;
   int chosen = PickEndpoint(loads, RandomBits());
-  if (chosen < 0) {  // every untried endpoint is ejected: use them anyway
-    for (size_t i = 0; i < endpoints.size(); ++i) {
-      loads[i].available = std::find(tried.begin(), tried.end(), endpoints[i].get()) == tried.end();
-    }
+  if (chosen < 0) {  // every eligible endpoint is ejected: use them anyway
+    for (size_t i = 0; i < endpoints.size(); ++i) loads[i].available = eligible[i];
     chosen = PickEndpoint(loads, RandomBits());
   }
   return chosen < 0 ? nullptr : endpoints[chosen];
+}
+
+std::string NoEndpointLeftMessage(const Snapshot& snapshot, int version, bool grpc, int max_outstanding) {
+  const VersionTargets& v = snapshot.versions[version];
+  const size_t ready = grpc ? v.grpc.size() : v.rest.size();
+  return "all " + std::to_string(ready) + " ready endpoints of version " + v.name + " of model " +
+         snapshot.config.model + " have " + std::to_string(max_outstanding) +
+         " requests in flight (--max-requests-per-endpoint)";
 }
 
 int FallbackVersion(const Snapshot& snapshot, int failed_version, bool grpc, std::span<Endpoint* const> tried) {

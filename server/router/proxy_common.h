@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -28,10 +29,14 @@ bool IsRetrySafe(std::string_view method, std::string_view path);
 bool IsRetrySafeGrpc(std::string_view path);
 
 // Picks an endpoint of `endpoints` by least outstanding requests (power of two choices),
-// skipping `tried` and ejected ones; when every untried endpoint is ejected they are used anyway
-// (better a suspect endpoint than none, as Envoy's panic threshold). Null when all were tried.
+// skipping `tried` ones, those with `max_outstanding` requests in flight (0: no limit) and
+// ejected ones; when every other untried endpoint is ejected they are used anyway (better a
+// suspect endpoint than none, as Envoy's panic threshold). Null when none is left.
 std::shared_ptr<Endpoint> ChooseEndpoint(const std::vector<std::shared_ptr<Endpoint>>& endpoints,
-                                         std::span<Endpoint* const> tried, Clock::time_point now);
+                                         std::span<Endpoint* const> tried, Clock::time_point now, int max_outstanding);
+
+// The error when a version's endpoints are all tried or at their request limit.
+std::string NoEndpointLeftMessage(const Snapshot& snapshot, int version, bool grpc, int max_outstanding);
 
 // For a retry: the version to try after `failed_version`'s endpoints are exhausted, by weights
 // among the other versions with an endpoint not yet tried; -1 when none.

@@ -144,10 +144,11 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
   void Attempt(int version) {
     if (first_version_ < 0) first_version_ = version;
     version_ = version;
-    std::shared_ptr<Endpoint> endpoint = ChooseEndpoint(snapshot_->versions[version].rest, tried_, Clock::now());
+    std::shared_ptr<Endpoint> endpoint =
+        ChooseEndpoint(snapshot_->versions[version].rest, tried_, Clock::now(), options_.max_requests_per_endpoint);
     if (!endpoint) {
       return Answer(
-          JsonError(503, NoReadyEndpointMessage(snapshot_->config, snapshot_->rest_ready, snapshot_->rest_total)));
+          JsonError(503, NoEndpointLeftMessage(*snapshot_, version, false, options_.max_requests_per_endpoint)));
     }
     tried_.push_back(endpoint.get());
     endpoint->Begin();
@@ -221,7 +222,8 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
     if (mirror < 0 || mirror == version_ || snapshot_->config.mirror->percent <= 0) return;
     if (RandomBits() % 100 >= static_cast<uint64_t>(snapshot_->config.mirror->percent)) return;
     std::vector<Endpoint*> none;
-    std::shared_ptr<Endpoint> endpoint = ChooseEndpoint(snapshot_->versions[mirror].rest, none, Clock::now());
+    std::shared_ptr<Endpoint> endpoint =
+        ChooseEndpoint(snapshot_->versions[mirror].rest, none, Clock::now(), options_.max_requests_per_endpoint);
     if (!endpoint) return;
     VersionTargets const& target = snapshot_->versions[mirror];
     target.metrics->mirrored().Increment();

@@ -19,6 +19,10 @@ namespace mf::router {
 struct ProxyOptions {
   std::chrono::milliseconds upstream_timeout{30'000};
   OutlierPolicy outlier;
+  // Requests in flight to one endpoint from this router (HTTP/1.1: also its open connections);
+  // an endpoint at the limit takes nothing more, and when all are at it the request gets 503
+  // (gRPC: UNAVAILABLE). 0: no limit.
+  int max_requests_per_endpoint = 0;
 };
 
 class RestProxy {

@@ -362,3 +362,27 @@ def test_mirror_sends_copies_and_counts_disagreements(tmp_path, backends, start_
     time.sleep(0.3)
     disagreements = metric_value(router.metrics(), "modelfleet_router_mirror_disagreements_total", version="v2")
     assert disagreements == len(v2.requests) - mirrored and disagreements > 20
+
+
+def test_requests_per_endpoint_limit(tmp_path, backends, start_router):
+    slow = backends("v1-a")
+    slow.delay = 1.0
+    write_config(tmp_path / "router.yaml", [{"name": "v1", "service": "s1", "weight": 100, "endpoints": [slow.address]}])
+    router = start_router("--max-requests-per-endpoint=2")
+    results = []
+
+    def one():
+        r = requests.get(router.url + "/v1/models/m", timeout=10)
+        results.append((r.status_code, r.json()))
+
+    threads = [threading.Thread(target=one) for _ in range(4)]
+    for t in threads:
+        t.start()
+        time.sleep(0.05)
+    for t in threads:
+        t.join()
+    codes = sorted(code for code, _ in results)
+    assert codes == [200, 200, 503, 503], results
+    refused = [body for code, body in results if code == 503][0]
+    assert refused["error"] == ("all 1 ready endpoints of version v1 of model my_mnist_model have 2 requests in "
+                                "flight (--max-requests-per-endpoint)")
