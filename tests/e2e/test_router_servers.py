@@ -1,0 +1,112 @@
+"""modelfleet-router in front of two real modelfleet-server processes (static mode): server A
+serves digits version 1, server B version 2, as a ModelDeployment's two versions would. TF
+Serving REST and gRPC Predict through the router reach the version the routing chose, answer
+exactly what the server answers directly, and mirroring compares real predictions."""
+import json
+
+import grpc
+import numpy as np
+import pytest
+import requests
+from sklearn.datasets import load_digits
+
+import proto_stubs
+import server_fixtures
+from conftest import ROOT, build_dir, free_port
+from server_fixtures import EXAMPLES, copy_version, metric_value, start_server, wait_for  # noqa: F401
+from test_router import start_router, write_config  # noqa: F401  (fixture)
+from test_server_grpc import tensor_proto, to_numpy
+
+
+@pytest.fixture
+def servers(tmp_path, monkeypatch, start_server):
+    # The server may come from this build tree or the default one (it is not a router target).
+    for candidate in (build_dir(), ROOT / "build"):
+        path = candidate / "server" / "main" / "modelfleet-server"
+        if path.exists():
+            monkeypatch.setattr(server_fixtures, "server_binary", lambda path=path: path)
+            break
+    else:
+        pytest.skip("modelfleet-server is not built")
+    started = []
+    for version in (1, 2):
+        base = tmp_path / f"models{version}" / "digits"
+        copy_version(EXAMPLES / "digits", version, base)
+        started.append(start_server(["--model_name=digits", f"--model_base_path={base}"]))
+    return started
+
+
+def predict_rest(url, x, headers=None):
+    r = requests.post(f"{url}/v1/models/digits:predict", json={"instances": x.tolist()}, headers=headers or {},
+                      timeout=10)
+    assert r.status_code == 200, r.text
+    return r
+
+
+def test_rest_and_grpc_predict_through_the_router(tmp_path, servers, start_router):
+    a, b = servers
+    write_config(tmp_path / "router.yaml", [
+        {"name": "v1", "service": "s1", "weight": 100, "endpoints": [f"127.0.0.1:{a.rest_port}"],
+         "grpcEndpoints": [a.grpc_target]},
+        {"name": "v2", "service": "s2", "weight": 0, "endpoints": [f"127.0.0.1:{b.rest_port}"],
+         "grpcEndpoints": [b.grpc_target]},
+    ], routes=[{"header": "x-experiment", "value": "b", "version": "v2"}], model="digits")
+    grpc_port = free_port()
+    router = start_router(f"--grpc-port={grpc_port}")
+    x = load_digits().data[:4].astype(np.float32)
+
+    via_v1 = predict_rest(router.url, x)
+    via_v2 = predict_rest(router.url, x, {"x-experiment": "b"})
+    assert via_v1.headers["x-modelfleet-version"] == "v1" and via_v2.headers["x-modelfleet-version"] == "v2"
+    assert via_v1.json() == predict_rest(a.url, x).json()
+    assert via_v2.json() == predict_rest(b.url, x).json()
+    assert not np.allclose(via_v1.json()["predictions"], via_v2.json()["predictions"])
+    status = requests.get(f"{router.url}/v1/models/digits", headers={"x-experiment": "b"}, timeout=5).json()
+    assert status["model_version_status"][0]["version"] == "2"
+
+    predict_pb2 = proto_stubs.module("tensorflow_serving.apis.predict_pb2")
+    services = proto_stubs.module("tensorflow_serving.apis.prediction_service_pb2_grpc")
+    with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+        stub = services.PredictionServiceStub(channel)
+        request = predict_pb2.PredictRequest()
+        request.model_spec.name = "digits"
+        request.inputs["images"].CopyFrom(tensor_proto(x))
+        response, call = stub.Predict.with_call(request, timeout=10)
+        assert response.model_spec.version.value == 1
+        assert dict(call.initial_metadata())["x-modelfleet-version"] == "v1"
+        routed = stub.Predict(request, metadata=(("x-experiment", "b"),), timeout=10)
+        assert routed.model_spec.version.value == 2
+        assert np.allclose(to_numpy(routed.outputs["scores"]), np.array(via_v2.json()["predictions"]), atol=1e-5)
+        # A version the server does not have: its NOT_FOUND comes back through the router.
+        request.model_spec.version.value = 7
+        with pytest.raises(grpc.RpcError) as missing:
+            stub.Predict(request, timeout=10)
+        assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+    metrics = router.metrics()
+    assert metric_value(metrics, "modelfleet_router_requests_total", version="v2", protocol="grpc", code="OK") == 1
+
+
+def test_mirror_compares_real_predictions(tmp_path, servers, start_router):
+    a, b = servers
+    config = tmp_path / "router.yaml"
+    versions = [
+        {"name": "v1", "service": "s1", "weight": 100, "endpoints": [f"127.0.0.1:{a.rest_port}"]},
+        {"name": "v2", "service": "s2", "weight": 0, "endpoints": [f"127.0.0.1:{b.rest_port}"]},
+        {"name": "v1-copy", "service": "s3", "weight": 0, "endpoints": [f"127.0.0.1:{a.rest_port}"]},
+    ]
+    write_config(config, versions, mirror={"version": "v1-copy", "percent": 100}, model="digits")
+    router = start_router()
+    x = load_digits().data[:2].astype(np.float32)
+    for _ in range(20):
+        predict_rest(router.url, x)
+    wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_mirrored_total", version="v1-copy") == 20,
+             timeout=5, what="20 mirrored requests")
+    assert metric_value(router.metrics(), "modelfleet_router_mirror_disagreements_total", version="v1-copy") == 0
+
+    write_config(config, versions, mirror={"version": "v2", "percent": 100}, model="digits")
+    wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_config_generation") == 2, timeout=3,
+             what="the new config")
+    for _ in range(20):
+        predict_rest(router.url, x)
+    wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_mirror_disagreements_total", version="v2")
+             == 20, timeout=5, what="20 disagreements between two different model versions")
