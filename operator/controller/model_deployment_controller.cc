@@ -248,7 +248,9 @@ Status ModelDeploymentController::PruneObjects(const ModelDeploymentSpec& md, co
   }
   Status first_error;
   for (const auto& owned : owned_) {
-    if (owned.resource == "pods") continue;
+    // What a spec change can drop: a version's Deployment and Service, the batching ConfigMap.
+    // The router's ServiceAccount and RoleBinding live as long as the ModelDeployment.
+    if (owned.resource != "deployments" && owned.resource != "services" && owned.resource != "configmaps") continue;
     for (const auto& obj : owned.informer->store().ByIndex(kIndex, key)) {
       const std::string name = k8s::StringAt(k8s::MetadataOf(*obj), "name");
       if (!IsControlledBy(*obj, md.uid) || wanted.count({owned.resource, name})) continue;
@@ -297,10 +299,20 @@ Status ModelDeploymentController::PruneObjects(const ModelDeploymentSpec& md, co
   return first_error;
 }
 
-void ModelDeploymentController::DiagnoseStuckVersions(const ModelDeploymentSpec& md, ObservedState* observed) {
+std::chrono::seconds ModelDeploymentController::DiagnoseStuckVersions(const ModelDeploymentSpec& md,
+                                                                      ObservedState* observed) {
+  std::chrono::seconds recheck{0};
   for (auto& [version, ov] : observed->versions) {
     for (const auto& pod : ov.pods) {
-      if (!DiagnosePod(pod).reason.empty() || !ServerStuckNotReady(pod, NowSeconds(), kStuckSeconds)) continue;
+      if (!DiagnosePod(pod).reason.empty()) continue;
+      const int64_t not_ready = ServerNotReadySeconds(pod, NowSeconds());
+      if (not_ready < 0) continue;
+      if (not_ready < kStuckSeconds) {
+        // Nothing else would wake us if the server never turns ready: look again then.
+        const std::chrono::seconds left(kStuckSeconds - not_ready + 1);
+        recheck = recheck.count() ? std::min(recheck, left) : left;
+        continue;
+      }
       // Through the API server's pod proxy, so it works from outside the cluster network too.
       const std::string path = "/api/v1/namespaces/" + md.ns + "/pods/" + k8s::StringAt(k8s::MetadataOf(pod), "name") +
                                ":" + std::to_string(kRestPort) + "/proxy/v1/models/" + k8s::UrlEncode(md.model_name);
@@ -309,6 +321,7 @@ void ModelDeploymentController::DiagnoseStuckVersions(const ModelDeploymentSpec&
       break;  // one pod per version says enough
     }
   }
+  return recheck;
 }
 
 Status ModelDeploymentController::WriteStatus(const Json& object, const Json& status) {
@@ -400,7 +413,8 @@ k8s::ReconcileResult ModelDeploymentController::Reconcile(const std::string& key
   Status pruned = PruneObjects(md, desired, involved, &observed, &requeue_after);
   if (!pruned.ok() && first_error.ok()) first_error = pruned;
 
-  DiagnoseStuckVersions(md, &observed);
+  const seconds recheck = DiagnoseStuckVersions(md, &observed);
+  if (recheck.count() && (!requeue_after.count() || recheck < requeue_after)) requeue_after = recheck;
   in.spec = &md;
   in.observed = &observed;
   in.weights = md.traffic;

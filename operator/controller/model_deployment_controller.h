@@ -60,8 +60,9 @@ class ModelDeploymentController {
   // Deletes owned objects nothing asks for any more; removed versions only after the drain.
   Status PruneObjects(const ModelDeploymentSpec& md, const DesiredState& desired, const Json& involved,
                       ObservedState* observed, std::chrono::seconds* requeue_after);
-  // Asks the server of one stuck pod per version why it is not ready (ObservedVersion::model_problem).
-  void DiagnoseStuckVersions(const ModelDeploymentSpec& md, ObservedState* observed);
+  // Asks the server of one stuck pod per version why it is not ready (ObservedVersion::model_problem);
+  // returns when to look again at pods not stuck long enough yet (0: no need).
+  std::chrono::seconds DiagnoseStuckVersions(const ModelDeploymentSpec& md, ObservedState* observed);
   Status WriteStatus(const Json& object, const Json& status);
   void RecordConditionEvents(const Json& involved, const Json& old_status, const Json& new_status);
 

@@ -33,7 +33,11 @@ OperatorMetrics::OperatorMetrics(prometheus::Registry& registry)
       ready_replicas_(prometheus::BuildGauge()
                           .Name("modelfleet_operator_version_ready_replicas")
                           .Help("Ready serving pods per model version")
-                          .Register(registry)) {}
+                          .Register(registry)) {
+  // Series that exist from the start read 0 instead of being absent until the first error.
+  errors_.Add({{"controller", "modeldeployment"}});
+  reconciles_.Add({{"controller", "modeldeployment"}, {"result", "error"}});
+}
 
 void OperatorMetrics::ObserveReconcile(const std::string& controller, const std::string& result,
                                        std::chrono::duration<double> took) {

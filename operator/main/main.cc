@@ -55,13 +55,19 @@ mf::StatusOr<mf::k8s::ClusterConfig> LoadConfig(const Flags& flags) {
   return mf::k8s::ParseKubeconfig(text.str(), std::filesystem::path(flags.kubeconfig).parent_path());
 }
 
+// The pod (or host) name plus a random suffix, as controller-runtime's: a restarted container
+// is a new candidate, so it never mistakes the lease its predecessor held for its own.
 std::string Identity() {
-  std::string pod = EnvOr("POD_NAME", "");
-  if (!pod.empty()) return pod;
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
+  std::string name = EnvOr("POD_NAME", "");
+  if (name.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    name = host;
+  }
   std::random_device rd;
-  return std::string(host) + "_" + std::to_string(rd() % 100000);
+  char suffix[9];
+  std::snprintf(suffix, sizeof(suffix), "%08x", rd());
+  return name + "_" + suffix;
 }
 
 int Run(int argc, char** argv) {

@@ -116,17 +116,17 @@ PodProblem DiagnoseModelStatus(const std::string& body) {
   return {};
 }
 
-bool ServerStuckNotReady(const Json& pod, int64_t now, int64_t seconds) {
+int64_t ServerNotReadySeconds(const Json& pod, int64_t now) {
   const Json& list = Field(Field(pod, "status"), "containerStatuses");
-  if (!list.is_array()) return false;
+  if (!list.is_array()) return -1;
   for (const auto& cs : list) {
     if (Str(cs, "name") != "server" || Field(cs, "ready") == true) continue;
     const std::string started = Str(Field(Field(cs, "state"), "running"), "startedAt");
     std::tm tm{};
-    if (started.empty() || !strptime(started.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) return false;
-    return now - static_cast<int64_t>(timegm(&tm)) >= seconds;
+    if (started.empty() || !strptime(started.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) return -1;
+    return std::max<int64_t>(0, now - static_cast<int64_t>(timegm(&tm)));
   }
-  return false;
+  return -1;
 }
 
 std::map<std::string, int> EffectiveTraffic(const std::map<std::string, int>& weights,

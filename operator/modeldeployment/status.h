@@ -40,9 +40,9 @@ PodProblem DiagnosePod(const Json& pod);
 // without a GPU). ModelLoadFailed with the server's message, or empty while it is still loading.
 PodProblem DiagnoseModelStatus(const std::string& body);
 
-// Whether `pod`'s server container has been running for at least `seconds` without being ready
-// (`now` in seconds since the epoch): worth asking the server why.
-bool ServerStuckNotReady(const Json& pod, int64_t now, int64_t seconds);
+// How long `pod`'s server container has been running without being ready (`now` in seconds
+// since the epoch), or -1 when it is ready or not running: long enough, and the server is asked why.
+int64_t ServerNotReadySeconds(const Json& pod, int64_t now);
 
 // The percent per version the routers apply: a version with no ready pod gets nothing and its
 // share goes to the others in proportion to their weights (largest remainder, so the result

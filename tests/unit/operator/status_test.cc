@@ -86,18 +86,18 @@ TEST(StatusTest, DiagnoseModelStatusTable) {
   }
 }
 
-TEST(StatusTest, ServerStuckNotReady) {
+TEST(StatusTest, ServerNotReadySeconds) {
   const Json pod = Json::parse(R"({"status": {"containerStatuses": [
       {"name": "sync", "ready": true, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}},
       {"name": "server", "ready": false, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}})");
   const int64_t started = 1767225600;  // 2026-01-01T00:00:00Z
-  EXPECT_FALSE(ServerStuckNotReady(pod, started + 10, 15));
-  EXPECT_TRUE(ServerStuckNotReady(pod, started + 15, 15));
+  EXPECT_EQ(ServerNotReadySeconds(pod, started + 10), 10);
   Json ready = pod;
   ready["status"]["containerStatuses"][1]["ready"] = true;
-  EXPECT_FALSE(ServerStuckNotReady(ready, started + 60, 15));
-  EXPECT_FALSE(
-      ServerStuckNotReady(Json::parse(R"({"status": {"containerStatuses": [{"name": "server"}]}})"), started, 0));
+  EXPECT_EQ(ServerNotReadySeconds(ready, started + 60), -1);
+  EXPECT_EQ(ServerNotReadySeconds(Json::parse(R"({"status": {"containerStatuses": [{"name": "server"}]}})"), started),
+            -1);
+  EXPECT_EQ(ServerNotReadySeconds(Json::parse(R"([1])"), started), -1);
 }
 
 Json Deployment(int64_t desired, int64_t ready, int64_t updated, int64_t generation = 1, int64_t observed = 1) {

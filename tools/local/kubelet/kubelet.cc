@@ -337,18 +337,20 @@ void Kubelet::SyncNetworking() {
   // restarts through the address already in their status.
   std::set<std::string> used;
   std::map<std::string, std::string> host_ips;
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(busy_host_ips_, [&](const auto& kv) { return now - kv.second > std::chrono::minutes(1); });
   for (const Json& svc : services) {
     const std::string key = NamespaceOf(svc) + "/" + NameOf(svc);
     if (StringAt(svc, {"spec", "type"}) != "LoadBalancer" || !vips.count(key)) continue;
     std::string ip = host_ips_.count(key) ? host_ips_[key] : "";
     const Json& ingress = ObjectAt(svc, {"status", "loadBalancer"}).value("ingress", Json::array());
     if (ip.empty() && ingress.is_array() && !ingress.empty()) ip = StringAt(ingress[0], {"ip"});
-    if (!IsLoopbackHost(ip) || used.count(ip)) ip.clear();
+    if (!IsLoopbackHost(ip) || used.count(ip) || busy_host_ips_.count(ip)) ip.clear();
     for (int n = 2; ip.empty() && n < 255; ++n) {
       std::string candidate = "127.0.0." + std::to_string(n);
-      if (!used.count(candidate) && std::none_of(host_ips_.begin(), host_ips_.end(), [&](const auto& kv) {
-            return kv.first != key && kv.second == candidate;
-          })) {
+      if (!used.count(candidate) && !busy_host_ips_.count(candidate) &&
+          std::none_of(host_ips_.begin(), host_ips_.end(),
+                       [&](const auto& kv) { return kv.first != key && kv.second == candidate; })) {
         ip = candidate;
       }
     }
@@ -370,7 +372,12 @@ void Kubelet::SyncNetworking() {
     if (!proxy_errors_.count(e)) log::Warning("cannot open a Service proxy listener", {{"listener", e}});
     // A host address another program holds: try the next one on the next pass.
     for (auto it = host_ips.begin(); it != host_ips.end();) {
-      it = e.rfind(it->second + ":", 0) == 0 ? host_ips.erase(it) : std::next(it);
+      if (e.rfind(it->second + ":", 0) == 0) {
+        busy_host_ips_[it->second] = now;
+        it = host_ips.erase(it);
+      } else {
+        ++it;
+      }
     }
   }
   proxy_errors_ = std::move(error_set);

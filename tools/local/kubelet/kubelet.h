@@ -14,6 +14,7 @@
 // status, as `minikube tunnel` does.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -66,6 +67,9 @@ class Kubelet {
   ServiceProxy proxy_;                           // used by the sync thread only
   std::set<std::string> proxy_errors_;           // last reported, to log each failure once
   std::map<std::string, std::string> host_ips_;  // LoadBalancer "ns/name" -> 127.0.0.x
+  // Host addresses another program (another local cluster) held when we tried them, and when:
+  // skipped for a minute so each LoadBalancer moves on to a free address.
+  std::map<std::string, std::chrono::steady_clock::time_point> busy_host_ips_;
   std::unique_ptr<k8s::Informer> pods_, services_, endpoints_;
   std::unique_ptr<SimulatedPods> simulated_;  // with options_.simulate_pods, instead of pod workers
 
