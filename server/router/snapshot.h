@@ -60,15 +60,38 @@ std::shared_ptr<const Snapshot> BuildSnapshot(const RouterConfig& config, const 
                                               uint64_t generation, EndpointRegistry& registry, RouterMetrics* metrics);
 
 // The published snapshot. Load() on every request, Store() by the config watcher.
+//
+// Load() takes no lock: each thread keeps the snapshot it read last and re-reads the shared
+// pointer (whose std::atomic<shared_ptr> load spins on a lock bit shared by every thread) only when
+// the version counter moved. Store() publishes the pointer before bumping the counter, so a
+// thread that sees the new count reads the new snapshot.
 class SnapshotStore {
  public:
-  std::shared_ptr<const Snapshot> Load() const { return current_.load(std::memory_order_acquire); }
+  std::shared_ptr<const Snapshot> Load() const {
+    struct Cache {
+      uint64_t store = 0;  // id_ of the store it caches (an address could be reused)
+      uint64_t version = 0;
+      std::shared_ptr<const Snapshot> snapshot;
+    };
+    thread_local Cache cache;
+    const uint64_t version = version_.load(std::memory_order_acquire);
+    if (cache.store != id_ || cache.version != version) {
+      cache.snapshot = current_.load(std::memory_order_acquire);
+      cache.store = id_;
+      cache.version = version;
+    }
+    return cache.snapshot;
+  }
   void Store(std::shared_ptr<const Snapshot> snapshot) {
     current_.store(std::move(snapshot), std::memory_order_release);
+    version_.fetch_add(1, std::memory_order_acq_rel);
   }
 
  private:
+  static inline std::atomic<uint64_t> next_id_{1};
+  const uint64_t id_ = next_id_.fetch_add(1);
   std::atomic<std::shared_ptr<const Snapshot>> current_;
+  std::atomic<uint64_t> version_{0};
 };
 
 }  // namespace mf::router
