@@ -101,7 +101,7 @@ def test_operator_deployment():
                 "--router-image=modelfleet/router:0.1.0", "--router-cluster-role=mf-router"):
         assert arg in args, f"{arg} not in {args}"
     env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]}
-    assert env == {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
+    assert env == {"POD_IP": "status.podIP", "POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
     assert container["ports"] == [{"name": "metrics", "containerPort": 8080, "protocol": "TCP"}]
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
@@ -373,7 +373,9 @@ def test_examples_are_valid_modeldeployments(installed):
     (["bind", "clusterroles.rbac.authorization.k8s.io/modelfleet-router"], True),
     (["bind", "clusterroles.rbac.authorization.k8s.io/cluster-admin"], False),
     (["escalate", "clusterroles.rbac.authorization.k8s.io"], False),
-    (["create", "events.events.k8s.io", "-n", "default"], True),
+    (["create", "events", "-n", "default"], True),
+    (["create", "events.events.k8s.io", "-n", "default"], False),  # it records core/v1 Events
+    (["delete", "serviceaccounts", "-n", "default"], False),  # the garbage collector removes them
     (["update", "leases.coordination.k8s.io", "-n", "modelfleet-system"], True),
     (["update", "leases.coordination.k8s.io", "-n", "kube-system"], False),
     (["get", "secrets", "-n", "default"], False),
