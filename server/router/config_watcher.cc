@@ -205,11 +205,8 @@ Status ClusterWatcher::Start() {
 }
 
 bool ClusterWatcher::WaitForSync(std::chrono::milliseconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  if (!configmaps_.WaitForSync(timeout) || !slices_.WaitForSync(timeout)) return false;
-  Changed();  // a ConfigMap that does not exist produces no event: rebuild (and report) anyway
   std::unique_lock lock(mu_);
-  return rebuilt_cv_.wait_until(lock, until, [&] { return rebuilt_once_; });
+  return rebuilt_cv_.wait_for(lock, timeout, [&] { return rebuilt_once_; });
 }
 
 void ClusterWatcher::Stop() {
@@ -230,6 +227,14 @@ void ClusterWatcher::Changed() {
 }
 
 void ClusterWatcher::RunRebuilds(std::stop_token stop) {
+  // The first rebuild runs once both informers listed, even when nothing was announced (a
+  // ConfigMap that does not exist produces no event, and must still be reported).
+  while (!(configmaps_.HasSynced() && slices_.HasSynced())) {
+    std::unique_lock lock(mu_);
+    changed_cv_.wait_for(lock, stop, std::chrono::milliseconds(10), [] { return false; });
+    if (stop.stop_requested()) return;
+  }
+  Changed();
   while (true) {
     {
       std::unique_lock lock(mu_);

@@ -84,7 +84,8 @@ class ClusterWatcher {
   ~ClusterWatcher();
 
   Status Start();
-  // Waits until both informers listed once and the first rebuild ran; false on timeout.
+  // Waits until both informers listed once and the first rebuild ran; false on timeout. Nothing
+  // needs to wait: until then the router answers 503 and /readyz says not ready.
   bool WaitForSync(std::chrono::milliseconds timeout);
   void Stop();
 

@@ -133,10 +133,6 @@ int Main(int argc, char** argv) {
     cluster_watcher =
         std::make_unique<ClusterWatcher>(*kube, f.configmap.substr(0, slash), f.configmap.substr(slash + 1), publisher);
     if (Status s = cluster_watcher->Start(); !s.ok()) return fail(s);
-    // Not fatal: the router serves 503 and /readyz says not ready until the ConfigMap is valid.
-    if (!cluster_watcher->WaitForSync(std::chrono::seconds(30))) {
-      log::Warning("the ConfigMap and EndpointSlice watches have not synced within 30 s; still trying");
-    }
   }
 
   HttpUpstream upstream({.io_threads = f.upstream_threads > 0 ? f.upstream_threads : cores,
