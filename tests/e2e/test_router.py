@@ -29,7 +29,7 @@ class Backend:
     """An HTTP/1.1 keep-alive server answering every method with JSON naming itself and echoing
     what it received. `delay` slows answers; `body` overrides the JSON for predictions."""
 
-    def __init__(self, name):
+    def __init__(self, name, host="127.0.0.1"):
         self.name = name
         self.delay = 0.0
         self.predictions = [[0.25, 0.75]]
@@ -61,10 +61,10 @@ class Backend:
 
             do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _answer
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((host, 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
-        self.address = f"127.0.0.1:{self.port}"
+        self.address = f"{host}:{self.port}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
@@ -74,12 +74,12 @@ class Backend:
 
 
 class Router:
-    def __init__(self, config_path, log_path, *flags):
+    def __init__(self, config_path, log_path, *flags, source=None):
         self.rest_port = free_port()
         self.admin_port = free_port()
         self.log_path = log_path
         self._log = open(log_path, "wb")
-        cmd = [str(router_binary()), f"--config={config_path}", f"--rest-port={self.rest_port}",
+        cmd = [str(router_binary()), source or f"--config={config_path}", f"--rest-port={self.rest_port}",
                "--grpc-port=0", f"--admin-port={self.admin_port}", "--io-threads=2", "--upstream-threads=2",
                *flags]
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
