@@ -56,6 +56,18 @@ std::string KindOf(const std::string& resource) {
   return it == kinds.end() ? resource : it->second;
 }
 
+// What the caches keep: no managedFields (the operator never reads them; they are often half of
+// an object), and of a pod only the metadata and status the status builder reads.
+void TrimForCache(Json* object) {
+  if (!object->is_object()) return;
+  if (auto meta = object->find("metadata"); meta != object->end() && meta->is_object()) meta->erase("managedFields");
+}
+
+void TrimPodForCache(Json* pod) {
+  TrimForCache(pod);
+  if (pod->is_object()) pod->erase("spec");
+}
+
 }  // namespace
 
 bool IsControlledBy(const Json& object, const std::string& uid) {
@@ -94,7 +106,8 @@ Status ModelDeploymentController::Start(std::chrono::milliseconds sync_timeout) 
       .base = std::chrono::milliseconds(50), .cap = seconds(60), .qps = 50, .burst = 200});
 
   k8s::InformerOptions md_options{.collection = {k8s::resources::ModelDeployments(), options_.watch_namespace, "", ""},
-                                  .resync_period = options_.resync};
+                                  .resync_period = options_.resync,
+                                  .transform = TrimForCache};
   model_deployments_ = std::make_unique<k8s::Informer>(client_, md_options);
   model_deployments_->AddEventHandlers(
       {.on_add = [this](const ObjectPtr& o) { Enqueue(o); },
@@ -121,7 +134,8 @@ Status ModelDeploymentController::Start(std::chrono::milliseconds sync_timeout) 
     k8s::InformerOptions o{
         .collection = {gvr, options_.watch_namespace, "", ""},
         .label_selector = resource == "pods" ? std::string(kModelDeploymentLabel) + "," + kComponentLabel + "=server"
-                                             : owned_selector};
+                                             : owned_selector,
+        .transform = resource == "pods" ? TrimPodForCache : TrimForCache};
     auto informer = std::make_unique<k8s::Informer>(client_, o);
     informer->AddIndex(kIndex, OwnerIndex);
     informer->AddEventHandlers({.on_add = [this](const ObjectPtr& obj) { EnqueueOwner(obj); },

@@ -122,6 +122,7 @@ Status Informer::ListAndReplace(std::string* resource_version) {
     std::string key = ObjectKey(item);
     if (key.empty()) continue;  // not an object with a name: nothing a handler could use
     FillTypeMeta(list, &item);
+    if (options_.transform) options_.transform(&item);
     listed.insert(key);
     ObjectPtr previous = store_.Get(key);
     if (previous && ResourceVersion(*previous) == ResourceVersion(item)) continue;  // unchanged
@@ -173,6 +174,7 @@ void Informer::ApplyEvent(WatchEvent&& event, std::string* resource_version) {
                  {{"resource", options_.collection.gvr.ToString()}});
     return;
   }
+  if (options_.transform) options_.transform(&event.object);
   {
     std::lock_guard lock(mu_);
     ObjectPtr previous = store_.Get(key);

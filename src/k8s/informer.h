@@ -41,7 +41,11 @@ struct InformerOptions {
   std::string label_selector;
   std::string field_selector;
   std::chrono::milliseconds resync_period{0};  // 0: never
-  std::chrono::seconds watch_timeout{300};     // server-side; client-go picks 5-10 min
+  // Applied to every object before it is cached and delivered, e.g. to drop metadata.managedFields
+  // or fields the controller never reads (client-go's TransformFunc): the cache is the controller's
+  // memory. Must keep metadata.name, namespace and resourceVersion.
+  std::function<void(nlohmann::json* object)> transform;
+  std::chrono::seconds watch_timeout{300};  // server-side; client-go picks 5-10 min
   std::chrono::milliseconds error_backoff_base{100};
   std::chrono::milliseconds error_backoff_cap{30'000};
 };

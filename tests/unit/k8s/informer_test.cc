@@ -225,6 +225,26 @@ TEST_F(InformerTest, IndexesFollowChanges) {
   EXPECT_TRUE(informer.store().ByIndex("app", "api").empty());
 }
 
+TEST_F(InformerTest, TransformTrimsListedAndWatchedObjects) {
+  Json big = Pod("a");
+  big["spec"] = {{"containers", Json::array({{{"name", "c"}}})}};
+  server_->Put(kPods, big);
+  InformerOptions options = PodOptions();
+  options.transform = [](Json* o) { o->erase("spec"); };
+  Informer informer(client_, options);
+  Recorder rec;
+  informer.AddEventHandlers(rec.Handlers());
+  ASSERT_TRUE(informer.Start().ok());
+  ASSERT_TRUE(informer.WaitForSync(5s));
+  EXPECT_FALSE(informer.store().Get("ml/a")->contains("spec"));
+  server_->Put(kPods, big);
+  server_->Put(kPods, Pod("b"));
+  ASSERT_TRUE(rec.WaitFor(3));
+  EXPECT_FALSE(informer.store().Get("ml/a")->contains("spec"));
+  EXPECT_EQ((*informer.store().Get("ml/a"))["metadata"]["labels"]["app"], "web");
+  EXPECT_TRUE(informer.store().Get("ml/b"));
+}
+
 TEST_F(InformerTest, ResyncRedeliversCachedObjects) {
   server_->Put(kPods, Pod("a"));
   InformerOptions options = PodOptions();
