@@ -17,6 +17,7 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -64,10 +65,11 @@ def peak_rss_mb(pid):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--count", type=int, default=500)
-    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=32)
     parser.add_argument("--rest-seconds", type=int, default=60)
     parser.add_argument("--timeout", type=int, default=3600)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so `finally` stops the cluster
     from kubernetes import client, config
 
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="mf-bench-operator-"))

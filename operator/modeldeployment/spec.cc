@@ -212,6 +212,84 @@ Status ParseServerAndRouter(const Json& spec, ModelDeploymentSpec* md) {
   return Status();
 }
 
+Status OptionalNumber(const Json& obj, const char* key, const std::string& path, double min, double max,
+                      std::optional<double>* out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return Status();
+  if (!it->is_number() || it->get<double>() < min || it->get<double>() > max) {
+    return InvalidArgument(path + "." + key + " must be a number from " + std::to_string(min) + " to " +
+                           std::to_string(max));
+  }
+  *out = it->get<double>();
+  return Status();
+}
+
+Status ParseAutoscalingAndRollout(const Json& spec, ModelDeploymentSpec* md) {
+  Json as;
+  MF_RETURN_IF_ERROR(OptionalObject(spec, "autoscaling", "spec", &as));
+  if (as.is_object()) {
+    AutoscalingSpec a;
+    const std::string path = "spec.autoscaling";
+    MF_RETURN_IF_ERROR(OptionalString(as, "metric", path, &a.metric));
+    if (a.metric != "qps" && a.metric != "concurrency") {
+      return InvalidArgument(path + ".metric '" + a.metric + "' must be qps or concurrency");
+    }
+    std::optional<double> target;
+    MF_RETURN_IF_ERROR(OptionalNumber(as, "targetPerReplica", path, 1e-9, 1e12, &target));
+    if (!target) return InvalidArgument(path + ".targetPerReplica must be a positive number");
+    a.target_per_replica = *target;
+    int64_t min = 1, max = 10;
+    MF_RETURN_IF_ERROR(OptionalInt(as, "minReplicas", path, 0, 10000, &min));
+    MF_RETURN_IF_ERROR(OptionalInt(as, "maxReplicas", path, 1, 10000, &max));
+    if (min > max) return InvalidArgument(path + ".minReplicas must not exceed maxReplicas");
+    a.min_replicas = static_cast<int32_t>(min);
+    a.max_replicas = static_cast<int32_t>(max);
+    MF_RETURN_IF_ERROR(
+        OptionalInt(as, "scaleDownStabilizationSeconds", path, 0, 86400, &a.scale_down_stabilization_seconds));
+    Json prometheus;
+    MF_RETURN_IF_ERROR(OptionalObject(as, "prometheus", path, &prometheus));
+    if (prometheus.is_object()) {
+      MF_RETURN_IF_ERROR(OptionalString(prometheus, "url", path + ".prometheus", &a.prometheus_url));
+      MF_RETURN_IF_ERROR(OptionalString(prometheus, "query", path + ".prometheus", &a.prometheus_query));
+    }
+    md->autoscaling = a;
+  }
+  Json ro;
+  MF_RETURN_IF_ERROR(OptionalObject(spec, "rollout", "spec", &ro));
+  if (ro.is_object()) {
+    RolloutSpec r;
+    auto steps = ro.find("steps");
+    if (steps == ro.end() || !steps->is_array() || steps->empty())
+      return InvalidArgument("spec.rollout.steps must list at least one step");
+    int last = -1;
+    for (size_t i = 0; i < steps->size(); ++i) {
+      const std::string path = "spec.rollout.steps[" + std::to_string(i) + "]";
+      if (!(*steps)[i].is_object()) return InvalidArgument(path + " must be an object");
+      int64_t percent = -1, pause = 0;
+      MF_RETURN_IF_ERROR(OptionalInt((*steps)[i], "percent", path, 0, 100, &percent));
+      if (percent < 0) return InvalidArgument(path + ".percent is required");
+      if (percent < last) return InvalidArgument(path + ".percent must not go down (steps walk traffic up)");
+      last = static_cast<int>(percent);
+      MF_RETURN_IF_ERROR(OptionalInt((*steps)[i], "pauseSeconds", path, 0, 7 * 86400, &pause));
+      r.steps.push_back({static_cast<int>(percent), pause});
+    }
+    Json analysis;
+    MF_RETURN_IF_ERROR(OptionalObject(ro, "analysis", "spec.rollout", &analysis));
+    if (analysis.is_object()) {
+      const std::string path = "spec.rollout.analysis";
+      MF_RETURN_IF_ERROR(OptionalInt(analysis, "intervalSeconds", path, 1, 86400, &r.analysis.interval_seconds));
+      MF_RETURN_IF_ERROR(OptionalInt(analysis, "minRequests", path, 0, int64_t{1} << 40, &r.analysis.min_requests));
+      MF_RETURN_IF_ERROR(OptionalNumber(analysis, "maxErrorRate", path, 0, 1, &r.analysis.max_error_rate));
+      MF_RETURN_IF_ERROR(OptionalNumber(analysis, "maxLatencyP99Ms", path, 0, 1e9, &r.analysis.max_latency_p99_ms));
+      MF_RETURN_IF_ERROR(OptionalNumber(analysis, "maxDisagreement", path, 0, 1, &r.analysis.max_disagreement));
+    }
+    if (md->versions.size() < 2)
+      return InvalidArgument("spec.rollout needs two versions: the stable one and the canary (the last)");
+    md->rollout = r;
+  }
+  return Status();
+}
+
 }  // namespace
 
 const VersionSpec* ModelDeploymentSpec::FindVersion(const std::string& version_name) const {
@@ -274,6 +352,7 @@ StatusOr<ModelDeploymentSpec> ParseModelDeployment(const Json& object) {
   MF_RETURN_IF_ERROR(ParseTraffic(spec, &md));
   MF_RETURN_IF_ERROR(ParseRouting(spec, &md));
   MF_RETURN_IF_ERROR(ParseServerAndRouter(spec, &md));
+  MF_RETURN_IF_ERROR(ParseAutoscalingAndRollout(spec, &md));
   return md;
 }
 

@@ -37,6 +37,35 @@ struct BatchingSpec {
   int64_t max_enqueued_batches = 100;
 };
 
+struct AutoscalingSpec {
+  std::string metric = "qps";  // qps | concurrency
+  double target_per_replica = 1;
+  int32_t min_replicas = 1;
+  int32_t max_replicas = 10;
+  int64_t scale_down_stabilization_seconds = 300;
+  double tolerance = 0.1;  // no change while load / (current * target) is within 1 +- this
+  std::string prometheus_url;
+  std::string prometheus_query;
+};
+
+struct RolloutStep {
+  int percent = 0;
+  int64_t pause_seconds = 0;
+};
+
+struct AnalysisSpec {
+  int64_t interval_seconds = 30;
+  int64_t min_requests = 100;
+  std::optional<double> max_error_rate;
+  std::optional<double> max_latency_p99_ms;
+  std::optional<double> max_disagreement;  // of mirrored answers, before real traffic moves
+};
+
+struct RolloutSpec {
+  std::vector<RolloutStep> steps;
+  AnalysisSpec analysis;
+};
+
 struct ModelDeploymentSpec {
   // From metadata.
   std::string name;
@@ -59,6 +88,9 @@ struct ModelDeploymentSpec {
   Json server_resources = Json::object();
   std::optional<BatchingSpec> batching;
   Json pod_template = Json::object();  // a PodTemplateSpec: {metadata, spec}
+
+  std::optional<AutoscalingSpec> autoscaling;
+  std::optional<RolloutSpec> rollout;
 
   int32_t router_replicas = 2;
   std::string router_service_type = "ClusterIP";
