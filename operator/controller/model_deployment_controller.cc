@@ -19,6 +19,8 @@ constexpr const char* kRetiringSince = "modelfleet.io/retiring-since";
 constexpr const char* kIndex = "modeldeployment";
 // A server running this long without becoming ready is asked why (a version that failed to load).
 constexpr int64_t kStuckSeconds = 15;
+// Rates for autoscaling are read over this window: a step in load shows within about a second.
+constexpr int64_t kQpsWindowMs = 2000;
 
 std::string NowRfc3339() {
   const std::time_t t = std::time(nullptr);
@@ -338,6 +340,97 @@ std::chrono::seconds ModelDeploymentController::DiagnoseStuckVersions(const Mode
   return recheck;
 }
 
+ModelDeploymentController::Plan ModelDeploymentController::PlanTrafficAndReplicas(const ModelDeploymentSpec& md,
+                                                                                  const ObservedState& observed,
+                                                                                  const Json& old_status,
+                                                                                  const Json& involved) {
+  Plan plan;
+  plan.weights = md.traffic;
+  const std::string key = md.ns + "/" + md.name;
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  if (options_.rates && (md.autoscaling || md.rollout)) {
+    if (auto rates = options_.rates->Rates(key, kQpsWindowMs, now_ms)) {
+      for (const auto& [version, r] : *rates) {
+        plan.load[version] = {
+            r.qps, r.requests > 0 ? static_cast<double>(r.errors) / static_cast<double>(r.requests) : 0, r.p99_ms};
+      }
+    }
+  }
+  auto ready = [&](const std::string& version) {
+    auto it = observed.versions.find(version);
+    return it != observed.versions.end() && it->second.deployment.is_object() &&
+           it->second.deployment.value("status", Json::object()).value("readyReplicas", 0) > 0;
+  };
+
+  if (md.rollout) {
+    const std::string canary = md.versions.back().name;
+    CanaryMetrics m;
+    if (options_.rates) {
+      if (auto rates = options_.rates->Rates(key, md.rollout->analysis.interval_seconds * 1000, now_ms)) {
+        m.known = true;
+        if (auto it = rates->find(canary); it != rates->end()) {
+          m.requests = it->second.requests;
+          m.errors = it->second.errors;
+          m.p99_ms = it->second.p99_ms;
+          m.mirrored = it->second.mirrored;
+          m.disagreements = it->second.disagreements;
+        }
+      }
+    }
+    const RolloutDecision d = StepRollout(md, RolloutState::FromStatus(old_status.value("rollout", Json::object())),
+                                          ready(canary), m, now_ms / 1000);
+    plan.weights = d.weights;
+    plan.rollout = d.state.ToStatus();
+    if (!d.event_reason.empty()) {
+      (void)events_.Record(involved, d.warning ? k8s::EventType::kWarning : k8s::EventType::kNormal, d.event_reason,
+                           d.event_message);
+    }
+    if (d.state.phase == "Progressing")
+      plan.recheck = seconds(std::min<int64_t>(5, md.rollout->analysis.interval_seconds));
+  }
+
+  if (md.autoscaling) {
+    const AutoscalingSpec& spec = *md.autoscaling;
+    double total_qps = 0;
+    for (const auto& [v, l] : plan.load) total_qps += l.qps;
+    std::map<std::string, double> in_flight;
+    if (options_.rates) {
+      if (auto rates = options_.rates->Rates(key, kQpsWindowMs, now_ms)) {
+        for (const auto& [v, r] : *rates) in_flight[v] = r.in_flight;
+      }
+    }
+    std::lock_guard lock(history_mu_);
+    for (const auto& v : md.versions) {
+      auto it = observed.versions.find(v.name);
+      const Json& d = it == observed.versions.end() ? Json() : it->second.deployment;
+      const int32_t current = d.is_object() ? d.value("spec", Json::object()).value("replicas", spec.min_replicas)
+                                            : std::max<int32_t>(spec.min_replicas, 1);
+      ScaleInput in{.spec = spec, .current = current, .now_ms = now_ms};
+      auto load = plan.load.find(v.name);
+      in.load_known = load != plan.load.end() || !plan.load.empty();
+      if (spec.metric == "concurrency") {
+        in.load = in_flight.count(v.name) ? in_flight[v.name] : 0;
+      } else {
+        // Its own measured rate, or its share of the total when traffic is about to move to it.
+        const auto w = plan.weights.find(v.name);
+        const double share = w == plan.weights.end() ? 0 : w->second / 100.0;
+        in.load = std::max(load == plan.load.end() ? 0.0 : load->second.qps, total_qps * share);
+      }
+      const ScaleDecision decision = DecideReplicas(in, &history_[key + "/" + v.name]);
+      plan.replicas[v.name] = decision.desired;
+      if (d.is_object() && decision.desired != current) {
+        (void)events_.Record(involved, k8s::EventType::kNormal, decision.desired > current ? "ScaledUp" : "ScaledDown",
+                             "version " + v.name + " from " + std::to_string(current) + " to " +
+                                 std::to_string(decision.desired) + ": " + decision.reason);
+      }
+    }
+    plan.recheck = plan.recheck.count() ? std::min(plan.recheck, seconds(1)) : seconds(1);
+  }
+  return plan;
+}
+
 Status ModelDeploymentController::WriteStatus(const Json& object, const Json& status) {
   const Json old_status = object.value("status", Json::object());
   if (old_status == status) return Status();
@@ -415,7 +508,13 @@ k8s::ReconcileResult ModelDeploymentController::Reconcile(const std::string& key
     return finish({WriteStatus(md_object, status)});
   }
   const ModelDeploymentSpec& md = *parsed;
-  const DesiredState desired = BuildDesiredState(md, md.traffic, options_.settings);
+  seconds requeue_after{0};
+  auto requeue_within = [&](seconds s) {
+    if (s.count() > 0 && (!requeue_after.count() || s < requeue_after)) requeue_after = s;
+  };
+  const Plan plan = PlanTrafficAndReplicas(md, Observe(ns, name, &md), old_status, involved);
+  requeue_within(plan.recheck);
+  const DesiredState desired = BuildDesiredState(md, plan.weights, options_.settings, plan.replicas);
   Status first_error;
   for (const auto& d : desired.objects) {
     bool changed = false;
@@ -423,15 +522,17 @@ k8s::ReconcileResult ModelDeploymentController::Reconcile(const std::string& key
     if (!s.ok() && first_error.ok()) first_error = s;
   }
   ObservedState observed = Observe(ns, name, &md);
-  seconds requeue_after{0};
-  Status pruned = PruneObjects(md, desired, involved, &observed, &requeue_after);
+  seconds prune_after{0};
+  Status pruned = PruneObjects(md, desired, involved, &observed, &prune_after);
   if (!pruned.ok() && first_error.ok()) first_error = pruned;
-
-  const seconds recheck = DiagnoseStuckVersions(md, &observed);
-  if (recheck.count() && (!requeue_after.count() || recheck < requeue_after)) requeue_after = recheck;
+  requeue_within(prune_after);
+  requeue_within(DiagnoseStuckVersions(md, &observed));
   in.spec = &md;
   in.observed = &observed;
-  in.weights = md.traffic;
+  in.weights = plan.weights;
+  in.replicas = plan.replicas;
+  in.load = plan.load;
+  in.rollout = plan.rollout;
   const Json status = BuildStatus(in);
   std::set<std::string> versions;
   for (const auto& v : status["versions"]) {

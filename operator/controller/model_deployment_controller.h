@@ -6,18 +6,24 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "autoscale/autoscaler.h"
 #include "controller/operator_metrics.h"
 #include "k8s/client.h"
 #include "k8s/event_recorder.h"
 #include "k8s/informer.h"
 #include "k8s/work_queue.h"
+#include "metrics_feed/rate_store.h"
 #include "modeldeployment/desired.h"
 #include "modeldeployment/spec.h"
 #include "modeldeployment/status.h"
+#include "rollout/rollout.h"
 
 namespace mf::op {
 
@@ -28,6 +34,7 @@ struct ControllerOptions {
   // How long a removed version keeps its pods after the routers were told to stop sending to it.
   std::chrono::seconds retire_drain{5};
   OperatorSettings settings;
+  RateStore* rates = nullptr;  // what the routers report (null: no autoscaling or analysis data)
 };
 
 class ModelDeploymentController {
@@ -51,6 +58,17 @@ class ModelDeploymentController {
     std::unique_ptr<k8s::Informer> informer;
   };
 
+  // What this reconcile tells the routers and how big each version is: the spec's traffic or the
+  // rollout's step, the spec's replicas or the autoscaler's, with what the routers measured.
+  struct Plan {
+    std::map<std::string, int> weights;
+    std::map<std::string, int32_t> replicas;
+    std::map<std::string, VersionLoad> load;
+    Json rollout;
+    std::chrono::seconds recheck{0};
+  };
+  Plan PlanTrafficAndReplicas(const ModelDeploymentSpec& md, const ObservedState& observed, const Json& old_status,
+                              const Json& involved);
   void Enqueue(const k8s::ObjectPtr& object);
   void EnqueueOwner(const k8s::ObjectPtr& object);
   k8s::Informer* OwnedInformer(const std::string& resource) const;
@@ -75,6 +93,10 @@ class ModelDeploymentController {
   std::unique_ptr<k8s::WorkQueue> queue_;
   std::unique_ptr<k8s::WorkerPool> workers_;
   std::jthread depth_reporter_;
+  // The autoscaler's recent recommendations per "ns/name/version" (lost on restart, which the
+  // autoscaler handles by holding the current size).
+  std::mutex history_mu_;
+  std::map<std::string, std::deque<Recommendation>> history_;
 };
 
 // True when `object` has a controller owner reference to the ModelDeployment with `uid`.

@@ -70,6 +70,17 @@ std::string Identity() {
   return name + "_" + suffix;
 }
 
+// Marks (or unmarks) this replica's own pod as the leader: the chart's leader Service selects the
+// label, so the routers' reports reach the replica that acts on them. Outside a pod: nothing.
+void LabelOwnPod(mf::k8s::Client& client, bool leading) {
+  const std::string pod = EnvOr("POD_NAME", ""), ns = EnvOr("POD_NAMESPACE", "");
+  if (pod.empty() || ns.empty()) return;
+  const mf::k8s::Json patch = {
+      {"metadata", {{"labels", {{"modelfleet.io/leader", leading ? mf::k8s::Json("true") : mf::k8s::Json()}}}}}};
+  auto patched = client.Patch({mf::k8s::resources::Pods(), ns, pod, ""}, mf::k8s::PatchType::kMerge, patch);
+  if (!patched.ok()) mf::log::Warning("cannot label the operator's own pod", {{"error", patched.status().message()}});
+}
+
 int Run(int argc, char** argv) {
   Flags f;
   mf::FlagSet flags("modelfleet-operator", "Reconciles ModelDeployments into fleets of model-serving pods.");
@@ -92,6 +103,8 @@ int Run(int argc, char** argv) {
   flags.Add("server_image", &f.settings.server_image, "model server image of serving pods");
   flags.Add("sync_image", &f.settings.sync_image, "modelfleet-sync image of serving pods");
   flags.Add("router_image", &f.settings.router_image, "router image");
+  flags.Add("report_url", &f.settings.report_url,
+            "where routers POST their counters (the chart's leader Service + /v1/reports; \"\": they do not)");
   flags.Add("router_cluster_role", &f.settings.router_cluster_role,
             "ClusterRole bound to each router's ServiceAccount (\"\": none)");
   flags.Add("not_ready_grace_seconds", &f.settings.not_ready_grace_seconds,
@@ -144,7 +157,21 @@ int Run(int argc, char** argv) {
   routes.Add("GET", "/readyz", mf::http::Sync([&ready](const mf::http::Request&) {
                return ready ? mf::http::Response::Text(200, "ok\n") : mf::http::Response::Text(503, "not ready\n");
              }));
-  mf::http::Server admin({.address = f.metrics_address, .port = static_cast<uint16_t>(f.metrics_port), .io_threads = 1},
+  // The routers push their counters here every second (autoscaling and rollout analysis read them).
+  mf::op::RateStore rates;
+  routes.Add("POST", "/v1/reports", mf::http::Sync([&rates](const mf::http::Request& request) {
+               auto report = mf::op::ParseRouterReport(request.body);
+               if (!report.ok()) return mf::http::Response::Text(400, report.status().message() + "\n");
+               const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count();
+               rates.Add(std::move(*report), now_ms);
+               return mf::http::Response::Text(204, "");
+             }));
+  mf::http::Server admin({.address = f.metrics_address,
+                          .port = static_cast<uint16_t>(f.metrics_port),
+                          .io_threads = 1,
+                          .max_body_bytes = 1 << 20},
                          routes.AsHandler());
   if (auto s = admin.Start(); !s.ok()) {
     std::cerr << "modelfleet-operator: serving metrics on port " << f.metrics_port << ": " << s.message() << "\n";
@@ -160,11 +187,14 @@ int Run(int argc, char** argv) {
                                     .workers = f.workers,
                                     .resync = std::chrono::seconds(f.resync_seconds),
                                     .retire_drain = std::chrono::seconds(f.retire_drain_seconds),
-                                    .settings = f.settings};
+                                    .settings = f.settings,
+                                    .rates = &rates};
   std::atomic<int> exit_code{0};
   // Leads until `stop`: starts the controller, waits, stops it.
+  LabelOwnPod(client, false);  // a restarted container may carry its predecessor's label
   auto lead = [&](std::stop_token stop) {
     metrics.SetLeader(true);
+    LabelOwnPod(client, true);
     mf::op::ModelDeploymentController controller(client, events, metrics, options);
     if (auto s = controller.Start(); !s.ok()) {
       mf::log::Error("the controller could not start", {{"error", s.message()}});
@@ -178,6 +208,7 @@ int Run(int argc, char** argv) {
     std::unique_lock lock(mu);
     cv.wait(lock, stop, [] { return false; });
     controller.Stop();
+    LabelOwnPod(client, false);
     metrics.SetLeader(false);
   };
 

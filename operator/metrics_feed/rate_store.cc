@@ -47,20 +47,25 @@ StatusOr<RouterReport> ParseRouterReport(const std::string& body) {
   for (const auto& [name, v] : j["versions"].items()) {
     if (!v.is_object()) return InvalidArgument("versions." + name + " must be an object");
     VersionCounters c;
-    for (auto [key, field] : {std::pair{"requests", &c.requests}, {"errors", &c.errors}, {"inFlight", &c.in_flight},
-                              {"mirrored", &c.mirrored}, {"disagreements", &c.disagreements}}) {
+    for (auto [key, field] : {std::pair{"requests", &c.requests},
+                              {"errors", &c.errors},
+                              {"inFlight", &c.in_flight},
+                              {"mirrored", &c.mirrored},
+                              {"disagreements", &c.disagreements}}) {
       if (!v.contains(key)) continue;
       if (!NonNegative(v[key])) return InvalidArgument("versions." + name + "." + key + " must be a number >= 0");
       *field = v[key].get<double>();
     }
     if (v.contains("latencyBuckets")) {
       const Json& b = v["latencyBuckets"];
-      if (!b.is_array() || b.size() > 128) return InvalidArgument("versions." + name + ".latencyBuckets must be a list");
+      if (!b.is_array() || b.size() > 128)
+        return InvalidArgument("versions." + name + ".latencyBuckets must be a list");
       double last_bound = -1, last_count = 0;
       for (const auto& pair : b) {
         if (!pair.is_array() || pair.size() != 2 || !NonNegative(pair[1]) ||
             !(NonNegative(pair[0]) || (pair[0].is_string() && pair[0] == "+Inf"))) {
-          return InvalidArgument("versions." + name + ".latencyBuckets holds [upper bound seconds or \"+Inf\", count] pairs");
+          return InvalidArgument("versions." + name +
+                                 ".latencyBuckets holds [upper bound seconds or \"+Inf\", count] pairs");
         }
         const double bound = pair[0].is_string() ? INFINITY : pair[0].get<double>();
         const double count = pair[1].get<double>();

@@ -43,14 +43,15 @@ struct VersionRates {
   double in_flight = 0;
   int64_t requests = 0;  // in the window
   int64_t errors = 0;
-  double p99_ms = 0;     // 0 without requests
+  double p99_ms = 0;  // 0 without requests
   int64_t mirrored = 0;
   int64_t disagreements = 0;
 };
 
 class RateStore {
  public:
-  explicit RateStore(int64_t stale_ms = 5000, int64_t keep_ms = 10 * 60 * 1000) : stale_ms_(stale_ms), keep_ms_(keep_ms) {}
+  explicit RateStore(int64_t stale_ms = 5000, int64_t keep_ms = 10 * 60 * 1000)
+      : stale_ms_(stale_ms), keep_ms_(keep_ms) {}
 
   void Add(RouterReport report, int64_t now_ms);
   // Rates per version over the last `window_ms` (at least two samples apart in time);

@@ -130,7 +130,7 @@ Json SyncContainer(const ModelDeploymentSpec& md, const VersionSpec& v, const Op
 }
 
 DesiredObject VersionDeployment(const ModelDeploymentSpec& md, const VersionSpec& v, const OperatorSettings& settings,
-                                const std::string& server_config_hash) {
+                                const std::string& server_config_hash, int32_t replicas) {
   const std::string name = VersionObjectName(md, v.name);
   const auto selector = std::map<std::string, std::string>{
       {kModelDeploymentLabel, md.name}, {kVersionLabel, v.name}, {kComponentLabel, "server"}};
@@ -191,7 +191,7 @@ DesiredObject VersionDeployment(const ModelDeploymentSpec& md, const VersionSpec
       {"kind", "Deployment"},
       {"metadata", Metadata(md, name, labels)},
       {"spec",
-       {{"replicas", md.ReplicasOf(v)},
+       {{"replicas", replicas},
         {"selector", {{"matchLabels", Labels(selector)}}},
         // Never fewer ready pods than asked for during a rollout: new pods load their model
         // before old ones go.
@@ -274,13 +274,20 @@ std::vector<DesiredObject> RouterObjects(const ModelDeploymentSpec& md, const Js
                       {"name", settings.router_cluster_role}}},
                     {"subjects", Json::array({{{"kind", "ServiceAccount"}, {"name", name}, {"namespace", md.ns}}})}}});
   }
+  Json args = Json::array({"--configmap=" + md.ns + "/" + name, "--address=$(POD_IP)",
+                           "--rest-port=" + std::to_string(kRestPort), "--grpc-port=" + std::to_string(kGrpcPort),
+                           "--admin-port=" + std::to_string(kRouterAdminPort)});
+  Json env = Json::array({PodIpEnv()});
+  if (!settings.report_url.empty()) {
+    args.push_back("--report-url=" + settings.report_url);
+    args.push_back("--report-name=" + md.ns + "/" + md.name);
+    env.push_back({{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}});
+  }
   Json container = {
       {"name", "router"},
       {"image", settings.router_image},
-      {"env", Json::array({PodIpEnv()})},
-      {"args", Json::array({"--configmap=" + md.ns + "/" + name, "--address=$(POD_IP)",
-                            "--rest-port=" + std::to_string(kRestPort), "--grpc-port=" + std::to_string(kGrpcPort),
-                            "--admin-port=" + std::to_string(kRouterAdminPort)})},
+      {"env", env},
+      {"args", args},
       {"ports", Json::array({Port("http", kRestPort), Port("grpc", kGrpcPort), Port("admin", kRouterAdminPort)})},
       {"readinessProbe", HttpProbe("/readyz", "admin", 1, 2)},
       {"livenessProbe", HttpProbe("/healthz", "admin", 10, 3)},
@@ -345,7 +352,7 @@ Json OwnerReference(const ModelDeploymentSpec& md) {
 }
 
 DesiredState BuildDesiredState(const ModelDeploymentSpec& md, const std::map<std::string, int>& weights,
-                               const OperatorSettings& settings) {
+                               const OperatorSettings& settings, const std::map<std::string, int32_t>& replicas) {
   DesiredState state;
   std::string server_config_hash;
   if (md.batching) {
@@ -360,7 +367,9 @@ DesiredState BuildDesiredState(const ModelDeploymentSpec& md, const std::map<std
                               {"data", {{kBatchingFile, text}}}}});
   }
   for (const auto& v : md.versions) {
-    state.objects.push_back(VersionDeployment(md, v, settings, server_config_hash));
+    auto chosen = replicas.find(v.name);
+    state.objects.push_back(VersionDeployment(md, v, settings, server_config_hash,
+                                              chosen == replicas.end() ? md.ReplicasOf(v) : chosen->second));
     state.objects.push_back(VersionService(md, v));
   }
   state.router_config = RouterConfig(md, weights);

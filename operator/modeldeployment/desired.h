@@ -28,6 +28,8 @@ struct OperatorSettings {
   std::string router_image = "modelfleet/router:0.1.0";
   // The ClusterRole the routers' ServiceAccounts are bound to in each namespace ("" = bind none).
   std::string router_cluster_role = "modelfleet-router";
+  // Where the routers push their counters every second (autoscaling and rollout analysis).
+  std::string report_url;
   // Server pods answer not-ready this long after SIGTERM before draining, so routers stop
   // sending first; the grace period leaves room for the drain after it.
   int not_ready_grace_seconds = 5;
@@ -47,8 +49,9 @@ struct DesiredState {
 };
 
 // `weights`: the percent per version the routers should apply (the spec's traffic, or a rollout's).
+// `replicas`: per-version sizes the autoscaler chose (versions not named use the spec's).
 DesiredState BuildDesiredState(const ModelDeploymentSpec& md, const std::map<std::string, int>& weights,
-                               const OperatorSettings& settings);
+                               const OperatorSettings& settings, const std::map<std::string, int32_t>& replicas = {});
 
 // Object names, shared with the status builder and the tests.
 std::string VersionObjectName(const ModelDeploymentSpec& md, const std::string& version);

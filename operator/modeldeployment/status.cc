@@ -33,6 +33,11 @@ std::string Str(const Json& obj, const char* key) {
   return v.is_string() ? v.get<std::string>() : "";
 }
 
+double Round(double v, int digits = 1) {
+  const double scale = std::pow(10.0, digits);
+  return std::round(v * scale) / scale;
+}
+
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
   // The last line says why; earlier lines of a log fallback are context.
@@ -204,9 +209,11 @@ Json BuildStatus(const StatusInput& in) {
   std::vector<std::string> not_ready, degraded, progressing;
   std::string degraded_reason;
   int64_t ready_total = 0, desired_total = 0;
+  double total_qps = 0;
   int64_t scale_replicas = -1;
   for (const auto& v : md.versions) {
-    const int64_t desired = md.ReplicasOf(v);
+    auto chosen = in.replicas.find(v.name);
+    const int64_t desired = chosen == in.replicas.end() ? md.ReplicasOf(v) : chosen->second;
     auto it = observed.versions.find(v.name);
     const ObservedVersion empty;
     const ObservedVersion& ov = it == observed.versions.end() ? empty : it->second;
@@ -247,9 +254,21 @@ Json BuildStatus(const StatusInput& in) {
                   {"desiredReplicas", desired},
                   {"modelState", state}};
     if (!problem.reason.empty()) entry["message"] = problem.message;
+    if (auto l = in.load.find(v.name); l != in.load.end()) {
+      entry["qps"] = Round(l->second.qps);
+      entry["errorRate"] = Round(l->second.error_rate, 4);
+      entry["latencyP99Ms"] = Round(l->second.latency_p99_ms);
+      total_qps += l->second.qps;
+    }
     versions.push_back(entry);
   }
   status["versions"] = versions;
+  if (!in.load.empty()) status["qps"] = Round(total_qps);
+  if (in.rollout.is_object()) {
+    status["rollout"] = in.rollout;
+    const std::string phase = Str(in.rollout, "phase");
+    if (phase == "Progressing") progressing.push_back("the rollout of " + Str(in.rollout, "canary"));
+  }
   status["replicas"] = scale_replicas < 0 ? md.replicas : scale_replicas;
   status["readySummary"] = std::to_string(ready_total) + "/" + std::to_string(desired_total);
 
@@ -288,6 +307,12 @@ Json BuildStatus(const StatusInput& in) {
   }
   conditions.push_back(degraded.empty() ? condition("Degraded", false, "AsExpected", "")
                                         : condition("Degraded", true, degraded_reason, Join(degraded, "; ")));
+  if (in.rollout.is_object()) {
+    const bool rolled_back = Str(in.rollout, "phase") == "Aborted";
+    conditions.push_back(rolled_back
+                             ? condition("RolledBack", true, Str(in.rollout, "abortReason"), Str(in.rollout, "message"))
+                             : condition("RolledBack", false, "NotRolledBack", ""));
+  }
   status["conditions"] = conditions;
   return status;
 }

@@ -53,13 +53,23 @@ std::map<std::string, int> EffectiveTraffic(const std::map<std::string, int>& we
 // "v1=90,v2=10" in the spec's version order.
 std::string TrafficSummary(const ModelDeploymentSpec& md, const std::map<std::string, int>& traffic);
 
+// What the routers measured for a version, for status.versions[] and the QPS column.
+struct VersionLoad {
+  double qps = 0;
+  double error_rate = 0;
+  double latency_p99_ms = 0;
+};
+
 struct StatusInput {
   const Json* object = nullptr;               // the ModelDeployment as stored (previous status included)
   const ModelDeploymentSpec* spec = nullptr;  // null when the spec is invalid
   Status spec_error;                          // why, when spec is null
   const ObservedState* observed = nullptr;
-  std::map<std::string, int> weights;  // what the operator told the routers
-  std::string now;                     // RFC 3339, for lastTransitionTime
+  std::map<std::string, int> weights;       // what the operator told the routers
+  std::string now;                          // RFC 3339, for lastTransitionTime
+  std::map<std::string, int32_t> replicas;  // the autoscaler's sizes (else the spec's)
+  std::map<std::string, VersionLoad> load;  // measured by the routers, when they reported
+  Json rollout;                             // status.rollout, when spec.rollout is set
 };
 
 Json BuildStatus(const StatusInput& in);

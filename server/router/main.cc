@@ -21,6 +21,7 @@
 #include "k8s/http_transport.h"
 #include "server/router/config_watcher.h"
 #include "server/router/grpc_proxy.h"
+#include "server/router/report_pusher.h"
 #include "server/router/rest_proxy.h"
 
 namespace mf::router {
@@ -31,6 +32,8 @@ struct RouterFlags {
   std::string configmap;
   std::string kubeconfig;
   std::string address = "0.0.0.0";
+  std::string report_url;
+  std::string report_name;
   int rest_port = 8501;
   int grpc_port = 8500;
   int admin_port = 8081;
@@ -63,6 +66,9 @@ int Main(int argc, char** argv) {
   flag_set.Add("config", &f.config, "static mode: a router.yaml file, re-read when it changes");
   flag_set.Add("configmap", &f.configmap, "cluster mode: NAMESPACE/NAME of the ConfigMap holding router.yaml");
   flag_set.Add("kubeconfig", &f.kubeconfig, "cluster mode: kubeconfig file (default: in-cluster or $KUBECONFIG)");
+  flag_set.Add("report-url", &f.report_url,
+               "POST per-version counters here every second (the operator's /v1/reports; \"\": no reports)");
+  flag_set.Add("report-name", &f.report_name, "NAMESPACE/NAME of the ModelDeployment the reports are about");
   flag_set.Add("address", &f.address,
                "address every port listens on (the operator passes the pod IP: a node agent without "
                "per-pod network namespaces runs many pods side by side)");
@@ -187,6 +193,12 @@ int Main(int argc, char** argv) {
              {"admin_port", std::to_string(admin_server.port())},
              {"source", f.config.empty() ? "configmap " + f.configmap : "file " + f.config}});
 
+  std::unique_ptr<ReportPusher> reports;
+  if (!f.report_url.empty()) {
+    // The pod name tells the operator which router a report is from (a restart is a new series).
+    const char* pod = std::getenv("POD_NAME");
+    reports = std::make_unique<ReportPusher>(f.report_url, f.report_name, pod && *pod ? pod : "router");
+  }
   int signal = http::WaitForTerminationSignal();
   log::Info("shutting down", {{"signal", std::to_string(signal)}});
   draining = true;
