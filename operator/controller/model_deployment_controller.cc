@@ -379,8 +379,15 @@ ModelDeploymentController::Plan ModelDeploymentController::PlanTrafficAndReplica
         }
       }
     }
+    std::string problem;
+    if (auto it = observed.versions.find(canary); it != observed.versions.end()) {
+      problem = it->second.model_problem.message;
+      for (const auto& pod : it->second.pods) {
+        if (problem.empty()) problem = DiagnosePod(pod).message;
+      }
+    }
     const RolloutDecision d = StepRollout(md, RolloutState::FromStatus(old_status.value("rollout", Json::object())),
-                                          ready(canary), m, now_ms / 1000);
+                                          ready(canary), m, now_ms / 1000, problem);
     plan.weights = d.weights;
     plan.rollout = d.state.ToStatus();
     if (!d.event_reason.empty()) {
@@ -512,7 +519,9 @@ k8s::ReconcileResult ModelDeploymentController::Reconcile(const std::string& key
   auto requeue_within = [&](seconds s) {
     if (s.count() > 0 && (!requeue_after.count() || s < requeue_after)) requeue_after = s;
   };
-  const Plan plan = PlanTrafficAndReplicas(md, Observe(ns, name, &md), old_status, involved);
+  ObservedState before = Observe(ns, name, &md);
+  requeue_within(DiagnoseStuckVersions(md, &before));
+  const Plan plan = PlanTrafficAndReplicas(md, before, old_status, involved);
   requeue_within(plan.recheck);
   const DesiredState desired = BuildDesiredState(md, plan.weights, options_.settings, plan.replicas);
   Status first_error;
@@ -526,7 +535,10 @@ k8s::ReconcileResult ModelDeploymentController::Reconcile(const std::string& key
   Status pruned = PruneObjects(md, desired, involved, &observed, &prune_after);
   if (!pruned.ok() && first_error.ok()) first_error = pruned;
   requeue_within(prune_after);
-  requeue_within(DiagnoseStuckVersions(md, &observed));
+  for (auto& [version, ov] : observed.versions) {
+    if (auto it = before.versions.find(version); it != before.versions.end())
+      ov.model_problem = it->second.model_problem;
+  }
   in.spec = &md;
   in.observed = &observed;
   in.weights = plan.weights;

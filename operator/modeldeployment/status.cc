@@ -267,7 +267,7 @@ Json BuildStatus(const StatusInput& in) {
   if (in.rollout.is_object()) {
     status["rollout"] = in.rollout;
     const std::string phase = Str(in.rollout, "phase");
-    if (phase == "Progressing") progressing.push_back("the rollout of " + Str(in.rollout, "canary"));
+    if (phase == "Progressing") progressing.push_back("canary " + Str(in.rollout, "canary"));
   }
   status["replicas"] = scale_replicas < 0 ? md.replicas : scale_replicas;
   status["readySummary"] = std::to_string(ready_total) + "/" + std::to_string(desired_total);

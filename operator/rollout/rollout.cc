@@ -61,7 +61,7 @@ Json RolloutState::ToStatus() const {
 }
 
 RolloutDecision StepRollout(const ModelDeploymentSpec& md, const RolloutState& previous, bool canary_ready,
-                            const CanaryMetrics& m, int64_t now_s) {
+                            const CanaryMetrics& m, int64_t now_s, const std::string& canary_problem) {
   const RolloutSpec& spec = *md.rollout;
   const AnalysisSpec& a = spec.analysis;
   const VersionSpec& canary = md.versions.back();
@@ -104,14 +104,6 @@ RolloutDecision StepRollout(const ModelDeploymentSpec& md, const RolloutState& p
     d.weights = md.traffic;
     return d;
   }
-  if (!canary_ready) {
-    // Nothing to judge and the routers send it nothing yet: the step's clock starts once it serves.
-    s.step_started_s = now_s;
-    s.message = "waiting for canary " + canary.name + " to have a ready pod";
-    d.weights = weights_now();
-    return d;
-  }
-
   auto abort = [&](const std::string& reason, const std::string& message) {
     s.phase = "Aborted";
     s.abort_reason = reason;
@@ -122,6 +114,16 @@ RolloutDecision StepRollout(const ModelDeploymentSpec& md, const RolloutState& p
     d.weights = weights_now();
     return d;
   };
+
+  if (!canary_problem.empty())
+    return abort("CanaryFailed", "canary " + canary.name + " cannot serve: " + canary_problem);
+  if (!canary_ready) {
+    // Nothing to judge and the routers send it nothing yet: the step's clock starts once it serves.
+    s.step_started_s = now_s;
+    s.message = "waiting for canary " + canary.name + " to have a ready pod";
+    d.weights = weights_now();
+    return d;
+  }
 
   const bool has_analysis = a.max_error_rate || a.max_latency_p99_ms || mirroring;
   bool judged = !has_analysis;

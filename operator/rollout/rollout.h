@@ -52,7 +52,9 @@ struct RolloutDecision {
   bool warning = false;
 };
 
+// `canary_problem`: why the canary's pods cannot serve (a failed sync, a model that does not load,
+// a crash loop), "" when nothing is wrong; a failing canary is rolled back without waiting.
 RolloutDecision StepRollout(const ModelDeploymentSpec& md, const RolloutState& previous, bool canary_ready,
-                            const CanaryMetrics& metrics, int64_t now_s);
+                            const CanaryMetrics& metrics, int64_t now_s, const std::string& canary_problem = "");
 
 }  // namespace mf::op

@@ -2,14 +2,19 @@
 the images the chart and the operator name (modelfleet/{operator,server,router,sync}) to the
 binaries of this build tree, `helm install` puts the operator in modelfleet-system under the
 chart's RBAC, and the operator runs in its pods with its ServiceAccount."""
+import collections
 import json
 import os
 import pathlib
 import signal
 import subprocess
+import threading
 import time
 
+import numpy as np
 import pytest
+import requests
+from sklearn.datasets import load_digits
 
 from conftest import ROOT, build_dir
 from local_fixtures import LocalCluster, wait_until
@@ -23,6 +28,8 @@ BINARIES = {
     "modelfleet/router": "server/router/modelfleet-router",
     "modelfleet/sync": "server/sync/modelfleet-sync",
 }
+DIGITS = load_digits().data[:2].astype(np.float32)
+PREDICT = {"signature_name": "serving_default", "instances": DIGITS.tolist()}
 HELM_ENV = {"HELM_CACHE_HOME": "/tmp/modelfleet-helm/cache", "HELM_CONFIG_HOME": "/tmp/modelfleet-helm/config",
             "HELM_DATA_HOME": "/tmp/modelfleet-helm/data"}
 
@@ -131,3 +138,56 @@ def fleet(tmp_path_factory):
         yield fleet
     finally:
         cluster.stop()
+
+
+def rest_url(fleet, service="digits", model="digits"):
+    return f"http://{fleet.lb_address(service)}:8501/v1/models/{model}:predict"
+
+
+class Load:
+    """Keep-alive clients posting predictions until stopped; counts answers by outcome."""
+
+    def __init__(self, url, clients=4):
+        self.url = url
+        self.stop_event = threading.Event()
+        self.lock = threading.Lock()
+        self.outcomes = collections.Counter()
+        self.failures = []
+        self.answers = []  # (monotonic time, version) of every successful answer
+        self.threads = [threading.Thread(target=self.run, daemon=True) for _ in range(clients)]
+
+    def run(self):
+        with requests.Session() as session:
+            while not self.stop_event.is_set():
+                try:
+                    r = session.post(self.url, json=PREDICT, timeout=10)
+                    outcome = f"{r.status_code} {r.headers.get('x-modelfleet-version', '-')}"
+                    ok = r.status_code == 200 and len(r.json()["predictions"]) == 2
+                except Exception as e:  # noqa: BLE001 (a failed request is what is counted)
+                    outcome, ok = f"error {type(e).__name__}", False
+                with self.lock:
+                    self.outcomes[outcome] += 1
+                    if ok:
+                        self.answers.append((time.monotonic(), r.headers.get("x-modelfleet-version")))
+                    if not ok and len(self.failures) < 10:
+                        self.failures.append(outcome)
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_event.set()
+        for t in self.threads:
+            t.join(timeout=15)
+
+    def total(self):
+        with self.lock:
+            return sum(self.outcomes.values())
+
+    def failed(self):
+        with self.lock:
+            return sum(n for o, n in self.outcomes.items() if not o.startswith("200 "))
+
+

@@ -8,21 +8,17 @@ exactly what the operator calls (from the API server's audit log).
 The tests share one cluster and run in file order; each leaves the example Ready."""
 import collections
 import json
-import threading
 import time
 
 import grpc
 import numpy as np
 import pytest
 import requests
-from sklearn.datasets import load_digits
 
 import proto_stubs
-from fleet_fixtures import SYSTEM_NS, fleet, kill9, pids_of_pod  # noqa: F401
+from fleet_fixtures import DIGITS, PREDICT, SYSTEM_NS, Load, fleet, kill9, pids_of_pod, rest_url  # noqa: F401
 from local_fixtures import wait_until
 
-DIGITS = load_digits().data[:2].astype(np.float32)
-PREDICT = {"signature_name": "serving_default", "instances": DIGITS.tolist()}
 
 
 @pytest.fixture(scope="module")
@@ -30,54 +26,6 @@ def example(fleet):
     fleet.apply(fleet.local_example())
     fleet.wait_ready(timeout=240)
     return fleet
-
-
-def rest_url(fleet):
-    return f"http://{fleet.lb_address()}:8501/v1/models/digits:predict"
-
-
-class Load:
-    """Keep-alive clients posting predictions until stopped; counts answers by outcome."""
-
-    def __init__(self, url, clients=4):
-        self.url = url
-        self.stop_event = threading.Event()
-        self.lock = threading.Lock()
-        self.outcomes = collections.Counter()
-        self.failures = []
-        self.threads = [threading.Thread(target=self.run, daemon=True) for _ in range(clients)]
-
-    def run(self):
-        with requests.Session() as session:
-            while not self.stop_event.is_set():
-                try:
-                    r = session.post(self.url, json=PREDICT, timeout=10)
-                    outcome = f"{r.status_code} {r.headers.get('x-modelfleet-version', '-')}"
-                    ok = r.status_code == 200 and len(r.json()["predictions"]) == 2
-                except Exception as e:  # noqa: BLE001 (a failed request is what is counted)
-                    outcome, ok = f"error {type(e).__name__}", False
-                with self.lock:
-                    self.outcomes[outcome] += 1
-                    if not ok and len(self.failures) < 10:
-                        self.failures.append(outcome)
-
-    def __enter__(self):
-        for t in self.threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop_event.set()
-        for t in self.threads:
-            t.join(timeout=15)
-
-    def total(self):
-        with self.lock:
-            return sum(self.outcomes.values())
-
-    def failed(self):
-        with self.lock:
-            return sum(n for o, n in self.outcomes.items() if not o.startswith("200 "))
 
 
 def test_operator_installed_by_the_chart_runs_two_replicas_with_one_leader(fleet):

@@ -65,11 +65,15 @@ TEST(RateStoreTest, StaleAndRestartedRouters) {
 }
 
 TEST(RateStoreTest, MalformedReportsAreRefused) {
-  const char* bad[] = {"", "[]", "{}", R"({"modeldeployment": "x", "router": "r", "versions": {}})",
-                       R"({"modeldeployment": "ns/x", "router": "r", "versions": {"v1": {"requests": -1}}})",
-                       R"({"modeldeployment": "ns/x", "router": "r", "versions": {"v1": {"latencyBuckets": [[0.1, 5], [0.05, 6]]}}})",
-                       R"({"modeldeployment": "ns/x", "router": "r", "versions": {"v1": {"latencyBuckets": [["inf", 1]]}}})",
-                       R"({"modeldeployment": "ns/x", "router": "r", "versions": []})"};
+  const char* bad[] = {
+      "",
+      "[]",
+      "{}",
+      R"({"modeldeployment": "x", "router": "r", "versions": {}})",
+      R"({"modeldeployment": "ns/x", "router": "r", "versions": {"v1": {"requests": -1}}})",
+      R"({"modeldeployment": "ns/x", "router": "r", "versions": {"v1": {"latencyBuckets": [[0.1, 5], [0.05, 6]]}}})",
+      R"({"modeldeployment": "ns/x", "router": "r", "versions": {"v1": {"latencyBuckets": [["inf", 1]]}}})",
+      R"({"modeldeployment": "ns/x", "router": "r", "versions": []})"};
   for (const char* body : bad) EXPECT_FALSE(ParseRouterReport(body).ok()) << body;
 }
 

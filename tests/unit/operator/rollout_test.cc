@@ -60,6 +60,16 @@ TEST(RolloutTest, AFailingCanaryIsRolledBack) {
   EXPECT_EQ(StepRollout(fixed, d.state, true, Good(), 1000).state.phase, "Progressing");
 }
 
+TEST(RolloutTest, ACanaryThatCannotServeIsRolledBack) {
+  const auto md = Md(kSteps);
+  RolloutState s = StepRollout(md, {}, false, {}, 0).state;
+  auto d = StepRollout(md, s, false, {}, 20, "version 2 failed to load: INVALID_ARGUMENT: warm-up inference failed");
+  EXPECT_EQ(d.state.phase, "Aborted");
+  EXPECT_EQ(d.state.abort_reason, "CanaryFailed");
+  EXPECT_EQ(d.weights["v2"], 0);
+  EXPECT_NE(d.state.message.find("warm-up inference failed"), std::string::npos);
+}
+
 TEST(RolloutTest, SlowCanaryIsRolledBackOnLatency) {
   const auto md = Md(kSteps);
   RolloutState s = StepRollout(md, {}, true, Good(), 0).state;
