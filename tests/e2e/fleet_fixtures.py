@@ -124,8 +124,10 @@ def kill9(pids):
             pass
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def fleet(tmp_path_factory):
+    """One installation for every module that needs one (each uses ModelDeployments of its own
+    names): a cluster start and a helm install cost half a minute each."""
     tmp = tmp_path_factory.mktemp("fleet")
     images = write_image_map(tmp / "images.yaml")
     cluster = LocalCluster(tmp, ["--image-map", str(images)])

@@ -353,6 +353,8 @@ def prometheus(fleet):
     if not pathlib.Path(PROMETHEUS_BINARY).exists():
         pytest.skip(f"{PROMETHEUS_BINARY} is not installed (apt-get install prometheus)")
     yield install_prometheus(fleet)
+    # The fleet is shared with later modules: stop scraping it.
+    fleet.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
 
 
 def substitute_variables(expr: str, values: dict) -> str:
