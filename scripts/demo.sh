@@ -130,7 +130,22 @@ cat "$work/load2.txt"
 run kubectl get md digits
 run kubectl describe md digits
 
-say "9. kubectl delete md: the garbage collector removes every object the operator made"
+say "9. Autoscaling on QPS: the routers push their rates to the operator every second"
+run kubectl patch md digits --type merge -p '{"spec":{"autoscaling":{"targetPerReplica":20,"minReplicas":1,"maxReplicas":3,"scaleDownStabilizationSeconds":30}}}'
+printf '%s' "$body" >"$work/body.json"
+echo "$ hey -z 20s -c 4 -q 15 -m POST -D body.json http://$lb:8501/v1/models/digits:predict   (about 60 requests/s)"
+hey -z 20s -c 4 -q 15 -m POST -T application/json -D "$work/body.json" "http://$lb:8501/v1/models/digits:predict" >"$work/hey.txt" 2>&1 &
+hey_pid=$!
+for i in 1 2 3 4; do
+  sleep 5
+  kubectl get md digits -o jsonpath='{range .status.versions[*]}  {.name}: {.qps} qps, {.readyReplicas}/{.desiredReplicas} ready{"\n"}{end}'
+done
+wait "$hey_pid"
+grep -E "Requests/sec|\[200\]" "$work/hey.txt" || true
+run kubectl get deployments -l modelfleet.io/modeldeployment=digits
+kubectl get events --field-selector involvedObject.name=digits,reason=ScaledUp -o custom-columns=REASON:.reason,MESSAGE:.message
+
+say "10. kubectl delete md: the garbage collector removes every object the operator made"
 run kubectl delete md digits --wait=true
 sleep 2
 run kubectl get deployments,services,configmaps -l modelfleet.io/modeldeployment=digits

@@ -138,6 +138,13 @@ def fleet(tmp_path_factory):
         fleet = Fleet(cluster)
         fleet.helm("install", RELEASE, str(CHART), "-n", SYSTEM_NS, "--create-namespace", "--wait", "--timeout", "150s")
         yield fleet
+        # Uninstalling removes the operator and its RBAC but keeps the CRDs (helm never deletes
+        # CRDs), so ModelDeployments and their fleets outlive the operator.
+        fleet.helm("uninstall", RELEASE, "-n", SYSTEM_NS, "--wait", "--timeout", "120s")
+        left = fleet.kubectl("get", "deployments,serviceaccounts,clusterroles,clusterrolebindings", "-A", "-l",
+                             f"app.kubernetes.io/instance={RELEASE}", "-o", "name").stdout.split()
+        assert not left, f"helm uninstall left {left}"
+        fleet.kubectl("get", "crd", "modeldeployments.modelfleet.io")
     finally:
         cluster.stop()
 

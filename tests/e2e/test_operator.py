@@ -16,7 +16,7 @@ import pytest
 import requests
 
 import proto_stubs
-from fleet_fixtures import DIGITS, PREDICT, SYSTEM_NS, Load, fleet, kill9, pids_of_pod, rest_url  # noqa: F401
+from fleet_fixtures import CHART, DIGITS, PREDICT, SYSTEM_NS, Load, fleet, kill9, pids_of_pod, rest_url  # noqa: F401
 from local_fixtures import wait_until
 
 
@@ -315,6 +315,19 @@ def pids_of_pod_ip(ip):
             continue
         if cmdline and cmdline[0].endswith(b"modelfleet-server") and f"POD_IP={ip}".encode() in environ:
             yield dict(e.decode().split("=", 1) for e in environ if b"=" in e)
+
+
+def test_helm_upgrade_rolls_the_operator_and_the_fleet_keeps_serving(example):
+    with Load(rest_url(example), clients=2) as load:
+        example.helm("upgrade", "modelfleet", str(CHART), "-n", SYSTEM_NS, "--reuse-values",
+                     "--set", "operator.logLevel=debug", "--wait", "--timeout", "150s")
+        time.sleep(1)
+    assert load.failed() == 0, (load.outcomes, load.failures)
+    pods = example.operator_pods()
+    assert all("--log-level=debug" in p["spec"]["containers"][0]["args"] for p in pods), pods
+    names = {p["metadata"]["name"] for p in pods}
+    wait_until(lambda: example.leader().rsplit("_", 1)[0] in names, timeout=30, what="a leader among the new pods")
+    assert example.helm("history", "modelfleet", "-n", SYSTEM_NS).stdout.count("\n") >= 3  # header + 2 revisions
 
 
 def test_invalid_spec_is_reported_and_changes_nothing(example):
