@@ -32,8 +32,9 @@ struct OperatorSettings {
   std::string report_url;
   // Server pods answer not-ready this long after SIGTERM before draining, so routers stop
   // sending first; the grace period leaves room for the drain after it.
-  int not_ready_grace_seconds = 5;
-  int termination_grace_seconds = 35;
+  // 10 s: EndpointSlice updates reach every router within it even on a loaded control plane.
+  int not_ready_grace_seconds = 10;
+  int termination_grace_seconds = 45;
 };
 
 // One object to server-side apply, with the identity the apply layer needs.

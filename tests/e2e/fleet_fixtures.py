@@ -172,14 +172,15 @@ class Load:
                     r = session.post(self.url, json=PREDICT, timeout=10)
                     outcome = f"{r.status_code} {r.headers.get('x-modelfleet-version', '-')}"
                     ok = r.status_code == 200 and len(r.json()["predictions"]) == 2
+                    detail = "" if ok else r.text[:300]
                 except Exception as e:  # noqa: BLE001 (a failed request is what is counted)
-                    outcome, ok = f"error {type(e).__name__}", False
+                    outcome, ok, detail = f"error {type(e).__name__}", False, str(e)[:300]
                 with self.lock:
                     self.outcomes[outcome] += 1
                     if ok:
                         self.answers.append((time.monotonic(), r.headers.get("x-modelfleet-version")))
                     if not ok and len(self.failures) < 10:
-                        self.failures.append(outcome)
+                        self.failures.append(f"{outcome}: {detail}")
 
     def __enter__(self):
         for t in self.threads:

@@ -165,6 +165,14 @@ def test_no_failed_request_while_pods_go_away(example):
     load through the router."""
     url = rest_url(example)
     spec = example.md()["spec"]
+    try:
+        pods_go_away_under_load(example, url, spec)
+    finally:
+        example.apply(example.local_example())  # back to the example whatever happened
+        example.wait_ready()
+
+
+def pods_go_away_under_load(example, url, spec):
     with Load(url) as load:
         example.kubectl("scale", "md", "digits", "--replicas", "2")
         example.wait_ready()
@@ -184,15 +192,12 @@ def test_no_failed_request_while_pods_go_away(example):
     assert load.total() > 100, load.outcomes
     events = example.kubectl("describe", "md", "digits").stdout
     assert "RetiringVersion" in events
-    # Back to the example.
-    example.apply(example.local_example())
-    example.wait_ready()
 
 
 def test_leader_takeover_after_kill(example):
     """kill -9 of the leader: it cannot release the lease, so a new candidate (the other replica,
-    or the restarted container, which campaigns under a new identity) takes over once the 15 s
-    lease has expired."""
+    or the restarted container, which campaigns under a new identity) takes over once the 10 s
+    lease has expired: within 15 s of the leader's death."""
     leader = example.leader()
     pod = leader.rsplit("_", 1)[0]
     pids = pids_of_pod(pod, "modelfleet-operator")
@@ -202,7 +207,7 @@ def test_leader_takeover_after_kill(example):
     new_leader = wait_until(lambda: example.leader() if example.leader() not in ("", leader) else None,
                             timeout=25, what="a new leader")
     took = time.monotonic() - killed_at
-    assert took <= 17.5, f"takeover took {took:.1f} s"
+    assert took <= 15, f"takeover took {took:.1f} s"
     # The new leader acts: a traffic edit reaches the router's configuration.
     example.kubectl("patch", "md", "digits", "--type", "merge", "-p", '{"spec":{"traffic":{"v1":80,"v2":20}}}')
     wait_until(lambda: '"weight": 20' in example.json("configmap", "digits-router", "-n", "default")["data"]["router.yaml"],

@@ -74,11 +74,11 @@ TEST(DesiredTest, ServingPodsRunServerAndSyncOnASharedVolume) {
   EXPECT_EQ(server["image"], "modelfleet/server:0.1.0");
   EXPECT_TRUE(HasArg(server, "--model_name=my_mnist"));
   EXPECT_TRUE(HasArg(server, "--model_base_path=/models/my_mnist"));
-  EXPECT_TRUE(HasArg(server, "--not_ready_grace_seconds=5"));
+  EXPECT_TRUE(HasArg(server, "--not_ready_grace_seconds=10"));
   EXPECT_TRUE(HasArg(server, "--rest_api_address=$(POD_IP)"));
   EXPECT_FALSE(HasArg(server, "--device=cuda"));
   EXPECT_EQ(server["readinessProbe"]["httpGet"]["path"], "/v2/models/my_mnist/ready");
-  EXPECT_GT(d1["spec"]["template"]["spec"]["terminationGracePeriodSeconds"].get<int>(), 5);
+  EXPECT_GT(d1["spec"]["template"]["spec"]["terminationGracePeriodSeconds"].get<int>(), 10);
 
   const Json& sync = Container(d1, "sync");
   EXPECT_TRUE(HasArg(sync, "--source=pvc://model-store/mnist/1"));
