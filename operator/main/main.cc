@@ -220,11 +220,11 @@ int Run(int argc, char** argv) {
                                                             : f.leader_election_namespace,
                                      .lease_name = f.leader_election_id,
                                      .identity = identity,
-        // A dead leader's lease expires after 10 s; a candidate polling every 2 s (+20% jitter)
-        // takes over within about 13 s of its death.
-        .lease_duration = std::chrono::seconds(10),
-        .renew_deadline = std::chrono::seconds(7),
-        .retry_period = std::chrono::seconds(2),
+                                     // A dead leader's lease expires after 10 s; a candidate polling every 2 s (+20%
+                                     // jitter) takes over within about 13 s of its death.
+                                     .lease_duration = std::chrono::seconds(10),
+                                     .renew_deadline = std::chrono::seconds(7),
+                                     .retry_period = std::chrono::seconds(2),
                                      .on_started_leading = lead,
                                      .on_stopped_leading = [] { mf::log::Info("stopped leading"); },
                                      .on_new_leader =
