@@ -32,7 +32,7 @@ fi
 if compgen -G "$ROOT/tests/e2e/test_*.py" >/dev/null; then
   say "Running the end-to-end suites (pytest on $PYTHON, real clients against real processes)"
   export MODELFLEET_BUILD_DIR="$BUILD_DIR"
-  (cd "$ROOT" && "$PYTHON" -m pytest tests/e2e -p no:cacheprovider -o timeout=300 -q -rfE) 2>&1 | tee "$log_dir/pytest.log"
+  (cd "$ROOT" && "$PYTHON" -m pytest tests/e2e -p no:cacheprovider -o timeout=300 -q -rfE --durations=12) 2>&1 | tee "$log_dir/pytest.log"
   line=$(grep -E '[0-9]+ (passed|failed|errors?)\b.* in [0-9.]+s' "$log_dir/pytest.log" | tail -1)
   p=$(grep -oE '[0-9]+ passed' <<<"$line" | awk '{s+=$1} END {print s+0}')
   f=$(grep -oE '[0-9]+ (failed|errors?)' <<<"$line" | awk '{s+=$1} END {print s+0}')
