@@ -16,6 +16,7 @@ import pytest
 import requests
 from sklearn.datasets import load_digits
 
+import proto_stubs
 from conftest import ROOT, build_dir
 from local_fixtures import LocalCluster, wait_until
 
@@ -99,21 +100,39 @@ class Fleet:
         return lease["spec"].get("holderIdentity", "")
 
 
-def pids_of_pod(pod_name: str, program: str):
-    """Processes of a pod's container: the node agent runs them on this machine with POD_NAME set
-    by the downward API (the chart sets it) and the program as argv[0]."""
-    found = []
+def processes(program: str):
+    """(pid, argv, environment) of each local process whose argv[0] ends with `program`: the node
+    agent runs pods' containers on this machine, so tests find them in /proc."""
     for proc in pathlib.Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
-            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
             environ = (proc / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if cmdline and cmdline[0].endswith(program.encode()) and f"POD_NAME={pod_name}".encode() in environ:
-            found.append(int(proc.name))
-    return found
+        if argv and argv[0].endswith(program.encode()):
+            yield int(proc.name), argv, dict(e.decode(errors="replace").split("=", 1) for e in environ if b"=" in e)
+
+
+def pids_of_pod(pod_name: str, program: str):
+    """Processes of a pod's container (the chart sets POD_NAME by the downward API)."""
+    return [pid for pid, _, env in processes(program) if env.get("POD_NAME") == pod_name]
+
+
+def grpc_predict_request():
+    """A TF Serving PredictRequest of the two digits in PREDICT."""
+    predict_pb2 = proto_stubs.module("tensorflow_serving.apis.predict_pb2")
+    tensor_pb2 = proto_stubs.module("tensorflow.core.framework.tensor_pb2")
+    types_pb2 = proto_stubs.module("tensorflow.core.framework.types_pb2")
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "digits"
+    tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT)
+    for d in DIGITS.shape:
+        tensor.tensor_shape.dim.add(size=d)
+    tensor.tensor_content = DIGITS.astype("<f4").tobytes()
+    request.inputs["images"].CopyFrom(tensor)
+    return request
 
 
 def kill9(pids):

@@ -11,13 +11,12 @@ import threading
 import time
 
 import grpc
-import numpy as np
 import pytest
 import requests
 
 import proto_stubs
 from conftest import ROOT
-from fleet_fixtures import DIGITS, PREDICT, Load, fleet, rest_url  # noqa: F401
+from fleet_fixtures import PREDICT, Load, fleet, grpc_predict_request, rest_url  # noqa: F401
 from local_fixtures import wait_until
 
 pytestmark = pytest.mark.timeout(900)
@@ -44,20 +43,6 @@ def split(fleet):
     return fleet
 
 
-def grpc_request():
-    predict_pb2 = proto_stubs.module("tensorflow_serving.apis.predict_pb2")
-    tensor_pb2 = proto_stubs.module("tensorflow.core.framework.tensor_pb2")
-    types_pb2 = proto_stubs.module("tensorflow.core.framework.types_pb2")
-    request = predict_pb2.PredictRequest()
-    request.model_spec.name = "digits"
-    tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT)
-    for d in DIGITS.shape:
-        tensor.tensor_shape.dim.add(size=d)
-    tensor.tensor_content = DIGITS.astype("<f4").tobytes()
-    request.inputs["images"].CopyFrom(tensor)
-    return request
-
-
 def test_a_70_30_split_holds_over_10k_requests(split):
     url = rest_url(split, "split")
     counts = collections.Counter()
@@ -82,7 +67,7 @@ def test_a_70_30_split_holds_over_10k_requests(split):
 
 def test_a_weight_patch_applies_within_2s_without_failures_over_rest_and_grpc(split):
     services = proto_stubs.module("tensorflow_serving.apis.prediction_service_pb2_grpc")
-    request = grpc_request()
+    request = grpc_predict_request()
     grpc_answers, grpc_failures = [], []
     stop = threading.Event()
 
