@@ -49,15 +49,15 @@ def parse(text: str) -> dict:
         raise ConfigError(f"TF_CONFIG has jobs {unknown}; TensorFlow 2 accepts only {list(JOBS)}")
     dense = {}
     for job, tasks in cluster.items():
-        if isinstance(tasks, dict):  # the sparse form: {"0": "host:port", ...}
+        if isinstance(tasks, dict):  # {"0": "host:port", ...}, which ClusterSpec accepts too
             try:
-                indices = sorted(int(i) for i in tasks)
+                by_index = {int(i): address for i, address in tasks.items()}
             except ValueError:
                 raise ConfigError(f"TF_CONFIG job {job!r} has a non-integer task index") from None
-            if indices != list(range(len(indices))):
-                raise ConfigError(f"TF_CONFIG job {job!r} lists tasks {indices}; these trainers need "
+            if sorted(by_index) != list(range(len(by_index))):
+                raise ConfigError(f"TF_CONFIG job {job!r} lists tasks {sorted(by_index)}; these trainers need "
                                   f"every task 0..n-1 (the sparse, dynamic-worker form is not supported)")
-            tasks = [tasks[str(i)] if str(i) in tasks else tasks[i] for i in indices]
+            tasks = [by_index[i] for i in range(len(by_index))]
         if not isinstance(tasks, list) or not all(isinstance(t, str) and _split(t) for t in tasks):
             raise ConfigError(f"TF_CONFIG job {job!r} must list 'host:port' strings, got {tasks!r}")
         dense[job] = tasks

@@ -1,0 +1,196 @@
+"""TensorFlow on TrainingJobs.
+
+- The TF_CONFIG the operator writes (the controller's own code, through modelfleet-tfconfig) for
+  every replica layout, read back by TensorFlow's TFConfigClusterResolver and checked by the
+  validation its multi-worker strategies run (multi_worker_util); a Master replica, which those
+  strategies refuse, is refused by the operator first, with a message saying to use a Chief.
+- The trainers' own TF_CONFIG handling (examples/training/tf_cluster.py).
+- On modelfleet-local, with the chart-installed operator: the MultiWorkerMirroredStrategy job
+  (chief + 2 workers) and the ParameterServerStrategy job (chief + 2 workers + ps) train for real
+  across their pods, succeed, report their accuracy and leave a model.onnx that serves the digits.
+"""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, build_dir
+
+sys.path.insert(0, str(ROOT / "examples" / "training"))
+import tf_cluster  # noqa: E402 (the trainers' module, imported from examples/training)
+
+NS = "ml"
+PORT = 2222
+
+# Replica layouts and the strategy each is for.
+LAYOUTS = {
+    "mwms-chief-2-workers": {"Chief": 1, "Worker": 2},
+    "mwms-workers-only": {"Worker": 3},
+    "pss-chief-workers-ps": {"Chief": 1, "Worker": 2, "PS": 2},
+    "pss-workers-ps-no-chief": {"Worker": 2, "PS": 1},
+    "chief-workers-evaluator": {"Chief": 1, "Worker": 2, "Evaluator": 1},
+}
+
+
+def training_job(name: str, replicas: dict, framework="tensorflow") -> dict:
+    container = {"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0", "command": ["python", "train.py"]}
+    return {
+        "apiVersion": "modelfleet.io/v1alpha1", "kind": "TrainingJob",
+        "metadata": {"name": name, "namespace": NS, "uid": "00000000-0000-0000-0000-000000000001"},
+        "spec": {"framework": framework, "port": PORT,
+                 "replicaSpecs": {t: {"replicas": n, "template": {"spec": {"containers": [container]}}}
+                                  for t, n in replicas.items()}},
+    }
+
+
+def tfconfig_tool(job: dict, *flags) -> subprocess.CompletedProcess:
+    tool = build_dir() / "operator" / "modelfleet-tfconfig"
+    if not tool.exists():
+        pytest.skip(f"{tool} is not built")
+    return subprocess.run([str(tool), *flags], input=json.dumps(job), capture_output=True, text=True, timeout=30)
+
+
+def pod_envs(job: dict, *flags) -> dict:
+    result = tfconfig_tool(job, *flags)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def tf():
+    import tensorflow
+    return tensorflow
+
+
+def read_with_tensorflow(tf, tf_config: str, monkeypatch):
+    """What TensorFlow itself makes of a TF_CONFIG: (cluster dict, task type, task id)."""
+    monkeypatch.setenv("TF_CONFIG", tf_config)
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    return resolver.cluster_spec().as_dict(), resolver.task_type, resolver.task_id
+
+
+@pytest.mark.parametrize("distinct_ports", [False, True], ids=["own-network", "shared-network"])
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_operator_tf_config_reads_back_in_tensorflow(tf, monkeypatch, layout, distinct_ports):
+    from tensorflow.python.distribute import multi_worker_util
+    replicas = LAYOUTS[layout]
+    job = training_job("tj", replicas)
+    pods = pod_envs(job, *(["--distinct_ports"] if distinct_ports else []))
+    expected_pods = {f"tj-{t.lower()}-{i}" for t, n in replicas.items() for i in range(n)}
+    assert set(pods) == expected_pods
+
+    clusters = []
+    for pod_name, pod in pods.items():
+        config = json.loads(pod["env"]["TF_CONFIG"])
+        cluster, task_type, task_id = read_with_tensorflow(tf, pod["env"]["TF_CONFIG"], monkeypatch)
+        assert (task_type, task_id) == (pod["replicaType"].lower(), pod["index"])
+        assert pod_name == f"tj-{task_type}-{task_id}"
+        # Kubeflow's form: the evaluator inside the cluster, "environment": "cloud" (which
+        # TensorFlow ignores), every job a list in index order.
+        assert config.get("environment") == "cloud"
+        assert set(cluster) == {t.lower() for t in replicas}
+        counts = {t.lower(): n for t, n in replicas.items()}
+        for job_name, addresses in cluster.items():
+            hosts = [a.rsplit(":", 1)[0] for a in addresses]
+            assert hosts == [f"tj-{job_name}-{i}.{NS}.svc" for i in range(counts[job_name])]
+        # The checks MultiWorkerMirroredStrategy and ParameterServerStrategy run on it.
+        multi_worker_util._validate_cluster_spec(cluster, task_type, task_id)
+        has_chief = "chief" in cluster
+        assert multi_worker_util.is_chief(cluster, task_type, task_id) == (
+            task_type in ("chief", "evaluator") or (task_type == "worker" and task_id == 0 and not has_chief))
+        # The trainers accept it as it is.
+        assert tf_cluster.parse(pod["env"]["TF_CONFIG"])["cluster"] == cluster
+        clusters.append(cluster)
+
+    # Every pod sees the same cluster.
+    assert all(c == clusters[0] for c in clusters)
+    ports = [int(a.rsplit(":", 1)[1]) for addresses in clusters[0].values() for a in addresses]
+    if distinct_ports:
+        # Pods sharing one network namespace cannot share a port: TensorFlow's server listens on
+        # 0.0.0.0:<port>.
+        assert len(set(ports)) == len(ports)
+        assert min(ports) == PORT
+    else:
+        assert set(ports) == {PORT}
+
+    cluster = clusters[0]
+    spec = tf.train.ClusterSpec(cluster)
+    if "ps" in cluster:
+        # ParameterServerStrategy: at least one ps and one worker; its coordinator is "chief".
+        assert multi_worker_util.task_count(spec, "ps") >= 1
+        assert multi_worker_util.task_count(spec, "worker") >= 1
+    else:
+        # MultiWorkerMirroredStrategy: chief and workers are numbered 0..n-1 for the collectives,
+        # and the collective leader is the chief (else worker 0).
+        trainers = [(t, i) for t in ("chief", "worker") for i in range(len(cluster.get(t, [])))]
+        ids = sorted(multi_worker_util.id_in_cluster(spec, t, i) for t, i in trainers)
+        assert ids == list(range(len(trainers)))
+        assert multi_worker_util.worker_count(spec, "worker") == len(trainers)
+        leader = "/job:chief/replica:0/task:0" if "chief" in cluster else "/job:worker/replica:0/task:0"
+        assert multi_worker_util.collective_leader(spec, "worker", 0) == leader
+    if "evaluator" in cluster:
+        assert multi_worker_util.worker_count(spec, "evaluator") == 1
+
+
+def test_one_pod_job_gets_no_tf_config():
+    pods = pod_envs(training_job("solo", {"Worker": 1}))
+    assert list(pods) == ["solo-worker-0"]
+    assert "TF_CONFIG" not in pods["solo-worker-0"]["env"]
+
+
+def test_master_replica_is_refused_for_tensorflow(tf):
+    from tensorflow.python.distribute import multi_worker_util
+    # What TensorFlow would say, much later, inside every pod:
+    with pytest.raises(ValueError, match="Disallowed task type"):
+        multi_worker_util._validate_cluster_spec({"master": ["m:2222"], "worker": ["w:2222"]}, "worker", 0)
+    # The operator refuses the spec itself, and says what to use instead.
+    result = tfconfig_tool(training_job("legacy", {"Master": 1, "Worker": 2}))
+    assert result.returncode != 0
+    assert "Master" in result.stderr and "Chief" in result.stderr, result.stderr
+
+
+# The trainers' own TF_CONFIG handling.
+
+def test_trainer_refuses_unusable_tf_config():
+    cases = {
+        "{not json": "not JSON",
+        '["a"]': "JSON object",
+        '{"cluster": {"master": ["m:1"]}, "task": {"type": "master", "index": 0}}': "use a Chief replica",
+        '{"cluster": {"trainer": ["t:1"]}, "task": {"type": "trainer", "index": 0}}': "accepts only",
+        '{"cluster": {"worker": ["w0:1"]}, "task": {"type": "chief", "index": 0}}': "not a job of the cluster",
+        '{"cluster": {"worker": ["w0:1"]}, "task": {"type": "worker", "index": 1}}': "out of range",
+        '{"cluster": {"worker": ["w0"]}, "task": {"type": "worker", "index": 0}}': "host:port",
+        '{"cluster": {"worker": {"1": "w1:1"}}, "task": {"type": "worker", "index": 0}}': "sparse",
+    }
+    for text, message in cases.items():
+        with pytest.raises(tf_cluster.ConfigError, match=message):
+            tf_cluster.parse(text)
+    # The dense dict form TensorFlow's ClusterSpec also accepts becomes a list.
+    config = tf_cluster.parse('{"cluster": {"worker": {"1": "w1:1", "0": "w0:1"}}, "task": {"type": "worker"}}')
+    assert config["cluster"] == {"worker": ["w0:1", "w1:1"]}
+
+
+def test_trainer_waits_for_peers_to_resolve_then_uses_addresses():
+    answers = {"tj-chief-0.ml.svc": ["10.244.1.7"], "tj-worker-0.ml.svc": [None, None, "10.244.1.8"]}
+    calls = []
+
+    def lookup(host):
+        calls.append(host)
+        queue = answers[host]
+        value = queue.pop(0) if len(queue) > 1 else queue[0]
+        if value is None:
+            raise OSError("not yet")
+        return value
+
+    cluster = {"chief": ["tj-chief-0.ml.svc:2222"], "worker": ["tj-worker-0.ml.svc:2223"]}
+    resolved = tf_cluster.resolve(cluster, timeout_s=30, lookup=lookup, sleep=lambda s: None)
+    assert resolved == {"chief": ["10.244.1.7:2222"], "worker": ["10.244.1.8:2223"]}
+    assert calls.count("tj-chief-0.ml.svc") == 1  # a resolved name is not asked again
+    assert calls.count("tj-worker-0.ml.svc") == 3
+
+    def never(host):
+        raise OSError("no such host")
+
+    with pytest.raises(tf_cluster.ConfigError, match=r"still do not resolve: \['tj-worker-0.ml.svc'\]"):
+        tf_cluster.resolve({"worker": ["tj-worker-0.ml.svc:2222"]}, timeout_s=0, lookup=never, sleep=lambda s: None)
