@@ -39,9 +39,11 @@ int GrpcStatusOf(const http2::Headers& fields, int fallback) {
 // orders them.
 class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<GrpcCallProxy> {
  public:
-  GrpcCallProxy(std::shared_ptr<const Snapshot> snapshot, GrpcUpstream& upstream, const ProxyOptions& options,
-                std::shared_ptr<http2::ResponseStream> client, Clock::time_point start, Clock::time_point deadline)
-      : snapshot_(std::move(snapshot)),
+  GrpcCallProxy(const SnapshotStore& snapshots, std::shared_ptr<const Snapshot> snapshot, GrpcUpstream& upstream,
+                const ProxyOptions& options, std::shared_ptr<http2::ResponseStream> client, Clock::time_point start,
+                Clock::time_point deadline)
+      : snapshots_(snapshots),
+        snapshot_(std::move(snapshot)),
         upstream_(upstream),
         options_(options),
         client_(std::move(client)),
@@ -59,7 +61,7 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
       return FinishWithStatus(
           Unavailable(NoReadyEndpointMessage(config, snapshot_->grpc_ready, snapshot_->grpc_total)));
     }
-    version_ = first_version_ = pick.version;
+    version_ = pick.version;
     upstream_request_.method = request.method;
     upstream_request_.path = request.path;
     upstream_request_.authority = request.authority;
@@ -72,8 +74,8 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
     upstream_request_.headers.emplace_back("x-forwarded-for", peer_ip);
     upstream_request_.body = std::move(request.body);
     retry_safe_ = IsRetrySafeGrpc(request.path);
-    metrics().in_flight().Increment();
-    in_flight_ = true;
+    routed_metrics_ = snapshot_->versions[version_].metrics;
+    routed_metrics_->in_flight().Increment();
 
     std::weak_ptr<GrpcCallProxy> weak = shared_from_this();
     client_->OnClose([weak] {
@@ -126,34 +128,33 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
     std::lock_guard lock(mu_);
     if (done_) return;
     RecordOutcome(true);
-    const bool retryable = !got_headers_ && (unprocessed || retry_safe_);
-    if (retryable && tried_.size() == 1 && Clock::now() < deadline_) {
-      int next = version_;
-      if (!HasUntried(snapshot_->versions[version_].grpc)) next = FallbackVersion(*snapshot_, version_, true, tried_);
-      if (next >= 0) {
-        log::Debug("retrying gRPC call on another endpoint", {{"endpoint", endpoint_->address()}, {"error", why}});
-        snapshot_->versions[first_version_].metrics->retries().Increment();
-        first_error_ = why;
-        version_ = next;
-        return Attempt();
-      }
+    const AttemptFailure failure = got_headers_  ? AttemptFailure::kResponseStarted
+                                   : unprocessed ? AttemptFailure::kNotDelivered
+                                                 : AttemptFailure::kNoResponse;
+    RetryPlan plan = PlanRetry({.failure = failure,
+                                .retry_safe = retry_safe_,
+                                .attempts = static_cast<int>(tried_.size()),
+                                .maybe_processed_retries = maybe_processed_retries_,
+                                .deadline_passed = Clock::now() >= deadline_},
+                               snapshots_.Load(), snapshot_->versions[version_].name, true, tried_);
+    if (plan.decision != RetryDecision::kGiveUp) {
+      log::Debug("retrying gRPC call on another endpoint", {{"version", snapshot_->versions[version_].name},
+                                                            {"endpoint", endpoint_->address()},
+                                                            {"error", why},
+                                                            {"next", std::string(RetryDecisionName(plan.decision))}});
+      routed_metrics_->retries().Increment();
+      if (failure == AttemptFailure::kNoResponse) ++maybe_processed_retries_;
+      earlier_errors_ += (earlier_errors_.empty() ? "" : "; ") + why;
+      snapshot_ = std::move(plan.snapshot);
+      version_ = plan.version;
+      return Attempt();
     }
     std::string message = "upstream version " + snapshot_->versions[version_].name + " endpoint " +
-                          endpoint_->address() + " failed: " + why +
-                          (first_error_.empty() ? "" : " (after a retry: " + first_error_ + ")");
+                          endpoint_->address() + " failed: " + why + RetriedNote(tried_.size() - 1, earlier_errors_);
     FinishLocked(Unavailable(message));
   }
 
  private:
-  VersionMetrics& metrics() { return *snapshot_->versions[first_version_].metrics; }
-
-  bool HasUntried(const std::vector<std::shared_ptr<Endpoint>>& endpoints) const {
-    for (const auto& e : endpoints) {
-      if (std::find(tried_.begin(), tried_.end(), e.get()) == tried_.end()) return true;
-    }
-    return false;
-  }
-
   // Under mu_.
   void Attempt() {
     endpoint_ =
@@ -162,7 +163,7 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
       return FinishLocked(
           Unavailable(NoEndpointLeftMessage(*snapshot_, version_, true, options_.max_requests_per_endpoint)));
     }
-    tried_.push_back(endpoint_.get());
+    tried_.push_back(endpoint_);
     endpoint_->Begin();
     attempt_open_ = true;
     upstream_stream_ = upstream_.Start(endpoint_, upstream_request_, shared_from_this());
@@ -238,14 +239,15 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
     done_ = true;
     VersionMetrics* m = version_ >= 0 ? snapshot_->versions[version_].metrics : snapshot_->unrouted_metrics;
     if (m) m->RecordRequest(Protocol::kGrpc, grpc_code, std::chrono::duration<double>(Clock::now() - start_).count());
-    if (in_flight_) metrics().in_flight().Decrement();
-    in_flight_ = false;
+    if (routed_metrics_) routed_metrics_->in_flight().Decrement();
+    routed_metrics_ = nullptr;
     if (timer_) {
       boost::asio::post(timer_->get_executor(), [timer = timer_] { timer->cancel(); });
     }
   }
 
-  std::shared_ptr<const Snapshot> snapshot_;
+  const SnapshotStore& snapshots_;
+  std::shared_ptr<const Snapshot> snapshot_;  // routing's, then the newest one at each retry
   GrpcUpstream& upstream_;
   const ProxyOptions& options_;
   std::shared_ptr<http2::ResponseStream> client_;
@@ -254,19 +256,19 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
   std::mutex mu_;
   H2Request upstream_request_;
   bool retry_safe_ = false;
-  std::vector<Endpoint*> tried_;
+  std::vector<std::shared_ptr<Endpoint>> tried_;
+  int maybe_processed_retries_ = 0;
   std::shared_ptr<Endpoint> endpoint_;
   std::shared_ptr<UpstreamStream> upstream_stream_;
   std::shared_ptr<boost::asio::steady_timer> timer_;
-  std::string first_error_;
+  std::string earlier_errors_;  // of the attempts before the last, for the error message
   http2::Headers headers_;
   int http_status_ = 0;
-  int version_ = -1;
-  int first_version_ = -1;
+  int version_ = -1;                          // in snapshot_: the version answering now
+  VersionMetrics* routed_metrics_ = nullptr;  // the version routing chose: in-flight gauge, retries
   bool got_headers_ = false;
   bool headers_sent_ = false;
   bool attempt_open_ = false;
-  bool in_flight_ = false;
   bool done_ = false;
 };
 
@@ -290,8 +292,8 @@ void GrpcProxy::Handle(http2::Request request, std::shared_ptr<http2::ResponseSt
                                                 std::min(*parsed, std::chrono::nanoseconds(std::chrono::hours(24)))));
     }
   }
-  auto call =
-      std::make_shared<GrpcCallProxy>(std::move(snapshot), upstream_, options_, std::move(stream), start, deadline);
+  auto call = std::make_shared<GrpcCallProxy>(snapshots_, std::move(snapshot), upstream_, options_, std::move(stream),
+                                              start, deadline);
   call->Run(request);
 }
 

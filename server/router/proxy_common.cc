@@ -39,16 +39,29 @@ bool IsRetrySafeGrpc(std::string_view path) {
          path.starts_with("/inference.GRPCInferenceService/") || path.starts_with("/grpc.health.v1.Health/Check");
 }
 
+namespace {
+
+bool WasTried(std::span<const std::shared_ptr<Endpoint>> tried, const Endpoint* endpoint) {
+  return std::any_of(tried.begin(), tried.end(), [endpoint](const auto& e) { return e.get() == endpoint; });
+}
+
+bool HasUntried(const std::vector<std::shared_ptr<Endpoint>>& endpoints,
+                std::span<const std::shared_ptr<Endpoint>> tried) {
+  return std::any_of(endpoints.begin(), endpoints.end(), [&](const auto& e) { return !WasTried(tried, e.get()); });
+}
+
+}  // namespace
+
 std::shared_ptr<Endpoint> ChooseEndpoint(const std::vector<std::shared_ptr<Endpoint>>& endpoints,
-                                         std::span<Endpoint* const> tried, Clock::time_point now, int max_outstanding) {
+                                         std::span<const std::shared_ptr<Endpoint>> tried, Clock::time_point now,
+                                         int max_outstanding) {
   if (endpoints.empty()) return nullptr;
   std::vector<EndpointLoad> loads(endpoints.size());
   std::vector<bool> eligible(endpoints.size());
   bool any_eligible = false;
   for (size_t i = 0; i < endpoints.size(); ++i) {
     const int outstanding = endpoints[i]->outstanding();
-    eligible[i] = std::find(tried.begin(), tried.end(), endpoints[i].get()) == tried.end() &&
-                  (max_outstanding <= 0 || outstanding < max_outstanding);
+    eligible[i] = !WasTried(tried, endpoints[i].get()) && (max_outstanding <= 0 || outstanding < max_outstanding);
     any_eligible |= eligible[i];
     loads[i] = {outstanding, eligible[i] && !endpoints[i]->Ejected(now)};
   }
@@ -69,18 +82,41 @@ std::string NoEndpointLeftMessage(const Snapshot& snapshot, int version, bool gr
          " requests in flight (--max-requests-per-endpoint)";
 }
 
-int FallbackVersion(const Snapshot& snapshot, int failed_version, bool grpc, std::span<Endpoint* const> tried) {
+int FallbackVersion(const Snapshot& snapshot, int failed_version, bool grpc,
+                    std::span<const std::shared_ptr<Endpoint>> tried) {
   std::vector<int> weights, ready;
   for (size_t i = 0; i < snapshot.versions.size(); ++i) {
     const VersionTargets& v = snapshot.versions[i];
     const auto& endpoints = grpc ? v.grpc : v.rest;
     int untried = 0;
-    for (const auto& e : endpoints) untried += std::find(tried.begin(), tried.end(), e.get()) == tried.end() ? 1 : 0;
+    for (const auto& e : endpoints) untried += WasTried(tried, e.get()) ? 0 : 1;
     weights.push_back(v.weight);
     ready.push_back(static_cast<int>(i) == failed_version ? 0 : untried);
   }
   // Versions without an untried endpoint count as not ready: their share goes to the others.
   return PickVersionByPoint(weights, ready, UnitInterval(RandomBits()), UnitInterval(RandomBits()));
+}
+
+std::string RetriedNote(size_t retries, const std::string& earlier_errors) {
+  if (retries == 0) return "";
+  return " (after " + (retries == 1 ? std::string("a retry") : std::to_string(retries) + " retries") + ": " +
+         earlier_errors + ")";
+}
+
+RetryPlan PlanRetry(RetryInputs inputs, std::shared_ptr<const Snapshot> latest, std::string_view failed_version,
+                    bool grpc, std::span<const std::shared_ptr<Endpoint>> tried) {
+  RetryPlan plan;
+  if (!latest) return plan;
+  const int same = latest->config.VersionIndex(failed_version);
+  inputs.untried_in_version =
+      same >= 0 && HasUntried(grpc ? latest->versions[same].grpc : latest->versions[same].rest, tried);
+  const int fallback = inputs.untried_in_version ? -1 : FallbackVersion(*latest, same, grpc, tried);
+  inputs.untried_elsewhere = fallback >= 0;
+  plan.decision = DecideRetry(inputs);
+  if (plan.decision == RetryDecision::kGiveUp) return plan;
+  plan.version = plan.decision == RetryDecision::kSameVersion ? same : fallback;
+  plan.snapshot = std::move(latest);
+  return plan;
 }
 
 }  // namespace mf::router

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "server/router/endpoint.h"
+#include "server/router/retry_policy.h"
 #include "server/router/snapshot.h"
 
 namespace mf::router {
@@ -33,13 +34,31 @@ bool IsRetrySafeGrpc(std::string_view path);
 // ejected ones; when every other untried endpoint is ejected they are used anyway (better a
 // suspect endpoint than none, as Envoy's panic threshold). Null when none is left.
 std::shared_ptr<Endpoint> ChooseEndpoint(const std::vector<std::shared_ptr<Endpoint>>& endpoints,
-                                         std::span<Endpoint* const> tried, Clock::time_point now, int max_outstanding);
+                                         std::span<const std::shared_ptr<Endpoint>> tried, Clock::time_point now,
+                                         int max_outstanding);
 
 // The error when a version's endpoints are all tried or at their request limit.
 std::string NoEndpointLeftMessage(const Snapshot& snapshot, int version, bool grpc, int max_outstanding);
 
 // For a retry: the version to try after `failed_version`'s endpoints are exhausted, by weights
-// among the other versions with an endpoint not yet tried; -1 when none.
-int FallbackVersion(const Snapshot& snapshot, int failed_version, bool grpc, std::span<Endpoint* const> tried);
+// among the other versions with an endpoint not yet tried; -1 when none. `failed_version` may be
+// -1 (the version is no longer in the snapshot).
+int FallbackVersion(const Snapshot& snapshot, int failed_version, bool grpc,
+                    std::span<const std::shared_ptr<Endpoint>> tried);
+
+// " (after a retry: ERRORS)" / " (after 2 retries: ERRORS)" for an error message; "" for none.
+std::string RetriedNote(size_t retries, const std::string& earlier_errors);
+
+// Where a failed attempt goes next. Decided over `latest`, the newest snapshot rather than the
+// one the request started with: an endpoint that turned terminating or not ready since then is
+// no longer in it, nor is a version that was removed. `inputs` says how the attempt failed; the
+// untried_* fields are filled in here. The plan's version indexes `snapshot`.
+struct RetryPlan {
+  RetryDecision decision = RetryDecision::kGiveUp;
+  std::shared_ptr<const Snapshot> snapshot;
+  int version = -1;
+};
+RetryPlan PlanRetry(RetryInputs inputs, std::shared_ptr<const Snapshot> latest, std::string_view failed_version,
+                    bool grpc, std::span<const std::shared_ptr<Endpoint>> tried);
 
 }  // namespace mf::router

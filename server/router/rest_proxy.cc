@@ -71,9 +71,10 @@ struct MirrorPair {
 // One proxied request, from routing to its answer; owned by the pending upstream callback.
 class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
  public:
-  ProxyCall(std::shared_ptr<const Snapshot> snapshot, HttpUpstream& upstream, const ProxyOptions& options,
-            http::Responder responder, Clock::time_point start)
-      : snapshot_(std::move(snapshot)),
+  ProxyCall(const SnapshotStore& snapshots, std::shared_ptr<const Snapshot> snapshot, HttpUpstream& upstream,
+            const ProxyOptions& options, http::Responder responder, Clock::time_point start)
+      : snapshots_(snapshots),
+        snapshot_(std::move(snapshot)),
         upstream_(upstream),
         options_(options),
         responder_(std::move(responder)),
@@ -123,40 +124,52 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
     upstream_request_ = *made;
 
     StartMirror();
-    metrics().in_flight().Increment();
-    in_flight_ = true;
-    Attempt(version_);
+    routed_metrics_ = snapshot_->versions[version_].metrics;
+    routed_metrics_->in_flight().Increment();
+    Attempt();
   }
 
   void Answer(http::Response response) {
     VersionMetrics* m = version_ >= 0 ? snapshot_->versions[version_].metrics : snapshot_->unrouted_metrics;
     if (m)
       m->RecordRequest(Protocol::kRest, response.status, std::chrono::duration<double>(Clock::now() - start_).count());
-    if (in_flight_) metrics().in_flight().Decrement();
+    if (routed_metrics_) routed_metrics_->in_flight().Decrement();
     if (version_ >= 0) response.headers.Set("x-modelfleet-version", snapshot_->versions[version_].name);
     if (mirror_) mirror_->Offer(true, response.status, response.body);
     responder_.Respond(std::move(response));
   }
 
  private:
-  VersionMetrics& metrics() { return *snapshot_->versions[first_version_ >= 0 ? first_version_ : version_].metrics; }
-
-  void Attempt(int version) {
-    if (first_version_ < 0) first_version_ = version;
-    version_ = version;
+  // Sends the request to an untried endpoint of version_ of snapshot_.
+  void Attempt() {
     std::shared_ptr<Endpoint> endpoint =
-        ChooseEndpoint(snapshot_->versions[version].rest, tried_, Clock::now(), options_.max_requests_per_endpoint);
+        ChooseEndpoint(snapshot_->versions[version_].rest, tried_, Clock::now(), options_.max_requests_per_endpoint);
     if (!endpoint) {
       return Answer(
-          JsonError(503, NoEndpointLeftMessage(*snapshot_, version, false, options_.max_requests_per_endpoint)));
+          JsonError(503, NoEndpointLeftMessage(*snapshot_, version_, false, options_.max_requests_per_endpoint)));
     }
-    tried_.push_back(endpoint.get());
+    tried_.push_back(endpoint);
     endpoint->Begin();
     upstream_.Send(endpoint, upstream_request_, deadline_,
                    [self = shared_from_this(), endpoint](UpstreamResult result) {
                      endpoint->End();
                      self->OnResult(endpoint, std::move(result));
                    });
+  }
+
+  static AttemptFailure FailureOf(UpstreamError error) {
+    switch (error) {
+      case UpstreamError::kConnect:
+        return AttemptFailure::kNotDelivered;
+      case UpstreamError::kNoResponse:
+        return AttemptFailure::kNoResponse;
+      case UpstreamError::kTimeout:
+        return AttemptFailure::kTimeout;
+      case UpstreamError::kNone:
+      case UpstreamError::kBadResponse:
+        break;
+    }
+    return AttemptFailure::kResponseStarted;
   }
 
   void OnResult(const std::shared_ptr<Endpoint>& endpoint, UpstreamResult result) {
@@ -173,21 +186,9 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
     } else {
       endpoint->RecordSuccess();
     }
-    const bool retryable = result.error == UpstreamError::kConnect ||
-                           (result.error == UpstreamError::kNoResponse && upstream_request_->retry_safe);
-    if (retryable && tried_.size() == 1 && Clock::now() < deadline_) {
-      int next = version_;
-      if (!HasUntried(snapshot_->versions[version_].rest)) next = FallbackVersion(*snapshot_, version_, false, tried_);
-      if (next >= 0) {
-        log::Debug("retrying on another endpoint",
-                   {{"version", version}, {"endpoint", endpoint->address()}, {"error", result.message}});
-        snapshot_->versions[first_version_].metrics->retries().Increment();
-        first_error_ = result.message;
-        return Attempt(next);
-      }
-    }
+    if (result.error != UpstreamError::kNone && RetryElsewhere(endpoint, result)) return;
     const std::string where = "version " + version + " endpoint " + endpoint->address();
-    const std::string earlier = first_error_.empty() ? "" : " (after a retry: " + first_error_ + ")";
+    const std::string earlier = RetriedNote(tried_.size() - 1, earlier_errors_);
     switch (result.error) {
       case UpstreamError::kNone:
         break;
@@ -209,11 +210,27 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
     Answer(std::move(response));
   }
 
-  bool HasUntried(const std::vector<std::shared_ptr<Endpoint>>& endpoints) const {
-    for (const auto& e : endpoints) {
-      if (std::find(tried_.begin(), tried_.end(), e.get()) == tried_.end()) return true;
-    }
-    return false;
+  // Starts the next attempt when the retry policy allows one; false when the failure stands.
+  bool RetryElsewhere(const std::shared_ptr<Endpoint>& endpoint, const UpstreamResult& result) {
+    const AttemptFailure failure = FailureOf(result.error);
+    RetryPlan plan = PlanRetry({.failure = failure,
+                                .retry_safe = upstream_request_->retry_safe,
+                                .attempts = static_cast<int>(tried_.size()),
+                                .maybe_processed_retries = maybe_processed_retries_,
+                                .deadline_passed = Clock::now() >= deadline_},
+                               snapshots_.Load(), snapshot_->versions[version_].name, false, tried_);
+    if (plan.decision == RetryDecision::kGiveUp) return false;
+    log::Debug("retrying on another endpoint", {{"version", snapshot_->versions[version_].name},
+                                                {"endpoint", endpoint->address()},
+                                                {"error", result.message},
+                                                {"next", std::string(RetryDecisionName(plan.decision))}});
+    routed_metrics_->retries().Increment();
+    if (failure == AttemptFailure::kNoResponse) ++maybe_processed_retries_;
+    earlier_errors_ += (earlier_errors_.empty() ? "" : "; ") + result.message;
+    snapshot_ = std::move(plan.snapshot);
+    version_ = plan.version;
+    Attempt();
+    return true;
   }
 
   // Sends a copy to the mirror version (percent of requests), compared when both have answered.
@@ -221,9 +238,8 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
     const int mirror = snapshot_->mirror_version;
     if (mirror < 0 || mirror == version_ || snapshot_->config.mirror->percent <= 0) return;
     if (RandomBits() % 100 >= static_cast<uint64_t>(snapshot_->config.mirror->percent)) return;
-    std::vector<Endpoint*> none;
     std::shared_ptr<Endpoint> endpoint =
-        ChooseEndpoint(snapshot_->versions[mirror].rest, none, Clock::now(), options_.max_requests_per_endpoint);
+        ChooseEndpoint(snapshot_->versions[mirror].rest, {}, Clock::now(), options_.max_requests_per_endpoint);
     if (!endpoint) return;
     VersionTargets const& target = snapshot_->versions[mirror];
     target.metrics->mirrored().Increment();
@@ -241,19 +257,20 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
     });
   }
 
-  std::shared_ptr<const Snapshot> snapshot_;
+  const SnapshotStore& snapshots_;
+  std::shared_ptr<const Snapshot> snapshot_;  // routing's, then the newest one at each retry
   HttpUpstream& upstream_;
   const ProxyOptions& options_;
   http::Responder responder_;
   const Clock::time_point start_;
   const Clock::time_point deadline_;
   std::shared_ptr<const UpstreamRequest> upstream_request_;
-  std::vector<Endpoint*> tried_;
-  std::string first_error_;
+  std::vector<std::shared_ptr<Endpoint>> tried_;
+  int maybe_processed_retries_ = 0;
+  std::string earlier_errors_;  // of the attempts before the last, for the error body
   std::shared_ptr<MirrorPair> mirror_;
-  int version_ = -1;        // the version answering now
-  int first_version_ = -1;  // the version routing chose (its in-flight gauge and retries)
-  bool in_flight_ = false;
+  int version_ = -1;                          // in snapshot_: the version answering now
+  VersionMetrics* routed_metrics_ = nullptr;  // the version routing chose: in-flight gauge, retries
 };
 
 }  // namespace
@@ -268,7 +285,8 @@ void RestProxy::Handle(http::Request request, http::Responder responder) {
     responder.Respond(JsonError(503, "the router has no valid configuration yet; see its log and /readyz"));
     return;
   }
-  auto call = std::make_shared<ProxyCall>(std::move(snapshot), upstream_, options_, std::move(responder), start);
+  auto call =
+      std::make_shared<ProxyCall>(snapshots_, std::move(snapshot), upstream_, options_, std::move(responder), start);
   call->Run(request);
 }
 

@@ -152,11 +152,11 @@ def test_a_bad_storage_uri_degrades_only_its_version(example):
     example.wait_ready()
 
 
-@pytest.mark.xfail(strict=False, reason="known bug, issue 18 open: 2-13 of ~3,000 requests get 502 'connection refused' "
-                   "from a v1 endpoint while pods go away (router retry or endpoint removal order); fix pending")
 def test_no_failed_request_while_pods_go_away(example):
     """Scale-down, a rollout of a new storageUri and the removal of a version, each under steady
-    load through the router."""
+    load through the router. A request the router sends to a pod that went away a moment before
+    its EndpointSlice change arrived is refused; the router sends it again to a ready endpoint
+    (docs/router.md, Retry), so the client sees no failure."""
     url = rest_url(example)
     spec = example.md()["spec"]
     try:

@@ -327,6 +327,41 @@ def test_retries_on_another_endpoint_and_ejects_a_dead_one(tmp_path, backends, s
     assert f"upstream version v1 endpoint {dead} failed: cannot connect to {dead}" in r.json()["error"]
 
 
+def test_refused_requests_go_on_to_every_other_endpoint_then_another_version(tmp_path, backends, start_router):
+    """Pods that went away while the router still lists them (their EndpointSlice change not yet
+    applied) refuse connections: a request is sent on until an endpoint serves it, past several
+    refusing ones of its version and then to another version, whatever its method. With no
+    ejection, every request that lands on a refusing endpoint shows the retry path."""
+    live_v1, live_v2 = backends("v1-a"), backends("v2-a")
+    gone = [f"127.0.0.1:{free_port()}" for _ in range(3)]  # nothing listens: connection refused
+    write_config(tmp_path / "router.yaml", [
+        {"name": "v1", "service": "s1", "weight": 100, "endpoints": [gone[0], gone[1], live_v1.address]},
+        {"name": "v2", "service": "s2", "weight": 0, "endpoints": [gone[2], live_v2.address]}])
+    router = start_router("--eject-after-failures=0")
+    session = requests.Session()
+    for _ in range(60):
+        r = session.post(router.url + "/v1/models/m/reload", json={}, timeout=5)  # not retry-safe: still resent
+        assert r.status_code == 200 and r.json()["backend"] == "v1-a", r.text
+    assert metric_value(router.metrics(), "modelfleet_router_retries_total", version="v1") >= 20
+    # v1's live endpoint gone too: its requests go on to v2, past v2's refusing endpoint.
+    write_config(tmp_path / "router.yaml", [
+        {"name": "v1", "service": "s1", "weight": 100, "endpoints": [gone[0], gone[1]]},
+        {"name": "v2", "service": "s2", "weight": 0, "endpoints": [gone[2], live_v2.address]}])
+    wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_config_generation") == 2, timeout=3,
+             what="the new config")
+    for _ in range(30):
+        r = session.post(router.url + "/v1/models/m:predict", json={}, timeout=5)
+        assert r.status_code == 200 and r.json()["backend"] == "v2-a", r.text
+        assert r.headers["x-modelfleet-version"] == "v2"
+    # Nothing left that listens: the 502 names every refusal.
+    write_config(tmp_path / "router.yaml", [{"name": "v1", "service": "s1", "weight": 100, "endpoints": gone}])
+    wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_config_generation") == 3, timeout=3,
+             what="the third config")
+    r = session.post(router.url + "/v1/models/m:predict", json={}, timeout=5)
+    assert r.status_code == 502
+    assert "(after 2 retries: cannot connect to" in r.json()["error"], r.text
+
+
 def test_upstream_timeout_is_a_504(tmp_path, backends, start_router):
     slow = backends("v1-a")
     slow.delay = 2.0
