@@ -65,6 +65,9 @@ struct DeployTo {
 struct OutputSpec {
   std::string model_uri;  // file:///abs/path, pvc://claim/sub/path (written), or any other URI (passed on)
   std::optional<DeployTo> deploy_to;
+  // The model version this job writes (MODEL_DIR = <modelUri>/<version>). Unset: with deployTo
+  // the next number above the ModelDeployment's versions, else 1 (status.modelVersion keeps it).
+  std::optional<int64_t> version;
 };
 
 struct TrainingJobSpec {

@@ -1,0 +1,313 @@
+#include "trainingjob/spec.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace mf::op::training {
+namespace {
+
+bool IsDns1035Label(const std::string& s) {
+  if (s.empty() || s.size() > 63 || !std::islower(static_cast<unsigned char>(s.front())) || s.back() == '-') {
+    return false;
+  }
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-';
+  });
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+Status IntField(const Json& obj, const char* key, const std::string& path, int64_t min, int64_t max,
+                std::optional<int64_t>* out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return Status();
+  if (!it->is_number_integer()) return InvalidArgument(path + "." + key + " must be an integer");
+  const int64_t v = it->get<int64_t>();
+  if (v < min || v > max) {
+    return InvalidArgument(path + "." + key + " is " + std::to_string(v) + "; it must be between " +
+                           std::to_string(min) + " and " + std::to_string(max));
+  }
+  *out = v;
+  return Status();
+}
+
+// A string field that must be one of `allowed` (the first is the default when absent).
+Status EnumField(const Json& obj, const char* key, const std::string& path, const std::vector<std::string>& allowed,
+                 std::string* out) {
+  *out = allowed.front();
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null() || (it->is_string() && it->get<std::string>().empty())) return Status();
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  if (!it->is_string() || std::find(allowed.begin(), allowed.end(), it->get<std::string>()) == allowed.end()) {
+    return InvalidArgument(path + "." + key + " must be one of " + list);
+  }
+  *out = it->get<std::string>();
+  return Status();
+}
+
+// The port a replica's default container names (tfjob-port / pytorchjob-port), if any.
+std::optional<int32_t> NamedPort(const Json& pod_spec, Framework framework) {
+  const char* container_name = framework == Framework::kPyTorch ? "pytorch" : "tensorflow";
+  const char* port_name = framework == Framework::kPyTorch ? "pytorchjob-port" : "tfjob-port";
+  const Json& containers = pod_spec.value("containers", Json::array());
+  if (!containers.is_array() || containers.empty()) return std::nullopt;
+  const Json* chosen = &containers[0];
+  for (const auto& c : containers) {
+    if (c.is_object() && c.value("name", "") == container_name) chosen = &c;
+  }
+  const Json& ports = chosen->is_object() ? chosen->value("ports", Json::array()) : Json::array();
+  if (!ports.is_array()) return std::nullopt;
+  for (const auto& p : ports) {
+    if (p.is_object() && p.value("name", "") == port_name && p.contains("containerPort") &&
+        p["containerPort"].is_number_integer()) {
+      return p["containerPort"].get<int32_t>();
+    }
+  }
+  return std::nullopt;
+}
+
+Status ParseReplica(const Json& value, const std::string& path, Framework framework, int32_t default_port,
+                    ReplicaSpec* out) {
+  if (!value.is_object()) return InvalidArgument(path + " must be an object");
+  std::optional<int64_t> replicas;
+  if (Status s = IntField(value, "replicas", path, 0, 1000, &replicas); !s.ok()) return s;
+  out->replicas = static_cast<int32_t>(replicas.value_or(1));
+  std::string policy;
+  if (Status s = EnumField(value, "restartPolicy", path, {"OnFailure", "Always", "Never", "ExitCode"}, &policy);
+      !s.ok()) {
+    return s;
+  }
+  out->restart_policy = policy == "Always"     ? RestartPolicy::kAlways
+                        : policy == "Never"    ? RestartPolicy::kNever
+                        : policy == "ExitCode" ? RestartPolicy::kExitCode
+                                               : RestartPolicy::kOnFailure;
+  const Json& tmpl = value.value("template", Json());
+  if (!tmpl.is_object()) return InvalidArgument(path + ".template must be a pod template ({metadata, spec})");
+  const Json& pod_spec = tmpl.value("spec", Json());
+  if (!pod_spec.is_object() || !pod_spec.contains("containers") || !pod_spec["containers"].is_array() ||
+      pod_spec["containers"].empty()) {
+    return InvalidArgument(path + ".template.spec.containers must list at least one container");
+  }
+  for (const auto& c : pod_spec["containers"]) {
+    if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) {
+      return InvalidArgument(path + ".template.spec.containers: every container needs a name");
+    }
+  }
+  out->template_ = tmpl;
+  out->port = NamedPort(pod_spec, framework).value_or(default_port);
+  return Status();
+}
+
+}  // namespace
+
+const char* ReplicaTypeName(ReplicaType type) {
+  switch (type) {
+    case ReplicaType::kChief:
+      return "Chief";
+    case ReplicaType::kEvaluator:
+      return "Evaluator";
+    case ReplicaType::kMaster:
+      return "Master";
+    case ReplicaType::kPS:
+      return "PS";
+    case ReplicaType::kWorker:
+      return "Worker";
+  }
+  return "Worker";
+}
+
+std::string ReplicaTypeKey(ReplicaType type) { return Lower(ReplicaTypeName(type)); }
+
+const char* RestartPolicyName(RestartPolicy policy) {
+  switch (policy) {
+    case RestartPolicy::kAlways:
+      return "Always";
+    case RestartPolicy::kOnFailure:
+      return "OnFailure";
+    case RestartPolicy::kNever:
+      return "Never";
+    case RestartPolicy::kExitCode:
+      return "ExitCode";
+  }
+  return "Never";
+}
+
+bool IsRetryableExitCode(int code) { return code >= 128; }
+
+const ReplicaSpec* TrainingJobSpec::Find(ReplicaType type) const {
+  auto it = replicas.find(type);
+  return it == replicas.end() ? nullptr : &it->second;
+}
+
+int32_t TrainingJobSpec::TotalReplicas() const {
+  int32_t total = 0;
+  for (const auto& [type, r] : replicas) total += r.replicas;
+  return total;
+}
+
+StatusOr<TrainingJobSpec> ParseTrainingJob(const Json& object) {
+  if (!object.is_object()) return InvalidArgument("a TrainingJob must be a JSON object");
+  TrainingJobSpec job;
+  const Json& meta = object.value("metadata", Json::object());
+  job.name = meta.is_object() ? meta.value("name", "") : "";
+  job.ns = meta.is_object() ? meta.value("namespace", "") : "";
+  job.uid = meta.is_object() ? meta.value("uid", "") : "";
+  if (meta.is_object() && meta.contains("generation") && meta["generation"].is_number_integer()) {
+    job.generation = meta["generation"].get<int64_t>();
+  }
+  const Json& spec = object.value("spec", Json());
+  if (!spec.is_object()) return InvalidArgument("spec must be an object");
+
+  std::string framework;
+  if (Status s = EnumField(spec, "framework", "spec", {"tensorflow", "pytorch"}, &framework); !s.ok()) return s;
+  job.framework = framework == "pytorch" ? Framework::kPyTorch : Framework::kTensorFlow;
+  std::optional<int64_t> port;
+  if (Status s = IntField(spec, "port", "spec", 1, 65535, &port); !s.ok()) return s;
+  job.port = static_cast<int32_t>(port.value_or(2222));
+
+  const Json& specs = spec.value("replicaSpecs", Json());
+  if (!specs.is_object() || specs.empty()) {
+    return InvalidArgument("spec.replicaSpecs must name at least one replica type (Chief, Worker, PS, Evaluator)");
+  }
+  for (const auto& [key, value] : specs.items()) {
+    // As Kubeflow's defaulting does: the type in any case ("worker", "WORKER") is the type.
+    std::optional<ReplicaType> type;
+    for (ReplicaType t : kAllReplicaTypes) {
+      if (Lower(key) == ReplicaTypeKey(t)) type = t;
+    }
+    const std::string path = "spec.replicaSpecs." + key;
+    if (!type)
+      return InvalidArgument(path +
+                             ": unknown replica type; use Chief, Worker, PS or Evaluator (PyTorch: Master, Worker)");
+    if (job.replicas.count(*type)) return InvalidArgument(path + ": " + ReplicaTypeName(*type) + " is named twice");
+    if (job.framework == Framework::kTensorFlow && *type == ReplicaType::kMaster) {
+      return InvalidArgument(path +
+                             ": TensorFlow 2's distribution strategies (MultiWorkerMirroredStrategy, "
+                             "ParameterServerStrategy) refuse a 'master' job in TF_CONFIG; name the coordinating "
+                             "replica Chief instead");
+    }
+    if (job.framework == Framework::kPyTorch && *type != ReplicaType::kMaster && *type != ReplicaType::kWorker) {
+      return InvalidArgument(path + ": a PyTorch job has Master and Worker replicas only" +
+                             (*type == ReplicaType::kChief ? std::string("; name the rank-0 replica Master") : ""));
+    }
+    ReplicaSpec r;
+    if (Status s = ParseReplica(value, path, job.framework, job.port, &r); !s.ok()) return s;
+    const bool single = *type == ReplicaType::kChief || *type == ReplicaType::kMaster ||
+                        (*type == ReplicaType::kEvaluator && job.framework == Framework::kTensorFlow);
+    if (single && r.replicas > 1) {
+      return InvalidArgument(path + ".replicas is " + std::to_string(r.replicas) + "; a job has at most one " +
+                             ReplicaTypeName(*type));
+    }
+    job.replicas[*type] = std::move(r);
+  }
+  const bool has_coordinator = (job.Find(ReplicaType::kChief) && job.Find(ReplicaType::kChief)->replicas > 0) ||
+                               (job.Find(ReplicaType::kMaster) && job.Find(ReplicaType::kMaster)->replicas > 0) ||
+                               (job.Find(ReplicaType::kWorker) && job.Find(ReplicaType::kWorker)->replicas > 0);
+  if (!has_coordinator) {
+    return InvalidArgument(std::string("spec.replicaSpecs needs a ") +
+                           (job.framework == Framework::kPyTorch ? "Master" : "Chief") + " or at least one Worker");
+  }
+  // Pod and Service names are "<job>-<type>-<index>": DNS-1035 labels of at most 63 characters.
+  for (const auto& [type, r] : job.replicas) {
+    const std::string longest =
+        job.name + "-" + ReplicaTypeKey(type) + "-" + std::to_string(std::max<int32_t>(r.replicas - 1, 0));
+    if (!IsDns1035Label(longest)) {
+      return InvalidArgument("metadata.name: pods and Services are named like '" + longest +
+                             "', which must be a DNS label (lower-case letters, digits and '-', starting with a "
+                             "letter, at most 63 characters); choose a shorter name");
+    }
+  }
+
+  static const Json kEmpty = Json::object();
+  const Json& run = spec.contains("runPolicy") && !spec["runPolicy"].is_null() ? spec["runPolicy"] : kEmpty;
+  if (!run.is_object()) return InvalidArgument("spec.runPolicy must be an object");
+  std::optional<int64_t> v;
+  if (Status s = IntField(run, "backoffLimit", "spec.runPolicy", 0, 1'000'000, &v); !s.ok()) return s;
+  job.run_policy.backoff_limit = static_cast<int32_t>(v.value_or(3));
+  if (Status s = IntField(run, "activeDeadlineSeconds", "spec.runPolicy", 1, INT64_MAX / 2,
+                          &job.run_policy.active_deadline_seconds);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = IntField(run, "ttlSecondsAfterFinished", "spec.runPolicy", 0, INT32_MAX,
+                          &job.run_policy.ttl_seconds_after_finished);
+      !s.ok()) {
+    return s;
+  }
+  std::string text;
+  if (Status s = EnumField(run, "cleanPodPolicy", "spec.runPolicy", {"Running", "All", "None"}, &text); !s.ok()) {
+    return s;
+  }
+  job.run_policy.clean_pod_policy = text == "All"    ? CleanPodPolicy::kAll
+                                    : text == "None" ? CleanPodPolicy::kNone
+                                                     : CleanPodPolicy::kRunning;
+  if (Status s = EnumField(run, "restartScope", "spec.runPolicy", {"Pod", "Job"}, &text); !s.ok()) return s;
+  job.run_policy.restart_scope = text == "Job" ? RestartScope::kJob : RestartScope::kPod;
+  if (run.contains("suspend") && !run["suspend"].is_null()) {
+    if (!run["suspend"].is_boolean()) return InvalidArgument("spec.runPolicy.suspend must be true or false");
+    job.run_policy.suspend = run["suspend"].get<bool>();
+  }
+
+  if (Status s = EnumField(spec, "successPolicy", "spec", {"Default", "AllWorkers"}, &text); !s.ok()) return s;
+  job.success_policy = text == "AllWorkers" ? SuccessPolicy::kAllWorkers : SuccessPolicy::kDefault;
+  if (job.success_policy == SuccessPolicy::kAllWorkers && !job.Find(ReplicaType::kWorker)) {
+    return InvalidArgument("spec.successPolicy AllWorkers needs Worker replicas");
+  }
+
+  const Json& output = spec.contains("output") && !spec["output"].is_null() ? spec["output"] : kEmpty;
+  if (!output.is_object()) return InvalidArgument("spec.output must be an object");
+  if (output.contains("modelUri") && !output["modelUri"].is_null()) {
+    if (!output["modelUri"].is_string()) return InvalidArgument("spec.output.modelUri must be a string");
+    job.output.model_uri = output["modelUri"].get<std::string>();
+    while (job.output.model_uri.size() > 1 && job.output.model_uri.back() == '/') job.output.model_uri.pop_back();
+    const std::string& uri = job.output.model_uri;
+    if (uri.starts_with("file://") && !uri.starts_with("file:///")) {
+      return InvalidArgument(
+          "spec.output.modelUri must be file:///absolute/path, pvc://CLAIM/path or a URI the "
+          "trainer writes itself (gs://, s3://)");
+    }
+    if (uri.starts_with("pvc://") && (uri.size() <= 6 || uri[6] == '/')) {
+      return InvalidArgument("spec.output.modelUri pvc:// needs a claim name: pvc://CLAIM/path");
+    }
+  }
+  if (output.contains("deployTo") && !output["deployTo"].is_null()) {
+    const Json& d = output["deployTo"];
+    if (!d.is_object() || !d.contains("modelDeployment") || !d["modelDeployment"].is_string() ||
+        d["modelDeployment"].get<std::string>().empty()) {
+      return InvalidArgument("spec.output.deployTo.modelDeployment must name a ModelDeployment");
+    }
+    if (job.output.model_uri.empty()) {
+      return InvalidArgument(
+          "spec.output.deployTo needs spec.output.modelUri: the model handed to the "
+          "ModelDeployment is <modelUri>/<version>");
+    }
+    if (!job.output.model_uri.starts_with("file:///") && !job.output.model_uri.starts_with("pvc://") &&
+        !job.output.model_uri.starts_with("http://") && !job.output.model_uri.starts_with("https://")) {
+      return InvalidArgument(
+          "spec.output.deployTo: a ModelDeployment serves file:///, pvc:// or http(s):// "
+          "models; spec.output.modelUri is " +
+          job.output.model_uri);
+    }
+    DeployTo deploy;
+    deploy.model_deployment = d["modelDeployment"].get<std::string>();
+    std::optional<int64_t> percent;
+    if (Status s = IntField(d, "canaryPercent", "spec.output.deployTo", 0, 100, &percent); !s.ok()) return s;
+    deploy.canary_percent = static_cast<int>(percent.value_or(10));
+    job.output.deploy_to = deploy;
+  }
+  if (Status s = IntField(output, "version", "spec.output", 1, INT64_MAX / 2, &job.output.version); !s.ok()) {
+    return s;
+  }
+
+  if (spec.contains("hyperparameters") && !spec["hyperparameters"].is_null()) {
+    if (!spec["hyperparameters"].is_object()) return InvalidArgument("spec.hyperparameters must be an object");
+    job.hyperparameters = spec["hyperparameters"];
+  }
+  return job;
+}
+
+}  // namespace mf::op::training
