@@ -199,11 +199,12 @@ INVALID = [
     ("categorical-without-values",
      training_job(hyperparameters={"metricTag": "acc", "maxTrials": 3, "params": [{"name": "opt", "type": "CATEGORICAL"}]}),
      'The TrainingJob "bad" is invalid: spec.hyperparameters.params[0]: Invalid value: '
-     "CATEGORICAL params need values; INTEGER and DOUBLE params need min <= max"),
+     "CATEGORICAL params need values, DISCRETE params discreteValues; INTEGER and DOUBLE params need min <= max"),
     ("min-above-max",
      training_job(hyperparameters={"metricTag": "acc", "maxTrials": 3,
                                    "params": [{"name": "lr", "type": "DOUBLE", "min": 1, "max": 0.1}]}),
-     "spec.hyperparameters.params[0]: Invalid value: CATEGORICAL params need values; INTEGER and DOUBLE params need min <= max"),
+     "spec.hyperparameters.params[0]: Invalid value: "
+     "CATEGORICAL params need values, DISCRETE params discreteValues; INTEGER and DOUBLE params need min <= max"),
     # ...and its schema.
     ("unknown-framework", training_job(framework="jax"),
      'spec.framework: Unsupported value: "jax": supported values: "tensorflow", "pytorch"'),
