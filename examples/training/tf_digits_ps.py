@@ -44,35 +44,41 @@ def coordinate(tf, config: dict, args: argparse.Namespace, started: float) -> No
     x_train, y_train, x_test, y_test = tf_digits.load_data()
 
     def dataset_fn(context):
-        # Runs on each worker; every worker shuffles with its own seed.
-        seed = context.input_pipeline_id if context else 0
-        return (tf.data.Dataset.from_tensor_slices((x_train, y_train))
-                .shuffle(len(x_train), seed=seed).repeat().batch(args.batch_size, drop_remainder=True))
+        # Runs on each worker: every worker reads its own 1/n of the training set.
+        worker = tf.distribute.coordinator.experimental_get_current_worker_index()
+        return (tf.data.Dataset.from_tensor_slices((x_train, y_train)).shard(workers, worker)
+                .shuffle(len(x_train), seed=1).repeat().batch(args.batch_size, drop_remainder=True))
 
     with strategy.scope():
         model = tf_digits.build_model(args.hidden)
         optimizer = keras.optimizers.Adam(args.learning_rate)
-    tf_digits.log(f"variables on {sorted({v.device for v in model.trainable_variables})}")
+    tf_digits.log(f"variables on {sorted({v.value.device for v in model.trainable_variables})}")
     # Each step is one worker's whole batch (num_replicas_in_sync is 1 under this strategy).
     replica_step = tf_digits.make_replica_step(tf, model, optimizer, args.batch_size)
 
     @tf.function
     def train_step(iterator):
-        return strategy.run(replica_step, args=next(iterator))
+        loss, correct = strategy.run(replica_step, args=next(iterator))
+        # Where the step ran, so the log shows both workers training.
+        return loss, correct, tf.distribute.coordinator.experimental_get_current_worker_index()
 
     per_worker_iterator = iter(coordinator.create_per_worker_dataset(
         strategy.distribute_datasets_from_function(dataset_fn)))
+    steps_by_worker = [0] * workers
     for epoch in range(1, args.epochs + 1):
         results = [coordinator.schedule(train_step, args=(per_worker_iterator,))
                    for _ in range(args.steps_per_epoch)]
         coordinator.join()  # every scheduled step has run somewhere
-        losses = [r.fetch() for r in results]
-        loss = sum(float(l) for l, _ in losses) / len(losses)
-        train_accuracy = sum(float(c) for _, c in losses) / (len(losses) * args.batch_size)
+        fetched = [r.fetch() for r in results]
+        for _, _, worker in fetched:
+            steps_by_worker[int(worker)] += 1
+        loss = sum(float(f[0]) for f in fetched) / len(fetched)
+        train_accuracy = sum(float(f[1]) for f in fetched) / (len(fetched) * args.batch_size)
         tf_digits.log(f"epoch {epoch}/{args.epochs}: loss {loss:.4f}, train accuracy {train_accuracy:.4f}")
     test_accuracy = tf_digits.accuracy(model, x_test, y_test)
-    tf_digits.log(f"trained {args.epochs * args.steps_per_epoch} steps on {workers} worker(s) in "
+    tf_digits.log(f"trained {sum(steps_by_worker)} steps on {workers} worker(s) in "
                   f"{time.monotonic() - started:.1f} s: test accuracy {test_accuracy:.4f}")
+    tf_digits.log(f"steps by worker: {steps_by_worker}")
     tf_digits.report_metric("accuracy", test_accuracy)
     if args.model_dir:
         tf_digits.export(model, args.model_dir, args.export, x_test[:32])
