@@ -65,14 +65,6 @@ k8s::ObjectPtr MetricPod(const StudyContext& ctx, const std::string& ns, const s
   return nullptr;
 }
 
-std::string FirstContainerName(const Json& pod) {
-  auto spec = pod.find("spec");
-  if (spec == pod.end() || !spec->is_object()) return "";
-  auto containers = spec->find("containers");
-  if (containers == spec->end() || !containers->is_array() || containers->empty()) return "";
-  return Str(containers->front(), "name");
-}
-
 std::string ParamSummary(const StudySpec& spec, const Trial& trial) {
   std::string out;
   for (const auto& a : TrialArgs(spec.params, trial.parameters)) out += (out.empty() ? "" : " ") + a;
@@ -149,7 +141,7 @@ StudyOutcome ReconcileStudy(const StudyContext& ctx, const nlohmann::json& job,
       const bool want_log = seen.state == "Succeeded" || (spec.early_stopping && seen.state.empty());
       if (const k8s::ObjectPtr pod = MetricPod(ctx, ns, trial.name)) {
         seen.chief_pod = Str(k8s::MetadataOf(*pod), "name");
-        const std::string container = FirstContainerName(*pod);
+        const std::string container = child->contains("spec") ? MetricContainerName((*child)["spec"]) : std::string();
         if (seen.state == "Succeeded") seen.metrics_file = TerminationMessage(*pod, container);
         if (want_log) {
           auto log = ctx.client.Logs(ns, seen.chief_pod, {.container = container, .tail_lines = kLogTailLines});

@@ -31,6 +31,14 @@ std::string MetricReplicaType(const Json& job_spec) {
   return "";
 }
 
+std::string MetricContainerName(const Json& job_spec) {
+  const std::string type = MetricReplicaType(job_spec);
+  if (type.empty()) return "";
+  Json replica = job_spec["replicaSpecs"][type];
+  const Json* container = FirstContainer(replica);
+  return container ? Str(*container, "name") : "";
+}
+
 std::string MetricsFilePath(const Json& container) {
   if (auto env = container.find("env"); env != container.end() && env->is_array()) {
     for (const auto& e : *env) {

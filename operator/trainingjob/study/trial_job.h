@@ -24,6 +24,10 @@ inline constexpr const char* kDefaultMetricsFile = "/dev/termination-log";
 // spec has none of them).
 std::string MetricReplicaType(const Json& job_spec);
 
+// The name of the container that reports the metric: the first of the metric replica's template
+// ("" when there is none). Read from the job, since the operator's pod cache keeps no pod specs.
+std::string MetricContainerName(const Json& job_spec);
+
 // The path MODELFLEET_METRICS_FILE names in the metric container: the container's own
 // MODELFLEET_METRICS_FILE if it sets one, else its terminationMessagePath, else the default.
 std::string MetricsFilePath(const Json& container);

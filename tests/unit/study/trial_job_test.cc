@@ -76,6 +76,8 @@ TEST(TrialJobTest, TheMetricComesFromMasterOrWorkerZeroWithoutAChief) {
   EXPECT_EQ(MetricReplicaType(Json::parse(R"({"replicaSpecs": {"Chief": {}, "Worker": {}}})")), "Chief");
   EXPECT_EQ(MetricReplicaType(Json::parse(R"({"replicaSpecs": {"PS": {}}})")), "");
   EXPECT_EQ(MetricReplicaType(Json::parse(R"({"replicaSpecs": 3})")), "");
+  EXPECT_EQ(MetricContainerName(StudyJob()["spec"]), "train");
+  EXPECT_EQ(MetricContainerName(Json::parse(R"({"replicaSpecs": {"Worker": {"template": {}}}})")), "");
 }
 
 TEST(TrialJobTest, AMetricsFileTheTrainerNamedBecomesTheTerminationMessage) {
