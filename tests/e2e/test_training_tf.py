@@ -10,12 +10,17 @@
   across their pods, succeed, report their accuracy and leave a model.onnx that serves the digits.
 """
 import json
+import re
 import subprocess
 import sys
+import time
 
 import pytest
+import yaml
 
 from conftest import ROOT, build_dir
+from fleet_fixtures import fleet  # noqa: F401 (the session's chart-installed operator)
+from local_fixtures import wait_until
 
 sys.path.insert(0, str(ROOT / "examples" / "training"))
 import tf_cluster  # noqa: E402 (the trainers' module, imported from examples/training)
@@ -194,3 +199,141 @@ def test_trainer_waits_for_peers_to_resolve_then_uses_addresses():
 
     with pytest.raises(tf_cluster.ConfigError, match=r"still do not resolve: \['tj-worker-0.ml.svc'\]"):
         tf_cluster.resolve({"worker": ["tj-worker-0.ml.svc:2222"]}, timeout_s=0, lookup=never, sleep=lambda s: None)
+
+
+# End to end on modelfleet-local: the chart-installed operator runs the example jobs' pods.
+
+def local_job(example: str, model_root) -> dict:
+    text = (ROOT / "examples" / "training" / example).read_text().replace("/MODELFLEET_ROOT", str(ROOT))
+    job = yaml.safe_load(text)
+    job["spec"]["output"]["modelUri"] = f"file://{model_root}"
+    return job
+
+
+@pytest.fixture(scope="module")
+def trainer_fleet(fleet):
+    args = fleet.cluster.extra_args
+    images = yaml.safe_load(open(args[args.index("--image-map") + 1]))["images"]
+    if "modelfleet/python-train" not in images:
+        pytest.skip("the fleet's image map has no modelfleet/python-train (the trainers' python)")
+    return fleet
+
+
+class JobRun:
+    """A TrainingJob applied to the fleet, watched until it finishes; deleted (with its pods) at
+    the end, so the next job finds the ports free (pods share one network namespace here)."""
+
+    def __init__(self, fleet, job: dict):
+        self.fleet, self.job = fleet, job
+        self.name, self.ns = job["metadata"]["name"], job["metadata"]["namespace"]
+
+    def __enter__(self):
+        self.started = time.monotonic()
+        self.fleet.apply(json.dumps(self.job))
+        return self
+
+    def __exit__(self, *exc):
+        self.fleet.kubectl("delete", "trainingjob", self.name, "-n", self.ns, "--wait=true", "--timeout=60s",
+                           check=False, timeout=90)
+        wait_until(lambda: not self.pods(), timeout=60, what=f"{self.name}'s pods gone")
+
+    def get(self) -> dict:
+        return self.fleet.json("trainingjob", self.name, "-n", self.ns)
+
+    def pods(self) -> dict:
+        items = self.fleet.json("pods", "-n", self.ns)["items"]
+        return {p["metadata"]["name"]: p for p in items if p["metadata"]["name"].startswith(self.name + "-")}
+
+    def logs(self, pod: str) -> str:
+        return self.fleet.kubectl("logs", pod, "-n", self.ns, check=False).stdout
+
+    def all_logs(self) -> str:
+        return "\n".join(f"--- {pod} ({p['status'].get('phase')})\n{self.logs(pod)[-2500:]}"
+                         for pod, p in sorted(self.pods().items()))
+
+    def wait_finished(self, timeout: float) -> dict:
+        def finished():
+            job = self.get()
+            done = {c["type"] for c in job.get("status", {}).get("conditions", [])
+                    if c["type"] in ("Succeeded", "Failed") and c["status"] == "True"}
+            return (job, done) if done else None
+        try:
+            job, done = wait_until(finished, timeout=timeout, interval=1, what=f"TrainingJob {self.name} finished")
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{json.dumps(self.get().get('status'), indent=1)}\n{self.all_logs()}") from None
+        self.duration = time.monotonic() - self.started
+        assert done == {"Succeeded"}, f"{json.dumps(job.get('status'), indent=1)}\n{self.all_logs()}"
+        return job
+
+
+def metric(log: str) -> float:
+    values = re.findall(r"^modelfleet-metric accuracy=([0-9.]+)$", log, re.MULTILINE)
+    assert values, f"no metric line in:\n{log[-3000:]}"
+    return float(values[-1])
+
+
+def onnx_accuracy(path) -> float:
+    """The exported model's accuracy on the trainers' test split, in ONNX Runtime."""
+    import onnxruntime
+    import tf_digits
+    _, _, x_test, y_test = tf_digits.load_data()
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["images"]
+    assert [o.name for o in session.get_outputs()] == ["scores"]
+    scores = session.run(None, {"images": x_test})[0]
+    assert scores.shape == (len(x_test), 10)
+    return float((scores.argmax(axis=1) == y_test).mean())
+
+
+def test_api_server_refuses_a_tensorflow_master_replica(trainer_fleet):
+    job = training_job("legacy-master", {"Master": 1, "Worker": 1})
+    job["metadata"] = {"name": "legacy-master", "namespace": "default"}
+    result = trainer_fleet.kubectl("apply", "--dry-run=server", "-f", "-", input=json.dumps(job), check=False)
+    assert result.returncode != 0
+    assert "name the coordinating replica Chief" in result.stderr, result.stderr
+
+
+def test_multi_worker_mirrored_job_trains_across_three_pods(trainer_fleet, tmp_path):
+    job = local_job("trainingjob-tf-mwms-local.yaml", tmp_path / "digits-tf")
+    with JobRun(trainer_fleet, job) as run:
+        status = run.wait_finished(timeout=240)["status"]
+        print(f"MultiWorkerMirrored job: Succeeded {run.duration:.1f} s after apply")
+        pods = run.pods()
+        assert set(pods) == {f"{run.name}-chief-0", f"{run.name}-worker-0", f"{run.name}-worker-1"}
+        assert all(p["status"]["phase"] == "Succeeded" for p in pods.values()), run.all_logs()
+        logs = {pod: run.logs(pod) for pod in pods}
+        # Three processes in one synchronous ring: every one trained 3 replicas in sync and ended
+        # with the same weights, hence the same test accuracy.
+        finals = set()
+        for pod, log in logs.items():
+            assert "MultiWorkerMirroredStrategy: 3 replica(s) in sync" in log, log[-3000:]
+            finals.add(re.findall(r"test accuracy ([0-9.]+)", log)[-1])
+        assert len(finals) == 1, finals
+        accuracy = metric(logs[f"{run.name}-chief-0"])
+        assert accuracy >= 0.85
+        assert "modelfleet-metric" not in logs[f"{run.name}-worker-0"]  # the chief reports
+        assert status.get("replicaStatuses", {}).get("Worker", {}).get("succeeded") == 2, status
+        model = tmp_path / "digits-tf" / "1" / "model.onnx"
+        assert model.exists(), run.all_logs()
+        assert abs(onnx_accuracy(model) - accuracy) < 1e-3
+
+
+def test_parameter_server_job_trains_and_its_servers_are_cleaned_up(trainer_fleet, tmp_path):
+    job = local_job("trainingjob-tf-ps-local.yaml", tmp_path / "digits-tf-ps")
+    with JobRun(trainer_fleet, job) as run:
+        run.wait_finished(timeout=240)
+        print(f"ParameterServer job: Succeeded {run.duration:.1f} s after apply")
+        chief = f"{run.name}-chief-0"
+        log = run.logs(chief)
+        assert "ParameterServerStrategy: 2 worker(s), 1 ps" in log, log[-3000:]
+        assert "variables on ['/job:ps/replica:0/task:0/device:CPU:0']" in log, log[-3000:]
+        steps = json.loads(re.search(r"steps by worker: (\[.*\])", log).group(1))
+        assert sum(steps) == 100 and all(s > 0 for s in steps), steps  # both worker pods trained
+        accuracy = metric(log)
+        assert accuracy >= 0.85
+        # Workers and parameter servers serve until stopped: once the chief succeeded,
+        # cleanPodPolicy Running deletes them; the chief's pod stays with its log.
+        wait_until(lambda: set(run.pods()) == {chief}, timeout=60, what="worker and ps pods cleaned up")
+        assert run.pods()[chief]["status"]["phase"] == "Succeeded"
+        model = tmp_path / "digits-tf-ps" / "1" / "model.onnx"
+        assert abs(onnx_accuracy(model) - accuracy) < 1e-3
