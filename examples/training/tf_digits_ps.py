@@ -15,6 +15,10 @@
 examples/training/run_tf_local.py ps starts a whole cluster of these as local processes.
 """
 import argparse
+import os
+import signal
+import sys
+import threading
 import time
 
 import tf_cluster
@@ -27,7 +31,15 @@ def serve(tf, config: dict) -> None:
                                   task_index=task.get("index", 0), protocol=config.get("rpc_layer") or "grpc",
                                   start=True)
     tf_digits.log(f"{task['type']} {task.get('index', 0)} serving at {server.target}")
-    server.join()
+    # Serve until stopped. Being stopped once the chief is done (cleanPodPolicy) is the normal
+    # end of these tasks, so SIGTERM exits 0; server.join() would block signals in C++.
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    while not stopped.wait(1):
+        pass
+    tf_digits.log(f"{task['type']} {task.get('index', 0)} stopped")
+    sys.stdout.flush()
+    os._exit(0)  # without waiting for the gRPC server's threads
 
 
 def coordinate(tf, config: dict, args: argparse.Namespace, started: float) -> None:
