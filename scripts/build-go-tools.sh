@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the real Kubernetes components (and etcd, helm) from their pinned Go modules in tools/
-# into $BUILD_DIR/go/bin. A module is rebuilt only when its go.mod, go.sum or this script changed
-# (a stamp per module records their hash); Go's build cache (GOCACHE) is reused when present.
+# Builds the real Kubernetes components (and etcd, helm, Prometheus) from their pinned Go modules
+# in tools/ into $BUILD_DIR/go/bin. A module is rebuilt only when its go.mod, go.sum, its build
+# flags or the Go toolchain changed (a stamp per module records their hash); Go's build cache
+# (GOCACHE) is reused when present.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -10,12 +11,13 @@ STAMPS="$BUILD_DIR/go/stamps"
 mkdir -p "$BIN" "$STAMPS"
 export GOFLAGS="${GOFLAGS:-} -trimpath" CGO_ENABLED=0
 
-# build_module NAME DIR LDFLAGS PACKAGE...
+# build_module NAME DIR LDFLAGS [GO-BUILD-FLAG...] PACKAGE...
 build_module() {
   local name=$1 dir=$2 ldflags=$3
   shift 3
   local hash
-  hash=$(cat "$dir/go.mod" "$dir/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)
+  hash=$({ cat "$dir/go.mod" "$dir/go.sum"; go version; echo "$GOFLAGS $CGO_ENABLED $ldflags $*"; } |
+    sha256sum | cut -d' ' -f1)
   if [ -f "$STAMPS/$name" ] && [ "$(cat "$STAMPS/$name")" = "$hash" ]; then
     echo "build-go-tools: $name is up to date"
     return 0
@@ -52,3 +54,19 @@ for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
   helm_ldflags+=" -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$helm_kube_minor"
 done
 build_module helm "$ROOT/tools/helm" "$helm_ldflags" helm.sh/helm/v3/cmd/helm
+
+# Prometheus, the real server (tools/prometheus/go.mod's `tool` line; its 3.x releases are the Go
+# module's v0.3xx.y), for the dashboard's end-to-end test. Built as its .promu.yml builds a release,
+# but with only the service discoveries the test uses: `remove_all_sd` leaves out every
+# discovery plugin but file and http, `enable_kubernetes_sd` puts kubernetes_sd_configs back.
+# No `builtinassets`: the web UI is not compiled in (the HTTP API and /metrics are all we query).
+prometheus_module=$(awk '$1 == "github.com/prometheus/prometheus" {print $2}' "$ROOT/tools/prometheus/go.mod" | head -1)
+prometheus_minor=${prometheus_module#v0.}
+prometheus_version=${prometheus_minor:0:1}.${prometheus_minor:1}  # v0.316.0 is Prometheus 3.16.0
+prometheus_ldflags="-s -w"
+for kv in "Version=$prometheus_version" "Revision=$prometheus_module" "Branch=HEAD" "BuildUser=modelfleet" \
+  "BuildDate=19700101-00:00:00"; do
+  prometheus_ldflags+=" -X github.com/prometheus/common/version.$kv"
+done
+build_module prometheus "$ROOT/tools/prometheus" "$prometheus_ldflags" -tags=remove_all_sd,enable_kubernetes_sd \
+  github.com/prometheus/prometheus/cmd/prometheus

@@ -20,8 +20,9 @@ packages=(
   # from it with --system-site-packages so that Debian's torch and torchvision stay reachable.
   python3 python3-venv python3-pytest python3-pytest-timeout python3-requests python3-grpcio python3-grpc-tools python3-kubernetes
   python3-torch python3-torchvision python3-onnx python3-numpy python3-sklearn python3-yaml
-  # real peers used by tests and benchmarks
-  prometheus hey wrk nginx-light curl openssl libonnx-testdata
+  # real peers used by tests and benchmarks (Prometheus is built from its Go module instead:
+  # Debian's has no kubernetes_sd_configs; scripts/build-go-tools.sh)
+  hey wrk nginx-light curl openssl libonnx-testdata
   # the local cluster's network namespace (ip route add local ...)
   iproute2
   # HTTP/2 (gRPC transport) and h2load
@@ -44,11 +45,9 @@ install_debian_packages() {
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null | grep -E '^(Setting up|E:)' | sed 's/^/install-deps: /' || true
-  # nginx-light and prometheus ship services; tests start their own instances.
-  for svc in nginx prometheus; do
-    $sudo systemctl disable --now "$svc" >/dev/null 2>&1 || true
-    $sudo pkill -x "$svc" >/dev/null 2>&1 || true
-  done
+  # nginx-light ships a service; tests start their own instances.
+  $sudo systemctl disable --now nginx >/dev/null 2>&1 || true
+  $sudo pkill -x nginx >/dev/null 2>&1 || true
   echo "install-deps: Debian packages done"
 }
 

@@ -8,10 +8,10 @@ PYTHON="${MODELFLEET_VENV:-$ROOT/.cache/venv}/bin/python"  # the tests' venv (in
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
 # Configures (once) and builds the tree in $BUILD_DIR; extra arguments are build targets. The real
-# Kubernetes components (and etcd, helm) come first, from their pinned Go modules
+# Kubernetes components (and etcd, helm, Prometheus) come first, from their pinned Go modules
 # (scripts/build-go-tools.sh: only when the pins changed).
 build_tree() {
-  say "Building the Kubernetes control plane, etcd and helm from their pinned Go modules"
+  say "Building the Kubernetes control plane, etcd, helm and Prometheus from their pinned Go modules"
   bash "$ROOT/scripts/build-go-tools.sh" || return 1
   local launcher=()
   if command -v ccache >/dev/null 2>&1; then

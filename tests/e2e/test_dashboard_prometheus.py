@@ -2,10 +2,11 @@
 real Prometheus scraping an end-to-end run.
 
 The chart-installed operator on modelfleet-local (the `fleet` fixture) serves the digits example
-(with batching on, the only way the batch-size panel can have data); a Prometheus pod in the
-cluster (prometheus_fixtures.py) scrapes the router, the model servers and the operators the way
-docs/helm.md tells plain-Prometheus users to. About 30 s of REST load goes through the router's
-LoadBalancer address, a share of it predictions with a wrong input shape (400s); then every
+(with batching on, the only way the batch-size panel can have data); a Prometheus pod in the cluster
+(prometheus_fixtures.py: Prometheus 3 built from its Go module) finds the router, the model servers
+and the operators through kubernetes_sd_configs against the cluster's API server and scrapes them
+with the jobs docs/helm.md gives plain-Prometheus users. About 30 s of REST load goes through the
+router's LoadBalancer address, a share of it predictions with a wrong input shape (400s); then every
 target of every panel of helm/modelfleet/dashboards/modelfleet.json, with the template variables
 substituted as Grafana does (namespace=default, modeldeployment=digits), is sent to Prometheus'
 /api/v1/query and must return at least one series."""
