@@ -36,7 +36,8 @@ struct Trial {
   TrialPhase phase = TrialPhase::kPending;
   std::optional<double> metric;      // the last value reported (final for Succeeded and Stopped)
   std::vector<double> intermediate;  // every value reported so far, in order (only with early stopping)
-  // Failed: MetricNotReported | MetricUnreadable | TrialFailed | TrialDeleted; Stopped: EarlyStopped.
+  // Failed: MetricNotReported | MetricUnreadable | TrialFailed | TrialDeleted | TrialRejected;
+  // Stopped: EarlyStopped.
   std::string reason;
   std::string message;
   std::string start_time;  // RFC 3339

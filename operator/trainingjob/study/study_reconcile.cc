@@ -106,7 +106,15 @@ StudyOutcome ReconcileStudy(const StudyContext& ctx, const nlohmann::json& job,
     const bool ours = child && ControlledBy(*child, job_spec.uid);
     if (trial.phase == TrialPhase::kPending && !child) {
       auto created = ctx.client.Create({k8s::resources::TrainingJobs(), ns, ""}, BuildTrialJob(job, spec, trial));
-      if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
+      if (!created.ok() && created.status().code() == StatusCode::kInvalidArgument) {
+        // The API server refused the child (e.g. a name too long for its pods): retrying cannot
+        // help, so the trial fails with the server's words and the study moves on.
+        trial.phase = TrialPhase::kFailed;
+        trial.reason = "TrialRejected";
+        trial.message = "the API server refused TrainingJob " + trial.name + ": " + created.status().message();
+        trial.completion_time = now;
+        (void)ctx.events.Record(involved, k8s::EventType::kWarning, trial.reason, trial.message);
+      } else if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
         out.error = created.status().WithContext("creating trial " + trial.name);
       } else if (created.ok()) {
         (void)ctx.events.Record(involved, k8s::EventType::kNormal, "TrialCreated",
