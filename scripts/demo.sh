@@ -150,3 +150,4 @@ run kubectl delete md digits --wait=true
 sleep 2
 run kubectl get deployments,services,configmaps -l modelfleet.io/modeldeployment=digits
 say "Done. Everything started here has been stopped."
+echo "Training -> canary -> promote is its own demo (about 3 minutes): bash scripts/demo-training.sh"

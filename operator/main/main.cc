@@ -1,4 +1,5 @@
-// modelfleet-operator: reconciles ModelDeployments into serving fleets. Runs in a pod
+// modelfleet-operator: reconciles ModelDeployments into serving fleets and TrainingJobs into
+// training clusters. Runs in a pod
 // (in-cluster config, leader election across replicas) or outside one with --kubeconfig.
 // Serves /metrics, /healthz and /readyz on --metrics-port.
 #include <unistd.h>
@@ -6,6 +7,7 @@
 #include <atomic>
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <random>
 #include <sstream>
@@ -14,6 +16,7 @@
 #include "common/flags.h"
 #include "common/logging.h"
 #include "controller/model_deployment_controller.h"
+#include "controller/training_job_controller.h"
 #include "http/server.h"
 #include "k8s/config.h"
 #include "k8s/event_recorder.h"
@@ -39,6 +42,8 @@ struct Flags {
   double api_qps = 50;
   int api_burst = 100;
   mf::op::OperatorSettings settings;
+  int training_workers = 2;
+  std::string cluster_domain;
 };
 
 std::string EnvOr(const char* name, std::string fallback) {
@@ -111,6 +116,9 @@ int Run(int argc, char** argv) {
             "serving pods answer not-ready this long after SIGTERM before draining");
   flags.Add("termination_grace_seconds", &f.settings.termination_grace_seconds,
             "terminationGracePeriodSeconds of serving and router pods");
+  flags.Add("training_workers", &f.training_workers, "TrainingJobs reconciled in parallel");
+  flags.Add("cluster_domain", &f.cluster_domain,
+            "appended after .svc in training pods' addresses (Kubeflow's CUSTOM_CLUSTER_DOMAIN, e.g. cluster.local)");
   if (auto s = flags.Parse(argc, argv); !s.ok()) {
     std::cerr << "modelfleet-operator: " << s.message() << "\n";
     return 2;
@@ -124,7 +132,7 @@ int Run(int argc, char** argv) {
     std::cerr << "modelfleet-operator: --log_level must be debug, info, warning or error\n";
     return 2;
   }
-  if (f.workers < 1 || f.resync_seconds < 1 || f.metrics_port < 0 || f.metrics_port > 65535 ||
+  if (f.workers < 1 || f.training_workers < 1 || f.resync_seconds < 1 || f.metrics_port < 0 || f.metrics_port > 65535 ||
       f.retire_drain_seconds < 0 || f.settings.not_ready_grace_seconds < 0 ||
       f.settings.termination_grace_seconds <= f.settings.not_ready_grace_seconds) {
     std::cerr << "modelfleet-operator: --workers and --resync_seconds must be positive, --metrics_port a port, and "
@@ -189,6 +197,10 @@ int Run(int argc, char** argv) {
                                     .retire_drain = std::chrono::seconds(f.retire_drain_seconds),
                                     .settings = f.settings,
                                     .rates = &rates};
+  const mf::op::TrainingControllerOptions training_options{.watch_namespace = f.watch_namespace,
+                                                           .workers = f.training_workers,
+                                                           .resync = std::chrono::seconds(f.resync_seconds),
+                                                           .cluster_domain = f.cluster_domain};
   std::atomic<int> exit_code{0};
   // Leads until `stop`: starts the controller, waits, stops it.
   LabelOwnPod(client, false);  // a restarted container may carry its predecessor's label
@@ -196,17 +208,22 @@ int Run(int argc, char** argv) {
     metrics.SetLeader(true);
     LabelOwnPod(client, true);
     mf::op::ModelDeploymentController controller(client, events, metrics, options);
-    if (auto s = controller.Start(); !s.ok()) {
-      mf::log::Error("the controller could not start", {{"error", s.message()}});
-      exit_code = 1;
-      std::raise(SIGTERM);
-      return;
+    mf::op::TrainingJobController training(client, events, metrics, training_options);
+    for (auto start : {std::function<mf::Status()>([&] { return controller.Start(); }),
+                       std::function<mf::Status()>([&] { return training.Start(); })}) {
+      if (auto s = start(); !s.ok()) {
+        mf::log::Error("a controller could not start", {{"error", s.message()}});
+        exit_code = 1;
+        std::raise(SIGTERM);
+        return;
+      }
     }
     ready = true;
     std::mutex mu;
     std::condition_variable_any cv;
     std::unique_lock lock(mu);
     cv.wait(lock, stop, [] { return false; });
+    training.Stop();
     controller.Stop();
     LabelOwnPod(client, false);
     metrics.SetLeader(false);

@@ -41,6 +41,7 @@ struct PodView {
   bool deleting = false;
   int64_t restarts = 0;  // every container's restartCount
   int exit_code = kNotTerminated;
+  bool crashed = false;          // not Failed, but its container exited non-zero and waits for the kubelet's restart
   std::string termination;       // the default container's reason and message, if it terminated
   std::string last_termination;  // of its previous instance (an in-place restart)
   std::string pending_reason;    // why it is not scheduled or not started, if Pending
@@ -95,6 +96,7 @@ PodView View(const TrainingJobSpec& spec, const Json& pod, Task task) {
     if (terminated.is_object()) {
       v.exit_code = static_cast<int>(Int(terminated, "exitCode"));
       v.termination = Describe(terminated);
+      v.crashed = v.phase != "Failed" && v.phase != "Succeeded" && v.exit_code != 0;
     }
     const Json& last = Field(Field(*main, "lastState"), "terminated");
     if (last.is_object()) v.last_termination = Describe(last);
@@ -284,6 +286,13 @@ class Decider {
                         (policy == RestartPolicy::kExitCode ? " (exit codes 1-127 are permanent)" : ""));
       }
       to_restart.push_back(&p);
+    }
+    // With restartScope Job a crashed container restarts the cluster now, not after the kubelet's
+    // back-off: its peers are stuck in a collective without it.
+    if (spec_.run_policy.restart_scope == RestartScope::kJob && to_restart.empty()) {
+      for (const auto& p : pods_) {
+        if (!p.deleting && p.crashed) to_restart.push_back(&p);
+      }
     }
     // Restarts the kubelet did in place since the last reconcile.
     const int64_t before = Int(in_.old_status, "restarts");

@@ -29,6 +29,9 @@ BINARIES = {
     "modelfleet/router": "server/router/modelfleet-router",
     "modelfleet/sync": "server/sync/modelfleet-sync",
 }
+# The image training examples name; on modelfleet-local it maps to the venv's python.
+TRAIN_IMAGE = "modelfleet/python-train"
+PYTHON = ROOT / ".cache" / "venv" / "bin" / "python"
 DIGITS = load_digits().data[:2].astype(np.float32)
 PREDICT = {"signature_name": "serving_default", "instances": DIGITS.tolist()}
 HELM_ENV = {"HELM_CACHE_HOME": "/tmp/modelfleet-helm/cache", "HELM_CONFIG_HOME": "/tmp/modelfleet-helm/config",
@@ -42,6 +45,9 @@ def write_image_map(path: pathlib.Path) -> pathlib.Path:
         if not binary.exists():
             pytest.skip(f"{binary} is not built")
         lines.append(f"  {image}: {binary}")
+    # Training pods (examples/training/) run Python: the tests' venv, with Debian's torch and
+    # tensorflow-cpu (docs/training.md, "On modelfleet-local").
+    lines.append(f"  {TRAIN_IMAGE}: {PYTHON}")
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -166,6 +172,47 @@ def fleet(tmp_path_factory):
         fleet.kubectl("get", "crd", "modeldeployments.modelfleet.io")
     finally:
         cluster.stop()
+
+
+def audit_calls(fleet, username):
+    calls = set()
+    for line in (fleet.cluster.data_dir / "logs" / "audit.log").read_text().splitlines():
+        event = json.loads(line)
+        if event.get("user", {}).get("username") != username or "objectRef" not in event:
+            continue
+        ref = event["objectRef"]
+        resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+        calls.add((event["verb"], ref.get("apiGroup", ""), resource))
+    return calls
+
+
+def granted(fleet, sa_name):
+    rules = []
+    for kind, ns in (("clusterroles", None), ("roles", SYSTEM_NS)):
+        args = [kind, "-l", "app.kubernetes.io/instance=modelfleet"] + (["-n", ns] if ns else [])
+        for role in fleet.json(*args)["items"]:
+            if "router" in role["metadata"]["name"]:
+                continue
+            rules += role.get("rules", [])
+    out = set()
+    for r in rules:
+        for group in r.get("apiGroups", []):
+            for resource in r.get("resources", []):
+                for verb in r.get("verbs", []):
+                    out.add((verb, group, resource))
+    return out
+
+
+# Grants that only TrainingJobs exercise (pods the operator creates and deletes itself, gang
+# admission's node list, the hand-off to a ModelDeployment, TTL deletion): called once a training
+# suite has run, so test_training.py checks them, not test_operator.py.
+TRAINING_ONLY_GRANTS = {
+    ("create", "", "pods"), ("delete", "", "pods"), ("list", "", "nodes"),
+    ("delete", "modelfleet.io", "trainingjobs"), ("patch", "modelfleet.io", "trainingjobs/status"),
+    ("get", "modelfleet.io", "modeldeployments"), ("patch", "modelfleet.io", "modeldeployments"),
+}
+# Likewise for hyperparameter studies (their end-to-end test checks them once studies have run).
+STUDY_ONLY_GRANTS = set()
 
 
 def rest_url(fleet, service="digits", model="digits"):

@@ -16,8 +16,9 @@ import pytest
 import requests
 
 import proto_stubs
-from fleet_fixtures import (CHART, PREDICT, SYSTEM_NS, Load, fleet, grpc_predict_request, kill9,  # noqa: F401
-                            pids_of_pod, processes, rest_url)
+from fleet_fixtures import (CHART, PREDICT, STUDY_ONLY_GRANTS, SYSTEM_NS, TRAINING_ONLY_GRANTS, Load,  # noqa: F401
+                            audit_calls, fleet, granted, grpc_predict_request, kill9, pids_of_pod, processes,
+                            rest_url)
 from local_fixtures import wait_until
 
 
@@ -326,35 +327,6 @@ def test_delete_removes_every_object(example):
     wait_until(gone, timeout=90, what="the garbage collector removing digits' objects")
 
 
-def audit_calls(fleet, username):
-    calls = set()
-    for line in (fleet.cluster.data_dir / "logs" / "audit.log").read_text().splitlines():
-        event = json.loads(line)
-        if event.get("user", {}).get("username") != username or "objectRef" not in event:
-            continue
-        ref = event["objectRef"]
-        resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
-        calls.add((event["verb"], ref.get("apiGroup", ""), resource))
-    return calls
-
-
-def granted(fleet, sa_name):
-    rules = []
-    for kind, ns in (("clusterroles", None), ("roles", SYSTEM_NS)):
-        args = [kind, "-l", "app.kubernetes.io/instance=modelfleet"] + (["-n", ns] if ns else [])
-        for role in fleet.json(*args)["items"]:
-            if "router" in role["metadata"]["name"]:
-                continue
-            rules += role.get("rules", [])
-    out = set()
-    for r in rules:
-        for group in r.get("apiGroups", []):
-            for resource in r.get("resources", []):
-                for verb in r.get("verbs", []):
-                    out.add((verb, group, resource))
-    return out
-
-
 def test_rbac_grants_exactly_what_the_operator_calls(fleet):
     sa = fleet.operator_pods()[0]["spec"]["serviceAccountName"]
     called = audit_calls(fleet, f"system:serviceaccount:{SYSTEM_NS}:{sa}")
@@ -364,4 +336,6 @@ def test_rbac_grants_exactly_what_the_operator_calls(fleet):
     # is checked when the RoleBinding is written, not called.
     implied = {("create", g, r) for (v, g, r) in called if v == "patch"} | {("bind", "rbac.authorization.k8s.io", "clusterroles")}
     assert called <= grants, f"called but not granted: {sorted(called - grants)}"
-    assert grants <= called | implied, f"granted but never called: {sorted(grants - called - implied)}"
+    # What only TrainingJobs and studies use is called once their suites have run (they check it then).
+    unused = grants - called - implied - TRAINING_ONLY_GRANTS - STUDY_ONLY_GRANTS
+    assert not unused, f"granted but never called: {sorted(unused)}"

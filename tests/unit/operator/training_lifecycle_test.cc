@@ -48,6 +48,9 @@ Json Pod(const TrainingJobSpec& spec, Task task, const std::string& state, int r
     container["state"] = {{"terminated", {{"exitCode", code}, {"reason", code == 0 ? "Completed" : "Error"}}}};
   } else if (state == "Running") {
     container["state"] = {{"running", Json::object()}};
+  } else if (state.starts_with("Crashed:")) {  // the kubelet will restart it in place
+    phase = "Running";
+    container["state"] = {{"terminated", {{"exitCode", std::stoi(state.substr(8))}, {"reason", "Error"}}}};
   }
   if (restarts > 0) container["lastState"] = {{"terminated", {{"exitCode", 137}, {"reason", "Error"}}}};
   pod["status"] = {{"phase", phase}, {"containerStatuses", Json::array({container})}};
@@ -184,6 +187,26 @@ INSTANTIATE_TEST_SUITE_P(
         RestartCase{"JobScopeRestartsEveryPod",
                     "ExitCode",
                     "Failed:137",
+                    0,
+                    0,
+                    {{"restartScope", "Job"}},
+                    "Restarting",
+                    "TrainingJobRestarting",
+                    {"job-chief-0", "job-worker-0", "job-worker-1"},
+                    1},
+        RestartCase{"PodScopeLeavesACrashToTheKubelet",
+                    "OnFailure",
+                    "Crashed:137",
+                    0,
+                    0,
+                    {},
+                    "Running",
+                    "TrainingJobRunning",
+                    {},
+                    0},
+        RestartCase{"JobScopeRestartsOnACrashAtOnce",
+                    "OnFailure",
+                    "Crashed:137",
                     0,
                     0,
                     {{"restartScope", "Job"}},

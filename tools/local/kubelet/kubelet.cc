@@ -90,7 +90,10 @@ k8s::Json Kubelet::NodeObject() const {
             {"labels",
              {{"kubernetes.io/hostname", options_.node_name},
               {"kubernetes.io/os", "linux"},
-              {"kubernetes.io/arch", "amd64"}}}}},
+              {"kubernetes.io/arch", "amd64"},
+              // Pods here are processes in one network namespace: a port is bound once per node, so
+              // the operator gives each task of a TrainingJob a port of its own.
+              {"modelfleet.io/pod-network", "shared"}}}}},
           {"status",
            {{"capacity", capacity},
             {"allocatable", capacity},
@@ -118,7 +121,10 @@ Status Kubelet::RegisterNode() {
   if (created.status().code() != StatusCode::kAlreadyExists) {
     return created.status().WithContext("registering node " + options_.node_name);
   }
-  // Registered by an earlier run: bring capacity, addresses and conditions up to date.
+  // Registered by an earlier run: bring labels, capacity, addresses and conditions up to date.
+  auto labelled = client_->Patch({res::Nodes(), "", options_.node_name, ""}, k8s::PatchType::kStrategicMerge,
+                                 {{"metadata", {{"labels", node["metadata"]["labels"]}}}});
+  if (!labelled.ok()) return labelled.status().WithContext("labelling node " + options_.node_name);
   k8s::Json patch = {{"status", node["status"]}};
   auto patched =
       client_->Patch({res::Nodes(), "", options_.node_name, "status"}, k8s::PatchType::kStrategicMerge, patch);
