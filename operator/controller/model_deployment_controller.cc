@@ -7,6 +7,7 @@
 #include "common/flags.h"
 #include "common/logging.h"
 #include "k8s/api_error.h"
+#include "modeldeployment/cache_view.h"
 
 namespace mf::op {
 namespace {
@@ -58,18 +59,6 @@ std::string KindOf(const std::string& resource) {
   return it == kinds.end() ? resource : it->second;
 }
 
-// What the caches keep: no managedFields (the operator never reads them; they are often half of
-// an object), and of a pod only the metadata and status the status builder reads.
-void TrimForCache(Json* object) {
-  if (!object->is_object()) return;
-  if (auto meta = object->find("metadata"); meta != object->end() && meta->is_object()) meta->erase("managedFields");
-}
-
-void TrimPodForCache(Json* pod) {
-  TrimForCache(pod);
-  if (pod->is_object()) pod->erase("spec");
-}
-
 }  // namespace
 
 bool IsControlledBy(const Json& object, const std::string& uid) {
@@ -109,7 +98,7 @@ Status ModelDeploymentController::Start(std::chrono::milliseconds sync_timeout) 
 
   k8s::InformerOptions md_options{.collection = {k8s::resources::ModelDeployments(), options_.watch_namespace, "", ""},
                                   .resync_period = options_.resync,
-                                  .transform = TrimForCache};
+                                  .transform = CompactForCache};
   model_deployments_ = std::make_unique<k8s::Informer>(client_, md_options);
   model_deployments_->AddEventHandlers(
       {.on_add = [this](const ObjectPtr& o) { Enqueue(o); },
@@ -137,7 +126,9 @@ Status ModelDeploymentController::Start(std::chrono::milliseconds sync_timeout) 
         .collection = {gvr, options_.watch_namespace, "", ""},
         .label_selector = resource == "pods" ? std::string(kModelDeploymentLabel) + "," + kComponentLabel + "=server"
                                              : owned_selector,
-        .transform = resource == "pods" ? TrimPodForCache : TrimForCache};
+        .transform = resource == "pods"          ? CompactPodForCache
+                     : resource == "deployments" ? CompactDeploymentForCache
+                                                 : CompactForCache};
     auto informer = std::make_unique<k8s::Informer>(client_, o);
     informer->AddIndex(kIndex, OwnerIndex);
     informer->AddEventHandlers({.on_add = [this](const ObjectPtr& obj) { EnqueueOwner(obj); },
@@ -146,7 +137,14 @@ Status ModelDeploymentController::Start(std::chrono::milliseconds sync_timeout) 
                                       // Resyncs (old == new) and others' labels change nothing here.
                                       if (old_obj != obj && OwnedObjectChanged(*old_obj, *obj)) EnqueueOwner(obj);
                                     },
-                                .on_delete = [this](const ObjectPtr& obj) { EnqueueOwner(obj); }});
+                                .on_delete =
+                                    [this, resource](const ObjectPtr& obj) {
+                                      if (resource == "deployments") {
+                                        std::lock_guard lock(applied_mu_);
+                                        applied_generation_.erase(k8s::ObjectKey(*obj));
+                                      }
+                                      EnqueueOwner(obj);
+                                    }});
     owned_.push_back({resource, gvr, std::move(informer)});
   }
   // Owned caches first, so the first reconciles see what already exists.
@@ -204,8 +202,8 @@ ObservedState ModelDeploymentController::Observe(const std::string& ns, const st
 }
 
 Status ModelDeploymentController::ApplyObject(const ModelDeploymentSpec& md, const DesiredObject& desired,
-                                              const Json& involved, bool* changed) {
-  *changed = false;
+                                              const Json& involved, std::string* created) {
+  created->clear();
   const std::string kind = KindOf(desired.resource);
   const Owned* owned = nullptr;
   for (const auto& o : owned_) {
@@ -227,6 +225,11 @@ Status ModelDeploymentController::ApplyObject(const ModelDeploymentSpec& md, con
       return got.status();
     }
   }
+  // Deployments are cached without their template: the hash of what was applied stands for it,
+  // and a changed generation (someone edited the spec since our apply) forces a new apply.
+  const bool by_hash = desired.resource == "deployments";
+  const std::string hash = by_hash ? AppliedHash(desired.object) : "";
+  const std::string cache_key = md.ns + "/" + desired.name;
   if (!existing.is_null()) {
     if (!IsControlledBy(existing, md.uid)) {
       const std::string message = kind + " " + desired.name +
@@ -235,18 +238,30 @@ Status ModelDeploymentController::ApplyObject(const ModelDeploymentSpec& md, con
       (void)events_.Record(involved, k8s::EventType::kWarning, "NameConflict", message);
       return FailedPrecondition(message);
     }
-    if (ContainsFields(existing, desired.object)) return Status();
+    if (!by_hash && ContainsFields(existing, desired.object)) return Status();
+    if (by_hash && AnnotationOf(existing, kAppliedHashAnnotation) == hash) {
+      const int64_t generation = k8s::MetadataOf(existing).value("generation", int64_t{0});
+      std::lock_guard lock(applied_mu_);
+      auto [it, inserted] = applied_generation_.try_emplace(cache_key, generation);
+      if (inserted || it->second == generation) return Status();
+    }
   }
-  auto applied = client_.Apply(target, desired.object, kFieldManager, /*force=*/true);
+  Json object = desired.object;
+  if (by_hash) StampAppliedHash(&object);
+  auto applied = client_.Apply(target, object, kFieldManager, /*force=*/true);
   if (!applied.ok()) {
     (void)events_.Record(involved, k8s::EventType::kWarning, "ApplyFailed",
                          "applying " + kind + " " + desired.name + ": " + applied.status().message());
     return applied.status();
   }
-  if (existing.is_null() || k8s::ResourceVersion(*applied) != k8s::ResourceVersion(existing)) {
-    *changed = true;
-    (void)events_.Record(involved, k8s::EventType::kNormal, existing.is_null() ? "Created" : "Updated",
-                         (existing.is_null() ? "created " : "updated ") + kind + " " + desired.name);
+  if (by_hash) {
+    std::lock_guard lock(applied_mu_);
+    applied_generation_[cache_key] = k8s::MetadataOf(*applied).value("generation", int64_t{0});
+  }
+  if (existing.is_null()) {
+    *created = kind + " " + desired.name;
+  } else if (k8s::ResourceVersion(*applied) != k8s::ResourceVersion(existing)) {
+    (void)events_.Record(involved, k8s::EventType::kNormal, "Updated", "updated " + kind + " " + desired.name);
   }
   return Status();
 }
@@ -525,11 +540,16 @@ k8s::ReconcileResult ModelDeploymentController::Reconcile(const std::string& key
   requeue_within(plan.recheck);
   const DesiredState desired = BuildDesiredState(md, plan.weights, options_.settings, plan.replicas);
   Status first_error;
+  std::string created_list;
   for (const auto& d : desired.objects) {
-    bool changed = false;
-    Status s = ApplyObject(md, d, involved, &changed);
+    std::string created;
+    Status s = ApplyObject(md, d, involved, &created);
     if (!s.ok() && first_error.ok()) first_error = s;
+    if (!created.empty()) created_list += (created_list.empty() ? "" : ", ") + created;
   }
+  // One Event for a new fleet's objects instead of one each: a tenth of the API calls.
+  if (!created_list.empty())
+    (void)events_.Record(involved, k8s::EventType::kNormal, "Created", "created " + created_list);
   ObservedState observed = Observe(ns, name, &md);
   seconds prune_after{0};
   Status pruned = PruneObjects(md, desired, involved, &observed, &prune_after);

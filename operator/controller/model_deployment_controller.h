@@ -73,8 +73,10 @@ class ModelDeploymentController {
   void EnqueueOwner(const k8s::ObjectPtr& object);
   k8s::Informer* OwnedInformer(const std::string& resource) const;
   ObservedState Observe(const std::string& ns, const std::string& name, const ModelDeploymentSpec* spec) const;
-  // Applies one object unless the cache shows it already as desired. Sets *changed when it wrote.
-  Status ApplyObject(const ModelDeploymentSpec& md, const DesiredObject& desired, const Json& involved, bool* changed);
+  // Server-side applies `desired` unless the cache shows it applied already. `created` gets
+  // "Kind name" when the object was new (one Event lists them all), an update records its own.
+  Status ApplyObject(const ModelDeploymentSpec& md, const DesiredObject& desired, const Json& involved,
+                     std::string* created);
   // Deletes owned objects nothing asks for any more; removed versions only after the drain.
   Status PruneObjects(const ModelDeploymentSpec& md, const DesiredState& desired, const Json& involved,
                       ObservedState* observed, std::chrono::seconds* requeue_after);
@@ -96,6 +98,9 @@ class ModelDeploymentController {
   // The autoscaler's recent recommendations per "ns/name/version" (lost on restart, which the
   // autoscaler handles by holding the current size).
   std::mutex history_mu_;
+  // Deployment key -> its generation after our last apply (see ApplyObject).
+  std::mutex applied_mu_;
+  std::map<std::string, int64_t> applied_generation_;
   std::map<std::string, std::deque<Recommendation>> history_;
 };
 
