@@ -21,7 +21,7 @@ namespace mf::op::study {
 namespace {
 
 // A running trial's log is read this often for the median stopping rule.
-constexpr std::chrono::seconds kEarlyStoppingPoll{5};
+constexpr std::chrono::seconds kEarlyStoppingPoll{3};
 // Decisions written to status are acted on this soon (the status update may enqueue nothing).
 constexpr std::chrono::seconds kActSoon{1};
 constexpr std::chrono::seconds kRetryLog{5};
