@@ -38,6 +38,9 @@ class BatchingServable : public Servable {
   bool async_is_nonblocking() const override { return true; }
   size_t memory_bytes() const override { return inner_->memory_bytes(); }
   std::string_view device() const override { return inner_->device(); }
+  std::optional<Batching> batching() const override {
+    return Batching{options_.max_batch_size, options_.batch_timeout, options_.allowed_batch_sizes};
+  }
 
  private:
   // Recent batches' run times, for how long the next batch will take.

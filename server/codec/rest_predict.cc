@@ -1,7 +1,9 @@
 #include "server/codec/rest_predict.h"
 
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "server/codec/base64.h"
 #include "server/codec/json_tensor_reader.h"
@@ -75,6 +77,136 @@ StatusOr<std::vector<runtime::Tensor>> FinishAll(const ModelSignature& signature
   return tensors;
 }
 
+// TF Serving's parser accepts NaN, Infinity and -Infinity as numbers; simdjson's DOM parser does
+// not, so for the checks that parse a whole text they are replaced by a 0 of the same length
+// (outside strings).
+std::string WithNonFiniteAsZeros(std::string_view json) {
+  std::string text(json);
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      continue;
+    }
+    for (std::string_view literal : {"NaN", "Infinity", "-Infinity"}) {
+      if (std::string_view(text).substr(i, literal.size()) == literal) {
+        text.replace(i, literal.size(), std::string(literal.size() - 1, ' ') + "0");
+        i += literal.size() - 1;
+        break;
+      }
+    }
+  }
+  return text;
+}
+
+// An instance's dims as TF Serving reads them (GetDenseTensorShape: the length of the first
+// list at each level) and its element count; nullopt when it is not rectangular itself.
+struct InstanceShape {
+  std::vector<int64_t> dims;
+  int64_t size = 0;
+};
+
+bool CountRectangular(simdjson::dom::element value, size_t level, const std::vector<int64_t>& dims, int64_t* size) {
+  if (!value.is_array()) {
+    if (level != dims.size()) return false;
+    ++*size;
+    return true;
+  }
+  simdjson::dom::array list = value.get_array().value_unsafe();
+  if (level >= dims.size() || static_cast<int64_t>(list.size()) != dims[level]) return false;
+  for (simdjson::dom::element item : list) {
+    if (!CountRectangular(item, level + 1, dims, size)) return false;
+  }
+  return true;
+}
+
+std::optional<InstanceShape> ShapeOfInstance(std::string_view raw) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(WithNonFiniteAsZeros(raw)).get(root)) return std::nullopt;
+  InstanceShape shape;
+  for (simdjson::dom::element level = root; level.is_array();) {
+    simdjson::dom::array list = level.get_array().value_unsafe();
+    shape.dims.push_back(static_cast<int64_t>(list.size()));
+    if (list.size() == 0) break;
+    level = *list.begin();
+  }
+  if (!CountRectangular(root, 0, shape.dims, &shape.size)) return std::nullopt;
+  return shape;
+}
+
+std::string ShapeToString(const std::vector<int64_t>& dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) out.push_back(',');
+    out.append(std::to_string(dims[i]));
+  }
+  out.push_back(']');
+  return out;
+}
+
+// The JSON text of a value (a list, an object or a scalar token).
+std::optional<std::string_view> RawJson(od::value value) {
+  std::string_view raw;
+  od::array list;
+  od::object object;
+  if (!value.get_array().get(list)) return list.raw_json().get(raw) ? std::nullopt : std::optional(raw);
+  if (!value.get_object().get(object)) return object.raw_json().get(raw) ? std::nullopt : std::optional(raw);
+  return value.raw_json_token();
+}
+
+// The text of instances[row] (with `key`: of that input's value in it).
+std::optional<std::string> InstanceText(od::document& doc, int64_t row, std::string_view key) {
+  auto instances = TopLevelValue(doc, "instances");
+  if (!instances.ok()) return std::nullopt;
+  od::array list;
+  if (instances->get_array().get(list)) return std::nullopt;
+  int64_t index = 0;
+  for (auto element : list) {
+    od::value value;
+    if (element.get(value)) return std::nullopt;
+    if (index++ != row) continue;
+    if (!key.empty()) {
+      od::object object;
+      if (value.get_object().get(object) || object.find_field_unordered(key).get(value)) return std::nullopt;
+    }
+    auto raw = RawJson(value);
+    return raw ? std::optional(std::string(*raw)) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// Every instance must have the first one's size and shape; TF Serving says which differs
+// ("Expecting tensor size: 4 but got: 6", "Expecting shape [2,2] but got: [3,2]") where a
+// decoder that reads all rows as one tensor only sees a list of an unexpected size. Asked on the
+// error path only: nullopt when the rows differ in no such way.
+std::optional<Status> RaggedInstance(od::document& doc, int64_t row, std::string_view key) {
+  if (row == 0) return std::nullopt;
+  const std::optional<std::string> first_text = InstanceText(doc, 0, key);
+  const std::optional<std::string> row_text = InstanceText(doc, row, key);
+  if (!first_text || !row_text) return std::nullopt;
+  const std::optional<InstanceShape> first = ShapeOfInstance(*first_text);
+  const std::optional<InstanceShape> other = ShapeOfInstance(*row_text);
+  if (!first || !other) return std::nullopt;
+  if (first->size != other->size) {
+    return InvalidArgument("Expecting tensor size: " + std::to_string(first->size) +
+                           " but got: " + std::to_string(other->size));
+  }
+  if (first->dims != other->dims) {
+    return InvalidArgument("Expecting shape " + ShapeToString(first->dims) + " but got: " + ShapeToString(other->dims));
+  }
+  return std::nullopt;
+}
+
 // Row form: "instances" is a list with one entry per batch row; with one input an entry is the
 // row itself, otherwise (or optionally with one input) an object {input_name: row value}.
 StatusOr<std::vector<runtime::Tensor>> DecodeInstances(od::document& doc, const ModelSignature& signature) {
@@ -110,6 +242,7 @@ StatusOr<std::vector<runtime::Tensor>> DecodeInstances(od::document& doc, const 
       // An object here is decoded as a {"b64": ...} string; anything else is refused by the decoder.
       Status status = decoders[0].Decode(row, 1);
       if (!status.ok()) {
+        if (auto ragged = RaggedInstance(doc, rows, "")) status = *ragged;
         return InvalidArgument("Failed to process element: " + item +
                                " of 'instances' list. Error: " + status.ToString());
       }
@@ -138,7 +271,9 @@ StatusOr<std::vector<runtime::Tensor>> DecodeInstances(od::document& doc, const 
         if (auto error = field.value().get(value)) return ParseError(error);
         Status status = decoders[slot].Decode(value, 1);
         if (!status.ok()) {
-          return InvalidArgument("Failed to process element: " + item + " key: " + std::string(key) +
+          const std::string name(key);  // `key` points into the document that RaggedInstance rewinds
+          if (auto ragged = RaggedInstance(doc, rows, name)) status = *ragged;
+          return InvalidArgument("Failed to process element: " + item + " key: " + name +
                                  " of 'instances' list. Error: " + status.ToString());
         }
       }
@@ -257,8 +392,21 @@ class TensorJsonWriter {
 
 }  // namespace
 
+Status CheckJsonSyntax(std::string_view body) {
+  if (body.empty()) return InvalidArgument("JSON Parse error: The document is empty");
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (auto error = parser.parse(WithNonFiniteAsZeros(body)).get(root)) return ParseError(error);
+  return Status::Ok();
+}
+
 StatusOr<RestPredictRequest> ParseRestPredictRequest(std::string_view body,
                                                      std::span<const ModelSignature> signatures) {
+  return ParseRestPredictRequest(body,
+                                 [signatures]() -> StatusOr<std::span<const ModelSignature>> { return signatures; });
+}
+
+StatusOr<RestPredictRequest> ParseRestPredictRequest(std::string_view body, const SignatureLookup& lookup) {
   if (body.empty()) return InvalidArgument("JSON Parse error: The document is empty");
   od::parser local_parser;  // only used for very large bodies
   simdjson::padded_string padded(body);
@@ -267,6 +415,7 @@ StatusOr<RestPredictRequest> ParseRestPredictRequest(std::string_view body,
   od::object top;
   if (auto error = doc.get_object().get(top)) {
     if (error != simdjson::INCORRECT_TYPE) return ParseError(error);
+    MF_RETURN_IF_ERROR(CheckJsonSyntax(body));  // "not json" is a parse error, not a non-object
     return InvalidArgument("JSON Value: request body Is not object");
   }
 
@@ -292,15 +441,15 @@ StatusOr<RestPredictRequest> ParseRestPredictRequest(std::string_view body,
   if (!doc.current_location().error()) {
     return InvalidArgument("JSON Parse error: The document root must not be followed by other values.");
   }
-  if (has_instances && has_inputs) {
-    return InvalidArgument(
-        "JSON Value: request body Not formatted correctly expecting only one of 'inputs' or "
-        "'instances' keys to exist");
+  // TF Serving looks the model up once the body parsed and its signature_name was read; a syntax
+  // error the lazy first pass skipped over still comes first.
+  auto signatures = lookup();
+  if (!signatures.ok()) {
+    MF_RETURN_IF_ERROR(CheckJsonSyntax(body));
+    return signatures.status();
   }
-  if (!has_instances && !has_inputs) return InvalidArgument("Missing 'inputs' or 'instances' key");
-
   const ModelSignature* signature = nullptr;
-  for (const auto& candidate : signatures) {
+  for (const auto& candidate : *signatures) {
     if (candidate.name == signature_name) signature = &candidate;
   }
   if (signature == nullptr) {
@@ -309,15 +458,24 @@ StatusOr<RestPredictRequest> ParseRestPredictRequest(std::string_view body,
   if (signature->inputs.empty()) {
     return InvalidArgument("Failed to get input map for signature: " + signature_name);
   }
+  if (has_instances && has_inputs) {
+    return InvalidArgument(
+        "JSON Value: request body Not formatted correctly expecting only one of 'inputs' or "
+        "'instances' keys to exist");
+  }
+  if (!has_instances && !has_inputs) return InvalidArgument("Missing 'inputs' or 'instances' key");
 
   RestPredictRequest request;
   request.signature = signature;
   request.format = has_instances ? RestFormat::kRow : RestFormat::kColumnar;
-  if (has_instances) {
-    MF_ASSIGN_OR_RETURN(request.inputs, DecodeInstances(doc, *signature));
-  } else {
-    MF_ASSIGN_OR_RETURN(request.inputs, DecodeInputs(doc, *signature));
+  auto inputs = has_instances ? DecodeInstances(doc, *signature) : DecodeInputs(doc, *signature);
+  if (!inputs.ok()) {
+    // TF Serving parses the whole body before it reads any tensor: a syntax error anywhere is
+    // the answer, whatever the decoder met first (checked on this error path only).
+    MF_RETURN_IF_ERROR(CheckJsonSyntax(body));
+    return inputs.status();
   }
+  request.inputs = std::move(inputs).value();
   return request;
 }
 

@@ -10,6 +10,7 @@
 // MB/s. Every error is INVALID_ARGUMENT with TF Serving's wording where it has one.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,6 +40,19 @@ struct RestPredictRequest {
 // An unknown signature name is INVALID_ARGUMENT "Serving signature name: \"x\" not found in
 // signature def". The returned request points into `signatures`.
 StatusOr<RestPredictRequest> ParseRestPredictRequest(std::string_view body, std::span<const ModelSignature> signatures);
+
+// The same, in TF Serving's order: the body is parsed (a malformed one is INVALID_ARGUMENT
+// "JSON Parse error: ...", whatever the model) and its signature_name read before `lookup` finds
+// the model's signatures, whose error (NOT_FOUND for an unknown model) is returned as it is.
+// The spans `lookup` returns must outlive the request.
+using SignatureLookup = std::function<StatusOr<std::span<const ModelSignature>>()>;
+StatusOr<RestPredictRequest> ParseRestPredictRequest(std::string_view body, const SignatureLookup& lookup);
+
+// OK when `body` is one well-formed JSON document; else TF Serving's INVALID_ARGUMENT
+// "JSON Parse error: ...". The predict parser reads lazily and finds a syntax error deep inside
+// a tensor only while decoding it; this checks the whole body, for answers that must come
+// before the model is looked up (an unknown model with a malformed body is still a 400).
+Status CheckJsonSyntax(std::string_view body);
 
 // Writes {"predictions": ...} or {"outputs": ...}. With one output the name is dropped; with
 // several, columnar form writes an object name -> tensor and row form a list of per-row objects

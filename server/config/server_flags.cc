@@ -48,8 +48,9 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
   f.Add("grpc_threads", &o->grpc_threads,
         "gRPC completion-queue threads, each running one unbatched model call at a time (0: one per core)");
   f.Add("load_thread_nice", &o->load_thread_nice,
-        "priority of the thread that loads models: above 0, SCHED_IDLE (or, where refused, this nice "
-        "value; 0..19); 0: the same priority as requests");
+        "priority of model loads, 0..19: above 0, SCHED_IDLE, raised to nice 0 while a load gets under a "
+        "quarter of a core (needs CAP_SYS_NICE or RLIMIT_NICE 20; without, loads run at this nice value); 0: "
+        "the same priority as requests");
   f.Add("max_num_load_retries", &o->max_num_load_retries,
         "retries of a failed model load (with backoff) before giving up until its file changes; -1: no limit "
         "(TF Serving's default is 5)");

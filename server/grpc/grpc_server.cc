@@ -90,7 +90,9 @@ http2::GrpcHandler Deferred(Impl* impl, void (Impl::*method)(const CallContext&,
   // strings and tensors cost no malloc each, and all of it goes with the state at once.
   struct State {
     explicit State(std::shared_ptr<http2::GrpcCall> c)
-        : call(std::move(c)), context(*call), arena(ArenaOptions(first_block, sizeof(first_block))),
+        : call(std::move(c)),
+          context(*call),
+          arena(ArenaOptions(first_block, sizeof(first_block))),
           request(google::protobuf::Arena::CreateMessage<Request>(&arena)),
           response(google::protobuf::Arena::CreateMessage<Response>(&arena)) {}
     std::shared_ptr<http2::GrpcCall> call;
@@ -123,7 +125,9 @@ http2::GrpcHandler Deferred(Impl* impl, void (Impl::*method)(const CallContext&,
 struct GrpcServer::Services {
   Services(const std::shared_ptr<ModelManager>& manager, const std::shared_ptr<std::atomic<bool>>& shutting_down,
            const std::shared_ptr<RunPool>& runs, codec::TensorProtoEncoding predict_outputs)
-      : prediction(manager, runs, predict_outputs), model(manager), inference(manager, shutting_down, runs),
+      : prediction(manager, runs, predict_outputs),
+        model(manager),
+        inference(manager, shutting_down, runs),
         health(manager, shutting_down) {}
 
   http2::GrpcRouter Routes(size_t max_message_bytes, HealthWatchers* watchers) {
@@ -146,6 +150,7 @@ struct GrpcServer::Services {
         .Add(v2 + "ModelReady", Inline(&inference, &I::ModelReady))
         .Add(v2 + "ServerMetadata", Inline(&inference, &I::ServerMetadata))
         .Add(v2 + "ModelMetadata", Inline(&inference, &I::ModelMetadata))
+        .Add(v2 + "ModelConfig", Inline(&inference, &I::ModelConfig))
         .Add(v2 + "ModelInfer", Deferred(&inference, &I::ModelInfer, timer));
     const std::string health_service = "/grpc.health.v1.Health/";
     router.Add(health_service + "Check", Inline(&health, &HealthServiceImpl::Check))
@@ -176,10 +181,10 @@ Status GrpcServer::Start(const GrpcServerOptions& options) {
     return InvalidArgument("gRPC port must be in 0..65535, got " + std::to_string(options.port));
   }
   if (options.max_message_bytes == 0) return InvalidArgument("gRPC max_message_bytes must be > 0");
-  services_ = std::make_unique<Services>(manager_, shutting_down_, runs_,
-                                         options.predict_outputs_as_tensor_content
-                                             ? codec::TensorProtoEncoding::kTensorContent
-                                             : codec::TensorProtoEncoding::kTypedValues);
+  services_ =
+      std::make_unique<Services>(manager_, shutting_down_, runs_,
+                                 options.predict_outputs_as_tensor_content ? codec::TensorProtoEncoding::kTensorContent
+                                                                           : codec::TensorProtoEncoding::kTypedValues);
   watchers_ = std::make_unique<HealthWatchers>(
       [health = &services_->health](const std::string& service) { return health->Evaluate(service); },
       kHealthPollInterval);

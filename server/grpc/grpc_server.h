@@ -1,10 +1,11 @@
 // The gRPC front end of modelfleet-server, on one port: tensorflow.serving.PredictionService
-// and ModelService (TF Serving clients), inference.GRPCInferenceService (KServe v2 / Triton
-// clients) and grpc.health.v1.Health (Check, and Watch streaming). Services are thin: they
+// and ModelService (TF Serving clients), inference.GRPCInferenceService (KServe v2 / Triton,
+// with Triton's ModelConfig) and grpc.health.v1.Health (Check, and Watch streaming). Services are thin: they
 // resolve a servable handle from the ModelManager, convert tensors with server/codec, run, and
 // fill model_spec / model_version with the version that answered.
 //
-// Served on our own HTTP/2 server (src/http2, nghttp2) rather than grpc++: grpc++'s per-call
+// Served on our own HTTP/2 server (src/http2: framing, HPACK and the protocol engine written
+// for this project; nghttp2 is only its test peer) rather than grpc++: grpc++'s per-call
 // cost alone was more than a whole REST Predict (docs/benchmarks.md). A fixed set of io
 // threads, each with its own connections; an io thread decodes a call and hands the model run
 // to the RunPool (or, for a batched model, to the batch scheduler); the thread that finishes the

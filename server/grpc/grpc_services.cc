@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <set>
+#include <span>
 
 #include "common/flags.h"
 #include "modelfleet_version.h"
@@ -10,7 +10,9 @@
 #include "server/codec/model_info.h"
 #include "server/codec/named_tensor.h"
 #include "server/codec/tensor_proto.h"
+#include "server/codec/tf_serving_proto.h"
 #include "server/config/model_server_config.h"
+#include "server/config/triton_model_config.h"
 #include "server/observability/request_metrics.h"
 #include "tensorflow_serving/apis/get_model_metadata.pb.h"
 
@@ -98,29 +100,13 @@ void PredictionServiceImpl::Predict(const CallContext& context, const tfs::Predi
   if (model.empty()) return finish(Finish(InvalidArgument(kNoModelName), model, -1, "Predict", start));
   auto handle = manager_->GetServable(model, FromModelSpec(request->model_spec()));
   if (!handle.ok()) return finish(Finish(handle.status(), model, -1, "Predict", start));
-  std::set<std::string> wanted(request->output_filter().begin(), request->output_filter().end());
+  std::vector<size_t> selected;
   auto prepare = [&]() -> StatusOr<std::vector<runtime::Tensor>> {
     MF_RETURN_IF_ERROR(CheckSignatureName(request->model_spec().signature_name()));
     const runtime::Signature& signature = handle->servable->signature();
-    std::vector<codec::NamedTensor> named;
-    for (const auto& [name, proto] : request->inputs()) {
-      // Names first: a request must not make us decode (and broadcast) inputs the model lacks.
-      if (signature.InputIndex(name) < 0) {
-        std::string expected;
-        for (const auto& input : signature.inputs) expected += (expected.empty() ? "" : ", ") + input.name;
-        return InvalidArgument("input tensor alias not found in signature: " + name +
-                               ". Inputs expected to be in the set {" + expected + "}.");
-      }
-      auto tensor = codec::TensorFromProto(proto);
-      if (!tensor.ok()) return tensor.status().WithContext("input '" + name + "'");
-      named.push_back({name, std::move(tensor).value()});
-    }
-    for (const std::string& name : wanted) {
-      if (signature.OutputIndex(name) < 0) {
-        return InvalidArgument("output tensor alias not found in signature: " + name);
-      }
-    }
-    MF_ASSIGN_OR_RETURN(std::vector<runtime::Tensor> inputs, codec::BindInputs(signature.inputs, std::move(named)));
+    MF_ASSIGN_OR_RETURN(std::vector<runtime::Tensor> inputs,
+                        codec::InputsFromPredictRequest(*request, signature.inputs));
+    MF_ASSIGN_OR_RETURN(selected, codec::SelectOutputs(signature.outputs, request->output_filter()));
     MF_RETURN_IF_ERROR(CheckStillWanted(context));
     return inputs;
   };
@@ -128,22 +114,28 @@ void PredictionServiceImpl::Predict(const CallContext& context, const tfs::Predi
   if (!inputs.ok()) return finish(Finish(inputs.status(), model, handle->version, "Predict", start));
   // The handle rides along: it keeps the version loaded until the answer is written.
   std::shared_ptr<const Servable> servable = handle->servable;
-  DispatchRun(*runs_, servable, std::move(inputs).value(),
-                     [handle = std::move(handle).value(), wanted = std::move(wanted), response, encoding = outputs_,
-                      finish = std::move(finish), start,
-                      deadline = context.deadline()](Status status, Servable::Outputs outputs) {
-                       if (status.ok()) {
-                         const runtime::Signature& signature = handle.servable->signature();
-                         for (size_t i = 0; i < outputs.size() && i < signature.outputs.size(); ++i) {
-                           const std::string& name = signature.outputs[i].name;
-                           if (!wanted.empty() && wanted.count(name) == 0) continue;
-                           codec::TensorToProto(outputs[i], encoding, &(*response->mutable_outputs())[name]);
-                         }
-                         FillModelSpec(handle, response->mutable_model_spec());
-                       }
-                       finish(Finish(InTime(status, deadline), handle.model, handle.version, "Predict", start));
-                     },
-                     StillWantedBy(context));
+  DispatchRun(
+      *runs_, servable, std::move(inputs).value(),
+      [handle = std::move(handle).value(), selected = std::move(selected), response, encoding = outputs_,
+       finish = std::move(finish), start, deadline = context.deadline()](Status status, Servable::Outputs outputs) {
+        if (status.ok()) {
+          const runtime::Signature& signature = handle.servable->signature();
+          std::vector<codec::NamedTensorView> views;
+          for (size_t index : selected) {
+            if (index >= outputs.size()) {
+              status = Internal("the model returned fewer outputs than its signature declares");
+              break;
+            }
+            views.push_back({signature.outputs[index].name, &outputs[index]});
+          }
+          if (status.ok()) {
+            codec::AddOutputsToPredictResponse(views, encoding, response);
+            FillModelSpec(handle, response->mutable_model_spec());
+          }
+        }
+        finish(Finish(InTime(status, deadline), handle.model, handle.version, "Predict", start));
+      },
+      StillWantedBy(context));
 }
 
 Status PredictionServiceImpl::GetModelMetadata(const CallContext&, const tfs::GetModelMetadataRequest* request,
@@ -151,24 +143,13 @@ Status PredictionServiceImpl::GetModelMetadata(const CallContext&, const tfs::Ge
   const auto start = Clock::now();
   const std::string& model = request->model_spec().name();
   if (model.empty()) return Finish(InvalidArgument(kNoModelName), model, -1, "GetModelMetadata", start);
-  if (request->metadata_field_size() == 0) {
-    return Finish(InvalidArgument("GetModelMetadataRequest must specify at least one metadata_field"), model, -1,
-                  "GetModelMetadata", start);
-  }
-  for (const std::string& field : request->metadata_field()) {
-    if (field != "signature_def") {
-      return Finish(InvalidArgument("Metadata field " + field + " is not supported"), model, -1, "GetModelMetadata",
-                    start);
-    }
+  if (Status fields = codec::CheckMetadataFields(request->metadata_field()); !fields.ok()) {
+    return Finish(fields, model, -1, "GetModelMetadata", start);
   }
   auto handle = manager_->GetServable(model, FromModelSpec(request->model_spec()));
   if (!handle.ok()) return Finish(handle.status(), model, -1, "GetModelMetadata", start);
-  tfs::SignatureDefMap map;
-  codec::SignatureToProto(codec::ModelSignature::FromRuntime(handle->servable->signature()),
-                          &(*map.mutable_signature_def())[std::string(codec::kDefaultSignatureName)]);
-  (*response->mutable_metadata())["signature_def"].PackFrom(map);
-  FillModelSpec(*handle, response->mutable_model_spec());
-  response->mutable_model_spec()->clear_signature_name();
+  const codec::ModelSignature signature = codec::ModelSignature::FromRuntime(handle->servable->signature());
+  codec::FillModelMetadataResponse(handle->model, handle->version, std::span(&signature, 1), response);
   return Finish(Status::Ok(), model, handle->version, "GetModelMetadata", start);
 }
 
@@ -208,9 +189,7 @@ Status ModelServiceImpl::GetModelStatus(const CallContext&, const tfs::GetModelS
   }
   auto statuses = manager_->GetModelStatus(spec.name(), version);
   if (!statuses.ok()) return Finish(statuses.status(), spec.name(), -1, "GetModelStatus", start);
-  for (const VersionStatus& s : *statuses) {
-    codec::VersionStatusToProto(s, response->add_model_version_status());
-  }
+  codec::FillModelStatusResponse(*statuses, response);
   return Finish(Status::Ok(), spec.name(), version.value_or(-1), "GetModelStatus", start);
 }
 
@@ -317,6 +296,17 @@ Status InferenceServiceImpl::ModelMetadata(const CallContext&, const inference::
   return Status::Ok();
 }
 
+Status InferenceServiceImpl::ModelConfig(const CallContext&, const inference::ModelConfigRequest* request,
+                                         inference::ModelConfigResponse* response) {
+  const auto start = Clock::now();
+  auto handle = ResolveV2(*manager_, request->name(), request->version());
+  if (!handle.ok()) return Finish(handle.status(), request->name(), -1, "ModelConfig", start);
+  auto policy = manager_->GetVersionPolicy(request->name());
+  if (!policy.ok()) return Finish(policy.status(), request->name(), handle->version, "ModelConfig", start);
+  *response->mutable_config() = TritonModelConfig(request->name(), *handle->servable, *policy);
+  return Finish(Status::Ok(), request->name(), handle->version, "ModelConfig", start);
+}
+
 void InferenceServiceImpl::ModelInfer(const CallContext& context, const inference::ModelInferRequest* request,
                                       inference::ModelInferResponse* response, RpcFinish finish) {
   const auto start = Clock::now();
@@ -344,30 +334,32 @@ void InferenceServiceImpl::ModelInfer(const CallContext& context, const inferenc
   auto inputs = prepare();
   if (!inputs.ok()) return finish(Finish(inputs.status(), model, handle->version, "ModelInfer", start));
   std::shared_ptr<const Servable> servable = handle->servable;
-  DispatchRun(*runs_, servable, std::move(inputs).value(), [handle = std::move(handle).value(), selected = std::move(selected),
-                                                 request, response, finish = std::move(finish),
-                                                 start, deadline = context.deadline()](Status status,
-                                                                                     Servable::Outputs outputs) {
-    auto encode = [&]() -> Status {
-      MF_RETURN_IF_ERROR(status);
-      const runtime::Signature& signature = handle.servable->signature();
-      std::vector<codec::NamedTensorView> views;
-      for (size_t index : selected) {
-        if (index >= outputs.size()) return Internal("the model returned fewer outputs than declared");
-        views.push_back({signature.outputs[index].name, &outputs[index]});
-      }
-      // Answer in the encoding the client used (Triton clients send and expect raw).
-      codec::AddOutputsToModelInferResponse(
-          views,
-          request->raw_input_contents_size() > 0 ? codec::V2OutputEncoding::kRaw : codec::V2OutputEncoding::kContents,
-          response);
-      response->set_model_name(handle.model);
-      response->set_model_version(std::to_string(handle.version));
-      response->set_id(request->id());
-      return Status::Ok();
-    };
-    finish(Finish(InTime(encode(), deadline), handle.model, handle.version, "ModelInfer", start));
-  }, StillWantedBy(context));
+  DispatchRun(
+      *runs_, servable, std::move(inputs).value(),
+      [handle = std::move(handle).value(), selected = std::move(selected), request, response,
+       finish = std::move(finish), start, deadline = context.deadline()](Status status, Servable::Outputs outputs) {
+        auto encode = [&]() -> Status {
+          MF_RETURN_IF_ERROR(status);
+          const runtime::Signature& signature = handle.servable->signature();
+          std::vector<codec::NamedTensorView> views;
+          for (size_t index : selected) {
+            if (index >= outputs.size()) return Internal("the model returned fewer outputs than declared");
+            views.push_back({signature.outputs[index].name, &outputs[index]});
+          }
+          // Answer in the encoding the client used (Triton clients send and expect raw).
+          codec::AddOutputsToModelInferResponse(views,
+                                                request->raw_input_contents_size() > 0
+                                                    ? codec::V2OutputEncoding::kRaw
+                                                    : codec::V2OutputEncoding::kContents,
+                                                response);
+          response->set_model_name(handle.model);
+          response->set_model_version(std::to_string(handle.version));
+          response->set_id(request->id());
+          return Status::Ok();
+        };
+        finish(Finish(InTime(encode(), deadline), handle.model, handle.version, "ModelInfer", start));
+      },
+      StillWantedBy(context));
 }
 
 Status HealthServiceImpl::Check(const CallContext&, const grpc::health::v1::HealthCheckRequest* request,

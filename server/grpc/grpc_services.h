@@ -8,12 +8,13 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <vector>
-#include <thread>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "grpc/health/v1/health.pb.h"
 #include "inference/grpc_predict_v2.pb.h"
+#include "inference/model_config.pb.h"
 #include "server/codec/tensor_proto.h"
 #include "server/grpc/call_context.h"
 #include "server/repository/model_manager.h"
@@ -91,6 +92,9 @@ class InferenceServiceImpl final {
                         inference::ServerMetadataResponse* response);
   Status ModelMetadata(const CallContext&, const inference::ModelMetadataRequest* request,
                        inference::ModelMetadataResponse* response);
+  // Triton's ModelConfig (an extension of the v2 protocol; server/config/triton_model_config.h).
+  Status ModelConfig(const CallContext&, const inference::ModelConfigRequest* request,
+                     inference::ModelConfigResponse* response);
   void ModelInfer(const CallContext& context, const inference::ModelInferRequest* request,
                   inference::ModelInferResponse* response, RpcFinish finish);
 

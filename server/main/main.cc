@@ -148,10 +148,14 @@ int Main(int argc, char** argv) {
     manager_options.loads_quiet = [] { runtime::weight_mappings::ReleaseRetained(); };
     manager_options.quiet_after = Millis(flags.retain_load_memory_seconds);
   }
-  if (flags.load_thread_nice < 0 || flags.load_thread_nice > 19) {
-    return fail(InvalidArgument("--load_thread_nice must be in 0..19, got " + std::to_string(flags.load_thread_nice)));
-  }
-  manager_options.on_loop_thread_start = [nice = flags.load_thread_nice] { (void)LowerCurrentThreadPriority(nice); };
+  LoadPriorityOptions priority_options;
+  priority_options.nice = flags.load_thread_nice;
+  auto created_priority = LoadPriority::Create(priority_options);
+  if (!created_priority.ok()) return fail(created_priority.status());
+  std::shared_ptr<LoadPriority> load_priority = std::move(created_priority).value();
+  log::Info("model load priority", {{"mode", std::string(LoadPriority::ModeName(load_priority->mode()))},
+                                    {"nice", std::to_string(flags.load_thread_nice)}});
+  manager_options.on_loop_thread_start = [load_priority] { load_priority->LowerCurrentThread(); };
   manager_options.poll_interval = Millis(flags.file_system_poll_wait_seconds);  // 0: poll once
   if (flags.max_num_load_retries < -1) return fail(InvalidArgument("--max_num_load_retries must be >= -1"));
   manager_options.max_load_retries = flags.max_num_load_retries;
@@ -166,11 +170,14 @@ int Main(int argc, char** argv) {
   manager_options.min_stable_age = std::chrono::milliseconds(200);
   manager_options.swap_mode =
       flags.resource_preserving_swap ? SwapMode::kResourcePreserving : SwapMode::kAvailabilityPreserving;
-  auto manager =
-      std::make_shared<ModelManager>(std::make_shared<SessionLoader>(
-          session_options, scheduler, placement,
-          LoadSteps{flags.enable_model_warmup, std::max(flags.num_request_iterations_for_warmup, 1),
-                    flags.enable_per_model_batching_parameters}), manager_options);
+  auto manager = std::make_shared<ModelManager>(
+      std::make_shared<PrioritizedLoader>(
+          std::make_shared<SessionLoader>(
+              session_options, scheduler, placement,
+              LoadSteps{flags.enable_model_warmup, std::max(flags.num_request_iterations_for_warmup, 1),
+                        flags.enable_per_model_batching_parameters}),
+          load_priority),
+      manager_options);
   if (auto set = manager->SetModels(*models); !set.ok()) return fail(set.status());
   manager->Start();
 
@@ -224,6 +231,8 @@ int Main(int argc, char** argv) {
 
   int signal = http::WaitForTerminationSignal();
   log::Info("shutting down: not ready, then draining", {{"signal", std::to_string(signal)}});
+  // A load in progress (starved or not) must end within the grace period: the manager waits for it.
+  load_priority->RaiseNow();
   rest_api.SetShuttingDown();
   if (grpc_server) grpc_server->SetShuttingDown();
   std::this_thread::sleep_for(Millis(flags.not_ready_grace_seconds));

@@ -34,6 +34,7 @@ class MeteredServable : public Servable {
   bool cheap_enough_to_run_inline() const override;
   size_t memory_bytes() const override { return inner_->memory_bytes(); }
   std::string_view device() const override { return inner_->device(); }
+  std::optional<Batching> batching() const override { return inner_->batching(); }
   StatusOr<runtime::Tensor> AllocateInput(runtime::DataType dtype, runtime::Shape shape) const override {
     return inner_->AllocateInput(dtype, std::move(shape));
   }

@@ -59,6 +59,7 @@ struct ModelManager::Snapshot {
   // available (so a rollback switches as soon as the older version is back).
   std::optional<int64_t> latest;
   std::map<std::string, int64_t> labels;
+  VersionPolicy policy;
   std::vector<VersionStatus> statuses;  // newest version first (TF Serving's order)
   Status storage_status;
   uint64_t generation = 0;
@@ -165,7 +166,7 @@ void ModelManager::HousekeepingLoop() {
       release_cv_.wait(lock, requested);
     }
     if (release_requested_ == release_done_) return;  // stopping, and nobody waits
-    const uint64_t target = release_requested_;  // one call serves every request made so far
+    const uint64_t target = release_requested_;       // one call serves every request made so far
     lock.unlock();
     if (options_.memory_released) options_.memory_released();
     lock.lock();
@@ -491,11 +492,12 @@ void ModelManager::LoadVersion(ModelState& model, int64_t version) {
     tracked.retry_at = give_up ? Clock::time_point::max() : Clock::now() + delay;
     repository_metrics::SetVersionState(name, version, tracked.state);
     repository_metrics::CountLoadFailure(name);
-    mf::log::Error("model version failed to load; previous versions keep serving",
-                   {{"model", name},
-                    {"version", std::to_string(version)},
-                    {"error", tracked.status.ToString()},
-                    {"retry_in_ms", give_up ? std::string("never (until the file changes)") : std::to_string(delay.count())}});
+    mf::log::Error(
+        "model version failed to load; previous versions keep serving",
+        {{"model", name},
+         {"version", std::to_string(version)},
+         {"error", tracked.status.ToString()},
+         {"retry_in_ms", give_up ? std::string("never (until the file changes)") : std::to_string(delay.count())}});
     return;
   }
   tracked.state = VersionState::kAvailable;
@@ -559,6 +561,7 @@ void ModelManager::Publish(const ModelState& model) {
   }
   if (!snapshot->latest && !snapshot->available.empty()) snapshot->latest = snapshot->available.rbegin()->first;
   snapshot->labels = model.config.version_labels;
+  snapshot->policy = model.config.policy;
   snapshot->storage_status = model.storage_status;
   snapshot->generation = model.generation;
   snapshot->outcome = OutcomeOf(model);
@@ -592,6 +595,12 @@ StatusOr<int64_t> ModelManager::ResolveLabel(std::string_view model, const std::
   auto found = snapshot->labels.find(label);
   if (found == snapshot->labels.end()) return InvalidArgument("Unrecognized servable version label: " + label);
   return found->second;
+}
+
+StatusOr<VersionPolicy> ModelManager::GetVersionPolicy(std::string_view model) const {
+  const std::shared_ptr<const Snapshot> snapshot = SnapshotOf(model);
+  if (!snapshot) return NotFound("Could not find any versions of model " + std::string(model));
+  return snapshot->policy;
 }
 
 StatusOr<ServableHandle> ModelManager::GetServable(std::string_view model, const VersionRequest& request) const {

@@ -122,6 +122,8 @@ class ModelManager {
   // The version a label names, loaded or not (status by label shows a canary still loading).
   // NOT_FOUND for an unknown model, INVALID_ARGUMENT for a label the model's config lacks.
   StatusOr<int64_t> ResolveLabel(std::string_view model, const std::string& label) const;
+  // The version policy of the model's config (what Triton's model configuration reports).
+  StatusOr<VersionPolicy> GetVersionPolicy(std::string_view model) const;
   // The storage error of a model's last scan (OK when its base path reads fine).
   Status StorageStatus(std::string_view model) const;
   // The models of the newest config (as readiness counts them), polled yet or not.

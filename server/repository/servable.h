@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -52,6 +53,16 @@ class Servable {
   // An uninitialized host tensor to assemble an input in (a batch), in the memory this servable
   // reads fastest (page-locked for a GPU session). The default is plain memory.
   virtual StatusOr<runtime::Tensor> AllocateInput(runtime::DataType dtype, runtime::Shape shape) const;
+
+  // The server-side batching requests to this servable go through, as the model configuration
+  // reports it (Triton's max_batch_size and dynamic_batching).
+  struct Batching {
+    int64_t max_batch_size = 0;
+    std::chrono::microseconds max_queue_delay{0};
+    std::vector<int64_t> allowed_batch_sizes;  // increasing; empty: any size up to the maximum
+  };
+  // None: each request runs on its own (the default).
+  virtual std::optional<Batching> batching() const { return std::nullopt; }
 };
 
 }  // namespace mf::server

@@ -1,6 +1,7 @@
 #include "server/rest/rest_api.h"
 
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "server/codec/model_info.h"
 #include "server/codec/rest_metadata.h"
 #include "server/codec/rest_predict.h"
+#include "server/config/triton_model_config.h"
 #include "server/observability/request_metrics.h"
 #include "server/rest/rest_paths.h"
 
@@ -38,8 +40,8 @@ void Fail(http::Responder& responder, const Status& status, std::string_view mod
 
 // Answers 504 if the model has not answered by the request's deadline. Returns the ticket the
 // completion must Cancel(); when Cancel() fails the deadline has answered already.
-DeadlineTimer::Ticket ArmDeadline(const Context& ctx, http::Responder responder, std::string model, std::string_view api,
-                     Clock::time_point start) {
+DeadlineTimer::Ticket ArmDeadline(const Context& ctx, http::Responder responder, std::string model,
+                                  std::string_view api, Clock::time_point start) {
   return ctx.timer->Schedule(start + ctx.options.timeout, [responder, model = std::move(model), api = std::string(api),
                                                            start, timeout = ctx.options.timeout]() mutable {
     Status late = DeadlineExceeded("Deadline exceeded: the model did not answer within " +
@@ -96,41 +98,56 @@ void HandleTfMetadata(const Context& ctx, const TfServingPath& p, http::Responde
 
 void HandleTfPredict(const Context& ctx, const TfServingPath& p, http::Request request, http::Responder responder,
                      Clock::time_point start) {
-  auto handle = ctx.manager->GetServable(p.model, ToVersionRequest(p.version, p.label));
-  if (!handle.ok()) return Fail(responder, handle.status(), p.model, "Predict", start);
   if (p.kind != TfServingPath::Kind::kPredict) {
-    // ONNX models have one predict signature; TF Serving answers this for such models.
+    // ONNX models have one predict signature; TF Serving answers this for such models, once the
+    // body parsed and the model was found.
     const char* api = p.kind == TfServingPath::Kind::kClassify ? "classification" : "regression";
     const char* method = p.kind == TfServingPath::Kind::kClassify ? "classify" : "regress";
+    const char* rpc = p.kind == TfServingPath::Kind::kClassify ? "Classify" : "Regress";
+    if (Status syntax = codec::CheckJsonSyntax(request.body); !syntax.ok()) {
+      return Fail(responder, syntax, p.model, rpc, start);
+    }
+    auto handle = ctx.manager->GetServable(p.model, ToVersionRequest(p.version, p.label));
+    if (!handle.ok()) return Fail(responder, handle.status(), p.model, rpc, start);
     return Fail(responder,
                 InvalidArgument(std::string("Expected ") + api + " signature method_name to be tensorflow/serving/" +
                                 method + ". Was: tensorflow/serving/predict"),
-                p.model, p.kind == TfServingPath::Kind::kClassify ? "Classify" : "Regress", start);
+                p.model, rpc, start);
   }
-  auto signature =
-      std::make_shared<const codec::ModelSignature>(codec::ModelSignature::FromRuntime(handle->servable->signature()));
-  auto parsed = codec::ParseRestPredictRequest(request.body, std::span(signature.get(), 1));
+  // As in TF Serving, the body is parsed before the model is looked up: a malformed body is a
+  // 400 whether or not the model exists.
+  std::optional<ServableHandle> handle;
+  std::shared_ptr<const codec::ModelSignature> signature;
+  auto parsed = codec::ParseRestPredictRequest(request.body, [&]() -> StatusOr<std::span<const codec::ModelSignature>> {
+    auto found = ctx.manager->GetServable(p.model, ToVersionRequest(p.version, p.label));
+    if (!found.ok()) return found.status();
+    handle = std::move(found).value();
+    signature = std::make_shared<const codec::ModelSignature>(
+        codec::ModelSignature::FromRuntime(handle->servable->signature()));
+    return std::span(signature.get(), 1);
+  });
   if (!parsed.ok()) return Fail(responder, parsed.status(), p.model, "Predict", start);
   const codec::RestFormat format = parsed->format;
   const ServableHandle& h = *handle;
   std::shared_ptr<const Servable> servable = h.servable;
   const DeadlineTimer::Ticket deadline = ArmDeadline(ctx, responder, p.model, "Predict", start);
-  DispatchRun(*ctx.pool, servable, std::move(parsed->inputs),
-           [responder, servable, timer = ctx.timer, deadline, model = p.model, version = h.version, format, start](
-               Status status, std::vector<runtime::Tensor> outputs) mutable {
-             if (!timer->Cancel(deadline)) return;  // already answered 504
-             std::string body;
-             if (status.ok()) {
-               auto views = OutputViews(servable->signature(), outputs);
-               status = codec::WriteRestPredictResponse(format, views, &body);
-             }
-             RecordRequest({model, version, "Predict", Entrypoint::kRest, status.code(), SecondsSince(start)});
-             http::Response response =
-                 status.ok() ? http::Response::Json(200, std::move(body)) : http::Response::FromStatus(status);
-             response.headers.Set(kModelVersionHeader, std::to_string(version));
-             responder.Respond(std::move(response));
-           },
-           WantedUntil(start + ctx.options.timeout));
+  DispatchRun(
+      *ctx.pool, servable, std::move(parsed->inputs),
+      [responder, servable, timer = ctx.timer, deadline, model = p.model, version = h.version, format, start](
+          Status status, std::vector<runtime::Tensor> outputs) mutable {
+        if (!timer->Cancel(deadline)) return;  // already answered 504
+        std::string body;
+        if (status.ok()) {
+          auto views = OutputViews(servable->signature(), outputs);
+          status = codec::WriteRestPredictResponse(format, views, &body);
+        }
+        RecordRequest({model, version, "Predict", Entrypoint::kRest, status.code(), SecondsSince(start)});
+        http::Response response =
+            status.ok() ? http::Response::Json(200, std::move(body)) : http::Response::FromStatus(status);
+        response.headers.Set(kModelVersionHeader, std::to_string(version));
+        responder.Respond(std::move(response));
+      },
+      WantedUntil(start + ctx.options.timeout));
 }
 
 void HandleV1(const Context& ctx, http::Request request, http::Responder responder) {
@@ -195,44 +212,45 @@ void HandleV2Infer(const Context& ctx, const V2Path& p, http::Request request, h
   auto inputs = codec::BindInputs(signature.inputs, std::move(parsed->inputs));
   if (!inputs.ok()) return Fail(responder, inputs.status(), p.model, "ModelInfer", start);
   const DeadlineTimer::Ticket deadline = ArmDeadline(ctx, responder, p.model, "ModelInfer", start);
-  DispatchRun(*ctx.pool, servable, std::move(inputs).value(),
-           [responder, servable, timer = ctx.timer, deadline, model = p.model, version = handle->version,
-            id = parsed->id, selected = std::move(selected), binary = std::move(binary),
-            start](Status status, std::vector<runtime::Tensor> outputs) mutable {
-             if (!timer->Cancel(deadline)) return;  // already answered 504
-             http::Response response;
-             if (status.ok()) {
-               std::vector<codec::NamedTensorView> views;
-               for (int index : selected) {
-                 if (static_cast<size_t>(index) >= outputs.size()) {
-                   status = Internal("the model returned fewer outputs than its signature declares");
-                   break;
-                 }
-                 views.push_back({servable->signature().outputs[static_cast<size_t>(index)].name,
-                                  &outputs[static_cast<size_t>(index)]});
-               }
-               if (status.ok()) {
-                 std::unique_ptr<bool[]> flags(new bool[binary.size()]);
-                 std::copy(binary.begin(), binary.end(), flags.get());
-                 auto written = codec::WriteV2InferResponse(model, std::to_string(version), id, views,
-                                                            std::span<const bool>(flags.get(), binary.size()));
-                 if (written.ok()) {
-                   if (written->json_length) {
-                     response = http::Response::Text(200, std::move(written->body), "application/octet-stream");
-                     response.headers.Set("Inference-Header-Content-Length", std::to_string(*written->json_length));
-                   } else {
-                     response = http::Response::Json(200, std::move(written->body));
-                   }
-                 } else {
-                   status = written.status();
-                 }
-               }
-             }
-             if (!status.ok()) response = http::Response::FromStatus(status);
-             RecordRequest({model, version, "ModelInfer", Entrypoint::kRest, status.code(), SecondsSince(start)});
-             responder.Respond(std::move(response));
-           },
-           WantedUntil(start + ctx.options.timeout));
+  DispatchRun(
+      *ctx.pool, servable, std::move(inputs).value(),
+      [responder, servable, timer = ctx.timer, deadline, model = p.model, version = handle->version, id = parsed->id,
+       selected = std::move(selected), binary = std::move(binary),
+       start](Status status, std::vector<runtime::Tensor> outputs) mutable {
+        if (!timer->Cancel(deadline)) return;  // already answered 504
+        http::Response response;
+        if (status.ok()) {
+          std::vector<codec::NamedTensorView> views;
+          for (int index : selected) {
+            if (static_cast<size_t>(index) >= outputs.size()) {
+              status = Internal("the model returned fewer outputs than its signature declares");
+              break;
+            }
+            views.push_back(
+                {servable->signature().outputs[static_cast<size_t>(index)].name, &outputs[static_cast<size_t>(index)]});
+          }
+          if (status.ok()) {
+            std::unique_ptr<bool[]> flags(new bool[binary.size()]);
+            std::copy(binary.begin(), binary.end(), flags.get());
+            auto written = codec::WriteV2InferResponse(model, std::to_string(version), id, views,
+                                                       std::span<const bool>(flags.get(), binary.size()));
+            if (written.ok()) {
+              if (written->json_length) {
+                response = http::Response::Text(200, std::move(written->body), "application/octet-stream");
+                response.headers.Set("Inference-Header-Content-Length", std::to_string(*written->json_length));
+              } else {
+                response = http::Response::Json(200, std::move(written->body));
+              }
+            } else {
+              status = written.status();
+            }
+          }
+        }
+        if (!status.ok()) response = http::Response::FromStatus(status);
+        RecordRequest({model, version, "ModelInfer", Entrypoint::kRest, status.code(), SecondsSince(start)});
+        responder.Respond(std::move(response));
+      },
+      WantedUntil(start + ctx.options.timeout));
 }
 
 void HandleV2(const Context& ctx, http::Request request, http::Responder responder) {
@@ -275,6 +293,17 @@ void HandleV2(const Context& ctx, http::Request request, http::Responder respond
           {p.model, handle->version, "ModelMetadata", Entrypoint::kRest, StatusCode::kOk, SecondsSince(start)});
       responder.Respond(
           http::Response::Json(200, codec::WriteV2ModelMetadata(p.model, versions, "onnx_onnxv1", signature)));
+      return;
+    }
+    case V2Path::Kind::kModelConfig: {
+      auto handle =
+          ctx.manager->GetServable(p.model, p.version ? VersionRequest::Number(*p.version) : VersionRequest::Latest());
+      if (!handle.ok()) return Fail(responder, handle.status(), p.model, "ModelConfig", start);
+      auto policy = ctx.manager->GetVersionPolicy(p.model);
+      if (!policy.ok()) return Fail(responder, policy.status(), p.model, "ModelConfig", start);
+      RecordRequest({p.model, handle->version, "ModelConfig", Entrypoint::kRest, StatusCode::kOk, SecondsSince(start)});
+      responder.Respond(
+          http::Response::Json(200, TritonModelConfigJson(TritonModelConfig(p.model, *handle->servable, *policy))));
       return;
     }
     case V2Path::Kind::kInfer:

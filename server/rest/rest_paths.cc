@@ -1,5 +1,6 @@
 #include "server/rest/rest_paths.h"
 
+#include <optional>
 #include <vector>
 
 #include "common/flags.h"
@@ -69,21 +70,30 @@ StatusOr<TfServingPath> ParseTfServingPath(std::string_view method, std::string_
   constexpr std::string_view kPrefix = "/v1/models";
   if (!StartsWithIgnoreCase(path, kPrefix)) return malformed;
   std::string_view rest = path.substr(kPrefix.size());
-  if (rest.empty() || rest == "/") return InvalidArgument("Missing model name in request.");
+  // TF Serving's GET grammar makes the name optional (its status handler then answers "Missing
+  // model name"); its POST grammar needs one, so a POST without one is malformed.
+  if (rest.empty()) return is_post ? malformed : InvalidArgument("Missing model name in request.");
   if (rest.front() != '/') return malformed;
   rest.remove_prefix(1);
 
   TfServingPath parsed;
   std::string_view model = TakeName(&rest);
-  if (model.empty()) return InvalidArgument("Missing model name in request.");
+  if (model.empty()) return malformed;
   MF_ASSIGN_OR_RETURN(parsed.model, PercentDecode(model));
 
+  // Digits that do not fit an int64 match TF Serving's grammar, which only then fails to convert
+  // them: that error is returned once the rest of the path is known to match.
+  std::optional<std::string_view> unconvertible_version;
   if (StartsWithIgnoreCase(rest, "/versions/")) {
     rest.remove_prefix(10);
     std::string_view digits = TakeName(&rest);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) return malformed;
     int64_t version = 0;
-    if (!ParseVersionNumber(digits, &version)) return malformed;
-    parsed.version = version;
+    if (ParseVersionNumber(digits, &version)) {
+      parsed.version = version;
+    } else {
+      unconvertible_version = digits;
+    }
   } else if (StartsWithIgnoreCase(rest, "/labels/")) {
     rest.remove_prefix(8);
     std::string_view label = TakeName(&rest);
@@ -104,14 +114,15 @@ StatusOr<TfServingPath> ParseTfServingPath(std::string_view method, std::string_
     } else {
       return malformed;
     }
-    return parsed;
-  }
-  if (rest.empty()) {
+  } else if (rest.empty()) {
     parsed.kind = TfServingPath::Kind::kStatus;
   } else if (EqualsIgnoreCase(rest, "/metadata")) {
     parsed.kind = TfServingPath::Kind::kMetadata;
   } else {
     return malformed;  // e.g. both a version and a label, or an unknown sub-resource
+  }
+  if (unconvertible_version) {
+    return InvalidArgument("Failed to convert version: " + std::string(*unconvertible_version) + " to numeric.");
   }
   return parsed;
 }
@@ -161,6 +172,8 @@ StatusOr<V2Path> ParseV2Path(std::string_view method, std::string_view path) {
     parsed.kind = V2Path::Kind::kModelMetadata;
   } else if (segments.size() == next + 1 && segments[next] == "ready" && get) {
     parsed.kind = V2Path::Kind::kModelReady;
+  } else if (segments.size() == next + 1 && segments[next] == "config" && get) {
+    parsed.kind = V2Path::Kind::kModelConfig;  // Triton's model configuration extension
   } else if (segments.size() == next + 1 && segments[next] == "infer" && method == "POST") {
     parsed.kind = V2Path::Kind::kInfer;
   } else {

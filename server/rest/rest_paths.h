@@ -5,7 +5,7 @@
 //     GET  /v1/models/{m}[/versions/{v}|/labels/{l}][/metadata]
 //   KServe v2:
 //     GET  /v2 | /v2/health/live | /v2/health/ready
-//     GET  /v2/models/{m}[/versions/{v}][/ready]
+//     GET  /v2/models/{m}[/versions/{v}][/ready|/config]   (config: Triton's model configuration)
 //     POST /v2/models/{m}[/versions/{v}]/infer
 #pragma once
 
@@ -31,7 +31,7 @@ struct TfServingPath {
 StatusOr<TfServingPath> ParseTfServingPath(std::string_view method, std::string_view path);
 
 struct V2Path {
-  enum class Kind { kServerMetadata, kLive, kReady, kModelMetadata, kModelReady, kInfer };
+  enum class Kind { kServerMetadata, kLive, kReady, kModelMetadata, kModelReady, kModelConfig, kInfer };
   Kind kind = Kind::kServerMetadata;
   std::string model;
   std::optional<int64_t> version;

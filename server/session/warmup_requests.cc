@@ -41,7 +41,6 @@ Status ReplayWarmupRequests(const Servable& servable, const std::string& model_p
   auto requests = codec::ParseWarmupRecords(bytes);
   if (!requests.ok()) return fail(requests.status());
   std::string().swap(bytes);  // the requests hold their own copy: not both through the runs
-  const codec::ModelSignature signature = codec::ModelSignature::FromRuntime(servable.signature());
   for (size_t i = 0; i < requests->size(); ++i) {
     const std::string which = "warm-up request " + std::to_string(i) + " of " + std::to_string(requests->size());
     // As a Predict call would be: only the one signature our models have.
@@ -49,7 +48,7 @@ Status ReplayWarmupRequests(const Servable& servable, const std::string& model_p
     if (!signature_name.empty() && signature_name != codec::kDefaultSignatureName) {
       return fail(InvalidArgument(which + ": the model has no signature '" + signature_name + "'"));
     }
-    auto inputs = codec::InputsFromPredictRequest((*requests)[i], signature);
+    auto inputs = codec::InputsFromPredictRequest((*requests)[i], servable.signature().inputs);
     if (!inputs.ok()) return fail(inputs.status().WithContext(which));
     std::vector<const runtime::Tensor*> pointers;
     for (const runtime::Tensor& t : *inputs) pointers.push_back(&t);

@@ -128,8 +128,19 @@ def test_predict_names_version_and_matches_rest(server):
         with pytest.raises(grpc.RpcError) as alias:
             stub.Predict(unknown, timeout=10)
         assert alias.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert "input tensor alias not found in signature: extra" in alias.value.details()
-        assert "{images}" in alias.value.details()
+        # TF Serving's VerifyRequestInputsSize comes first.
+        assert alias.value.details().startswith("input size does not match signature: 65!=1 len({extra0,")
+        assert alias.value.details().endswith("}) != len({images}). Sent extra: {" +
+                                              ",".join(sorted(f"extra{i}" for i in range(64))) +
+                                              "}. Missing but required: {}.")
+
+        unknown = predict_pb2.PredictRequest()
+        unknown.model_spec.name = "digits"
+        unknown.inputs["pixels"].CopyFrom(tensor_proto(x))
+        with pytest.raises(grpc.RpcError) as alias:
+            stub.Predict(unknown, timeout=10)
+        assert alias.value.details() == ("input tensor alias not found in signature: pixels. "
+                                         "Inputs expected to be in the set {images}.")
 
         classify_pb2 = proto_stubs.module("tensorflow_serving.apis.classification_pb2")
         with pytest.raises(grpc.RpcError) as unimplemented:

@@ -73,6 +73,26 @@ def test_status_metadata_and_errors(digits_repo, start_server):
     ok = requests.post(f"{url}/v1/models/digits:predict", json={"instances": [[0.0] * 64]}, timeout=10)
     assert ok.status_code == 200
 
+    # TF Serving's order: the body is parsed before the model is looked up, so a malformed body is
+    # a 400 even for a model that does not exist (a well-formed one gets the lookup's 404).
+    for model in ("digits", "nope"):
+        for body in (b"not json", b'{"instances": [[1.0, 2.0], [3.0,, 4.0]]}'):
+            r = requests.post(f"{url}/v1/models/{model}:predict", data=body, timeout=10)
+            assert r.status_code == 400, (model, body, r.text)
+            assert r.json()["error"].startswith("JSON Parse error: "), (model, body, r.text)
+        r = requests.post(f"{url}/v1/models/{model}:classify", data=b"{", timeout=10)
+        assert r.status_code == 400 and r.json()["error"].startswith("JSON Parse error: "), r.text
+    ragged = requests.post(f"{url}/v1/models/digits:predict",
+                           json={"instances": [[0.0] * 64, [0.0] * 63]}, timeout=10)
+    assert ragged.status_code == 400
+    assert ragged.json()["error"] == ("Failed to process element: 1 of 'instances' list. Error: "
+                                      "INVALID_ARGUMENT: Expecting tensor size: 64 but got: 63")
+    too_big = requests.get(f"{url}/v1/models/digits/versions/99999999999999999999", timeout=10)
+    assert too_big.status_code == 400
+    assert too_big.json() == {"error": "Failed to convert version: 99999999999999999999 to numeric."}
+    nameless = requests.post(f"{url}/v1/models", json={"instances": [[0.0] * 64]}, timeout=10)
+    assert nameless.status_code == 400 and nameless.json() == {"error": "Malformed request: POST /v1/models"}
+
 
 def test_labels_from_model_config_file(tmp_path, digits_repo, start_server):
     config = tmp_path / "models.config"

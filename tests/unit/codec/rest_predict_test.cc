@@ -131,8 +131,11 @@ TEST(RestPredictParse, StringsForFloatsAndBoolsAreTypeErrors) {
 
 TEST(RestPredictParse, RaggedListsAreRefused) {
   auto sigs = OneFloatInput({-1, -1});
-  EXPECT_NE(ParseError(R"({"instances": [[1, 2], [3]]})", sigs)
-                .find("Encountered list at unexpected size: 1 at level: 1 expected size: 2"),
+  EXPECT_NE(ParseError(R"({"instances": [[1, 2], [3]]})", sigs).find("Expecting tensor size: 2 but got: 1"),
+            std::string::npos);
+  // A list that is ragged inside one instance is TF Serving's FillTensorProto error.
+  EXPECT_NE(ParseError(R"({"instances": [[[1, 2], [3]]]})", OneFloatInput({-1, -1, -1}))
+                .find("Encountered list at unexpected size"),
             std::string::npos);
   EXPECT_NE(ParseError(R"({"inputs": [[1, 2], 3]})", sigs).find("found at incorrect level"), std::string::npos);
   EXPECT_NE(ParseError(R"({"inputs": [1, [2]]})", sigs).find("Encountered list at unexpected level: 1 expected < 1"),
@@ -166,7 +169,9 @@ TEST(RestPredictParse, EnvelopeErrors) {
   EXPECT_EQ(ParseError("", sigs), "JSON Parse error: The document is empty");
   EXPECT_NE(ParseError("{", sigs).find("JSON Parse error"), std::string::npos);
   EXPECT_NE(ParseError("[1]", sigs).find("Is not object"), std::string::npos);
-  EXPECT_EQ(ParseError(R"({"signature_name": "x"})", sigs), "Missing 'inputs' or 'instances' key");
+  EXPECT_EQ(ParseError(R"({"signature_name": "serving_default"})", sigs), "Missing 'inputs' or 'instances' key");
+  // TF Serving finds the signature before it looks for the tensors.
+  EXPECT_EQ(ParseError(R"({"signature_name": "x"})", sigs), "Serving signature name: \"x\" not found in signature def");
   EXPECT_NE(ParseError(R"({"instances": [1], "inputs": [1]})", sigs).find("only one of 'inputs' or 'instances'"),
             std::string::npos);
   EXPECT_EQ(ParseError(R"({"signature_name": "other", "instances": [1]})", sigs),
@@ -179,6 +184,62 @@ TEST(RestPredictParse, EnvelopeErrors) {
   // after simdjson had abandoned it).
   EXPECT_NE(ParseError(R"({"inputs": {"x": i[[1]]}})", sigs).find("JSON Parse error"), std::string::npos);
   EXPECT_NE(ParseError(R"({"instances": [{"x": i[[1]]}]})", sigs).find("JSON Parse error"), std::string::npos);
+}
+
+// TF Serving (json_tensor.cc) parses the body, then reads signature_name, then looks the model
+// up: a malformed body is a 400 even for a model that does not exist, and a well-formed one
+// gets the lookup's own error.
+TEST(RestPredictParse, BodyIsParsedBeforeTheModelIsLookedUp) {
+  int lookups = 0;
+  const SignatureLookup unknown_model = [&]() -> StatusOr<std::span<const ModelSignature>> {
+    ++lookups;
+    return NotFound("Servable not found for request: Latest(nope)");
+  };
+  auto error = [&](std::string_view body) {
+    auto parsed = ParseRestPredictRequest(body, unknown_model);
+    EXPECT_FALSE(parsed.ok());
+    return parsed.status();
+  };
+  EXPECT_EQ(error("").message(), "JSON Parse error: The document is empty");
+  EXPECT_EQ(error("{").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(error("{").message().rfind("JSON Parse error: ", 0), 0u) << error("{").message();
+  EXPECT_EQ(error("not json").message().rfind("JSON Parse error: ", 0), 0u);
+  EXPECT_EQ(lookups, 0);
+  // The lazy first pass skips the tensors; a syntax error inside them is still found first.
+  const Status deep = error(R"({"instances": [[1, 2], [3,, 4]]})");
+  EXPECT_EQ(deep.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(deep.message().rfind("JSON Parse error: ", 0), 0u) << deep.message();
+  EXPECT_EQ(error(R"({"signature_name": 3, "instances": [1]})").code(), StatusCode::kInvalidArgument);
+  const Status missing = error(R"({"instances": [[1, 2, 3]]})");
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound);
+  EXPECT_EQ(missing.message(), "Servable not found for request: Latest(nope)");
+  EXPECT_EQ(error(R"({})").code(), StatusCode::kNotFound);
+
+  // With the model found, a syntax error anywhere still comes before what the decoder met first.
+  auto sigs = OneFloatInput({-1, -1});
+  EXPECT_EQ(ParseError(R"({"instances": [[1, 2, 3], [3,, 4]]})", OneFloatInput({-1, 2})).rfind("JSON Parse error: ", 0),
+            0u);
+  // NaN and Infinity are numbers to TF Serving: the decoder's own error stays.
+  EXPECT_NE(ParseError(R"({"instances": [[NaN, Infinity], [-Infinity, 1, 2]], "x": "NaN\"Infinity"})", sigs)
+                .find("Expecting tensor size: 2 but got: 3"),
+            std::string::npos);
+}
+
+// Every instance must have the first one's size, then its shape (TF Serving's AddInstanceItem).
+TEST(RestPredictParse, RaggedInstancesSayWhatTheFirstOneHad) {
+  auto sigs = OneFloatInput({-1, -1});
+  EXPECT_EQ(ParseError(R"({"instances": [[1,2],[3,4],[5,6,7]]})", sigs),
+            "Failed to process element: 2 of 'instances' list. Error: INVALID_ARGUMENT: Expecting tensor size: 2 but "
+            "got: 3");
+  auto matrices = OneFloatInput({-1, -1, -1});
+  EXPECT_EQ(ParseError(R"({"instances": [[[1,2],[3,4],[5,6]], [[1,2,3],[4,5,6]]]})", matrices),
+            "Failed to process element: 1 of 'instances' list. Error: INVALID_ARGUMENT: Expecting shape [3,2] but "
+            "got: [2,3]");
+  std::vector<ModelSignature> named = {
+      Signature({Info("a", DataType::kFloat32, {-1, -1}), Info("b", DataType::kFloat32, {-1})})};
+  EXPECT_EQ(ParseError(R"({"instances": [{"a": [1,2], "b": 1}, {"a": [3,4,5], "b": 2}]})", named),
+            "Failed to process element: 1 key: a of 'instances' list. Error: INVALID_ARGUMENT: Expecting tensor size: "
+            "2 but got: 3");
 }
 
 TEST(RestPredictParse, NamedFormErrors) {

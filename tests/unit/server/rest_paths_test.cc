@@ -45,13 +45,24 @@ TEST(ParseTfServingPathTest, ErrorsUseTfServingWording) {
     const char* message;
   } cases[] = {
       {"GET", "/v1/models", "Missing model name in request."},
-      {"GET", "/v1/models/", "Missing model name in request."},
+      // TF Serving's grammars: GET may omit the name (its status handler then says it is missing);
+      // POST may not, and neither may end in a slash.
+      {"GET", "/v1/models/", "Malformed request: GET /v1/models/"},
+      {"POST", "/v1/models", "Malformed request: POST /v1/models"},
+      {"POST", "/v1/models/", "Malformed request: POST /v1/models/"},
+      {"POST", "/v1/models/:predict", "Malformed request: POST /v1/models/:predict"},
       {"POST", "/v1/models/m/versions/1/labels/x:predict",
        "Malformed request: POST /v1/models/m/versions/1/labels/x:predict"},
       {"GET", "/v1/models/m/versions/1/labels/x", "Malformed request: GET /v1/models/m/versions/1/labels/x"},
       {"GET", "/v1/models/m/versions/abc", "Malformed request: GET /v1/models/m/versions/abc"},
+      // Digits that overflow int64 match the grammar and then fail to convert, as in TF Serving...
       {"GET", "/v1/models/m/versions/99999999999999999999",
-       "Malformed request: GET /v1/models/m/versions/99999999999999999999"},
+       "Failed to convert version: 99999999999999999999 to numeric."},
+      {"POST", "/v1/models/m/versions/9223372036854775808:predict",
+       "Failed to convert version: 9223372036854775808 to numeric."},
+      // ...unless the rest of the path does not match.
+      {"GET", "/v1/models/m/versions/99999999999999999999/other",
+       "Malformed request: GET /v1/models/m/versions/99999999999999999999/other"},
       {"POST", "/v1/models/m", "Malformed request: POST /v1/models/m"},
       {"POST", "/v1/models/m:explain", "Malformed request: POST /v1/models/m:explain"},
       {"GET", "/v1/models/m:predict", "Malformed request: GET /v1/models/m:predict"},
@@ -85,6 +96,9 @@ TEST(ParseV2PathTest, Table) {
       {"GET", "/v2/models/m/versions/4", true, V::kModelMetadata, "m", 4},
       {"GET", "/v2/models/m/ready", true, V::kModelReady, "m", {}},
       {"GET", "/v2/models/m/versions/4/ready", true, V::kModelReady, "m", 4},
+      {"GET", "/v2/models/m/config", true, V::kModelConfig, "m", {}},
+      {"GET", "/v2/models/m/versions/4/config", true, V::kModelConfig, "m", 4},
+      {"POST", "/v2/models/m/config", false, V::kInfer, "", {}},
       {"POST", "/v2/models/m/infer", true, V::kInfer, "m", {}},
       {"POST", "/v2/models/m/versions/2/infer", true, V::kInfer, "m", 2},
       {"GET", "/v2/models/m/infer", false, V::kInfer, "", {}},
