@@ -386,7 +386,10 @@ def test_examples_are_valid_modeldeployments(installed):
     (["update", "leases.coordination.k8s.io", "-n", "modelfleet-system"], True),
     (["update", "leases.coordination.k8s.io", "-n", "kube-system"], False),
     (["get", "secrets", "-n", "default"], False),
-    (["create", "pods", "-n", "default"], False),
+    (["create", "pods", "-n", "default"], True),  # a TrainingJob's pods
+    (["create", "pods", "--subresource=exec", "-n", "default"], False),
+    (["list", "nodes"], True),  # gang admission
+    (["patch", "nodes"], False),
     (["delete", "namespaces"], False),
 ])
 def test_operator_rbac_on_the_api_server(installed, check, allowed):
