@@ -131,6 +131,9 @@ run kubectl get md digits
 run kubectl describe md digits
 
 say "9. Autoscaling on QPS: the routers push their rates to the operator every second"
+# The autoscaler reads rates over the last 2 s: let step 8's burst (hundreds of requests/s) leave
+# that window first, or its first decision rightly scales to the maximum at once.
+sleep 3
 run kubectl patch md digits --type merge -p '{"spec":{"autoscaling":{"targetPerReplica":20,"minReplicas":1,"maxReplicas":3,"scaleDownStabilizationSeconds":30}}}'
 printf '%s' "$body" >"$work/body.json"
 echo "$ hey -z 20s -c 4 -q 15 -m POST -D body.json http://$lb:8501/v1/models/digits:predict   (about 60 requests/s)"
