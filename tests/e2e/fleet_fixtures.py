@@ -212,7 +212,7 @@ TRAINING_ONLY_GRANTS = {
     ("get", "modelfleet.io", "modeldeployments"), ("patch", "modelfleet.io", "modeldeployments"),
 }
 # Likewise for hyperparameter studies (their end-to-end test checks them once studies have run).
-STUDY_ONLY_GRANTS = set()
+STUDY_ONLY_GRANTS = {("create", "modelfleet.io", "trainingjobs"), ("get", "", "pods/log")}
 
 
 def rest_url(fleet, service="digits", model="digits"):
