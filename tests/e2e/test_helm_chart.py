@@ -388,6 +388,8 @@ def test_examples_are_valid_modeldeployments(installed):
     (["get", "secrets", "-n", "default"], False),
     (["create", "pods", "-n", "default"], True),  # a TrainingJob's pods
     (["create", "pods", "--subresource=exec", "-n", "default"], False),
+    (["create", "trainingjobs.modelfleet.io", "-n", "default"], True),  # a study's trials
+    (["get", "pods", "--subresource=log", "-n", "default"], True),  # a trial's metric line
     (["list", "nodes"], True),  # gang admission
     (["patch", "nodes"], False),
     (["delete", "namespaces"], False),
