@@ -33,8 +33,8 @@ struct StudyContext {
 
 struct StudyOutcome {
   nlohmann::json status = nlohmann::json::object();  // the job's whole new status
-  Status error;                                       // an API call failed: retried with back-off
-  std::chrono::seconds requeue_after{0};              // 0: only when something changes
+  Status error;                                      // an API call failed: retried with back-off
+  std::chrono::seconds requeue_after{0};             // 0: only when something changes
 };
 
 // `job` is the TrainingJob as cached (its previous status included); `spec` its parsed spec, with
