@@ -10,8 +10,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <optional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "http/io_server.h"
 #include "http/wire.h"
 #include "server/router/io_pool.h"
 #include "server/router/router_config.h"
@@ -24,19 +27,36 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 
-// A connection keeps its io_context alive: pooled connections may outlive the client.
+// A connection made on one of the client's own io threads keeps that io_context alive: pooled
+// connections may outlive the client. One made on a server io thread (`local`) lives and is pooled
+// on that thread only, so it never outlives the thread's io_context (see LocalIdle).
 struct HttpConnection {
-  explicit HttpConnection(std::shared_ptr<asio::io_context> context) : ioc(std::move(context)), socket(*ioc) {}
+  HttpConnection(std::shared_ptr<asio::io_context> context, bool on_server_thread)
+      : ioc(std::move(context)), socket(*ioc), local(on_server_thread) {}
   std::shared_ptr<asio::io_context> ioc;
   tcp::socket socket;
   beast::flat_buffer buffer;
   Clock::time_point idle_since;
+  const bool local;
 };
 
+using IdleList = std::vector<std::shared_ptr<HttpConnection>>;
+
+// Idle connections made on this (server io) thread, per client and upstream address, most
+// recently used last. Only this thread touches them: no lock. Destroyed when the thread exits,
+// which the server does before destroying its io_context.
+IdleList& LocalIdle(uint64_t client_id, const std::string& address) {
+  thread_local std::unordered_map<uint64_t, std::unordered_map<std::string, IdleList>> idle;
+  return idle[client_id][address];
+}
+
 // True when an idle connection can take a request: the peer has neither closed it nor sent
-// anything unasked (either makes the socket readable).
-bool StillIdle(HttpConnection& conn) {
+// anything unasked (either makes the socket readable). `probe`: ask the kernel (a poll(2) per
+// reuse); without it a closed connection shows only when the request fails on it, which only
+// requests that may be sent again on a fresh connection can afford.
+bool StillIdle(HttpConnection& conn, bool probe) {
   if (!conn.socket.is_open() || conn.buffer.size() != 0) return false;
+  if (!probe) return true;
   pollfd fd{conn.socket.native_handle(), POLLIN, 0};
   return ::poll(&fd, 1, 0) == 0;
 }
@@ -94,58 +114,78 @@ class HttpUpstream::Impl {
 
   const HttpUpstreamOptions& options() const { return options_; }
 
-  // An idle pooled connection that still looks usable, or null.
-  std::shared_ptr<HttpConnection> TakeIdle(Endpoint& endpoint) {
-    const Clock::time_point oldest = Clock::now() - options_.idle_ttl;
-    std::vector<std::shared_ptr<void>> stale;  // closed outside the lock
-    std::shared_ptr<HttpConnection> found;
-    {
-      std::lock_guard lock(endpoint.connections().mu);
-      auto& items = endpoint.connections().items;
-      while (!items.empty()) {
-        auto conn = std::static_pointer_cast<HttpConnection>(std::move(items.back()));
-        items.pop_back();
-        if (conn->idle_since >= oldest && StillIdle(*conn)) {
-          found = std::move(conn);
-          break;
-        }
-        stale.push_back(std::move(conn));
-      }
-      // The oldest idle connections sit at the front: drop those past their TTL.
-      size_t expired = 0;
-      while (expired < items.size() && std::static_pointer_cast<HttpConnection>(items[expired])->idle_since < oldest) {
-        ++expired;
-      }
-      for (size_t i = 0; i < expired; ++i) stale.push_back(std::move(items[i]));
-      items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(expired));
-    }
-    for (auto& item : stale) CloseOnItsThread(std::static_pointer_cast<HttpConnection>(item));
-    return found;
+  // An idle pooled connection that still looks usable, or null. On a server io thread
+  // (`local`) only that thread's own connections qualify. `probe`: see StillIdle.
+  std::shared_ptr<HttpConnection> TakeIdle(Endpoint& endpoint, asio::io_context* local, bool probe) {
+    if (local) return TakeFrom(LocalIdle(id_, endpoint.address()), probe);
+    std::lock_guard lock(endpoint.connections().mu);
+    return TakeFrom(endpoint.connections().items, probe);
   }
 
   void GiveBack(Endpoint& endpoint, std::shared_ptr<HttpConnection> conn) {
     conn->idle_since = Clock::now();
+    if (conn->local) return Keep(LocalIdle(id_, endpoint.address()), std::move(conn));
     std::lock_guard lock(endpoint.connections().mu);
-    auto& items = endpoint.connections().items;
-    if (items.size() >= options_.max_idle_per_endpoint) return;  // closes when `conn` is dropped
-    items.push_back(std::move(conn));
+    Keep(endpoint.connections().items, std::move(conn));
   }
 
-  std::shared_ptr<HttpConnection> NewConnection() {
+  // A new connection on `local` (the calling server io thread) if set, else on the client's own
+  // io threads.
+  std::shared_ptr<HttpConnection> NewConnection(asio::io_context* local) {
     opened_.fetch_add(1, std::memory_order_relaxed);
-    return std::make_shared<HttpConnection>(io_.Next());
+    if (local)
+      return std::make_shared<HttpConnection>(std::shared_ptr<asio::io_context>(std::shared_ptr<void>(), local), true);
+    return std::make_shared<HttpConnection>(io_.Next(), false);
   }
 
   uint64_t opened() const { return opened_.load(); }
 
  private:
-  static void CloseOnItsThread(std::shared_ptr<HttpConnection> conn) {
+  // Pops the most recently used connection that is still usable; drops those past their TTL
+  // (the oldest, at the front) and those the upstream closed. `items` is a thread's own list
+  // (IdleList) or an Endpoint's shelf (shared_ptr<void>, under its mutex).
+  template <class Item>
+  std::shared_ptr<HttpConnection> TakeFrom(std::vector<Item>& items, bool probe) {
+    const Clock::time_point oldest = Clock::now() - options_.idle_ttl;
+    std::shared_ptr<HttpConnection> found;
+    while (!items.empty()) {
+      auto conn = std::static_pointer_cast<HttpConnection>(std::move(items.back()));
+      items.pop_back();
+      if (conn->idle_since >= oldest && StillIdle(*conn, probe)) {
+        found = std::move(conn);
+        break;
+      }
+      Close(std::move(conn));
+    }
+    size_t expired = 0;
+    while (expired < items.size() && std::static_pointer_cast<HttpConnection>(items[expired])->idle_since < oldest) {
+      ++expired;
+    }
+    for (size_t i = 0; i < expired; ++i) Close(std::static_pointer_cast<HttpConnection>(std::move(items[i])));
+    items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(expired));
+    return found;
+  }
+
+  template <class Item>
+  void Keep(std::vector<Item>& items, std::shared_ptr<HttpConnection> conn) {
+    if (items.size() >= options_.max_idle_per_endpoint) return Close(std::move(conn));
+    items.push_back(std::move(conn));
+  }
+
+  static void Close(std::shared_ptr<HttpConnection> conn) {
+    if (conn->local) {  // on its own thread already
+      beast::error_code ignored;
+      conn->socket.close(ignored);
+      return;
+    }
     asio::post(*conn->ioc, [conn] {
       beast::error_code ignored;
       conn->socket.close(ignored);
     });
   }
 
+  static inline std::atomic<uint64_t> next_id_{1};
+  const uint64_t id_ = next_id_.fetch_add(1);
   HttpUpstreamOptions options_;
   IoPool io_;
   std::atomic<uint64_t> opened_{0};
@@ -165,10 +205,16 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
         deadline_(deadline),
         done_(std::move(done)) {}
 
+  // On a server io thread the exchange runs right here, on that thread's own connections; from
+  // any other thread it is handed to the client's io threads.
   void Start() {
-    conn_ = client_->TakeIdle(*endpoint_);
+    local_ = http::CurrentIoContext();
+    // A retry-safe request on a connection the upstream closed meanwhile is sent again on a fresh
+    // one (OnFailureBeforeResponse): it can skip the per-reuse probe.
+    conn_ = client_->TakeIdle(*endpoint_, local_, /*probe=*/!request_->retry_safe);
     reused_ = conn_ != nullptr;
-    if (!conn_) conn_ = client_->NewConnection();
+    if (!conn_) conn_ = client_->NewConnection(local_);
+    if (local_) return reused_ ? Write() : Connect();
     asio::post(*conn_->ioc, [self = shared_from_this()] { self->reused_ ? self->Write() : self->Connect(); });
   }
 
@@ -292,7 +338,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
       // The upstream closed a pooled connection as we reused it: once more on a fresh one.
       reused_ = false;
       timer_.reset();
-      conn_ = client_->NewConnection();
+      conn_ = client_->NewConnection(conn_->local ? conn_->ioc.get() : nullptr);
       asio::post(*conn_->ioc, [self = shared_from_this()] { self->Connect(); });
       return;
     }
@@ -337,6 +383,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   std::optional<asio::steady_timer> timer_;
   std::optional<tcp::resolver> resolver_;
   std::optional<bhttp::response_parser<bhttp::string_body>> parser_;
+  asio::io_context* local_ = nullptr;  // the server io thread this exchange runs on, if any
   bool reused_ = false;
   bool timer_fired_ = false;
   bool received_any_ = false;

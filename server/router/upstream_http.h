@@ -1,13 +1,18 @@
 // An asynchronous HTTP/1.1 client for the router's upstreams: keep-alive connections pooled per
-// endpoint (on the Endpoint's ConnectionShelf), its own io threads, one callback per request.
-// Unlike src/http's Client it never blocks a thread on a request, so the router's io threads
-// only ever hand work over and answer.
+// endpoint, one callback per request. Unlike src/http's Client it never blocks a thread.
+//
+// Where an exchange runs: called on a server io thread (the REST proxy's handlers are), it runs
+// on that thread, on connections made and pooled by that thread alone, and calls back there, so
+// a proxied request never changes threads and takes no lock (Envoy's worker model). Called from
+// any other thread, it runs on this client's own io threads, with connections pooled on the
+// Endpoint's ConnectionShelf.
 //
 // Failures are classified for the proxy's retry decision: a connect failure, or a connection
 // that ended before any response byte (kNoResponse), left the request unprocessed or (for the
 // requests the proxy marks retry_safe) safe to send again. A pooled connection the upstream
-// closed while idle is noticed before reuse (poll), and one that still fails before a response
-// byte is retried here once on a fresh connection when the request is retry_safe.
+// closed while idle is noticed before reuse (poll) for requests that are not retry_safe; a
+// retry_safe one that fails before a response byte on a reused connection is sent again here,
+// once, on a fresh connection.
 #pragma once
 
 #include <chrono>

@@ -70,6 +70,15 @@ struct ConnectionCounts {
   std::condition_variable all_closed_;  // notified when `open` drops to zero
 };
 
+// The io_context of the server io thread running the caller, or null on any other thread. A
+// handler that starts asynchronous work of its own (a proxy's upstream exchange) can run it on
+// its connection's thread and answer there, without handing the request to another thread.
+inline boost::asio::io_context*& CurrentIoContextSlot() {
+  thread_local boost::asio::io_context* context = nullptr;
+  return context;
+}
+inline boost::asio::io_context* CurrentIoContext() { return CurrentIoContextSlot(); }
+
 // One io thread: its io_context and the connections pinned to it (touched on that thread only).
 template <class Connection>
 struct IoWorker {
@@ -139,6 +148,7 @@ class IoServer {
     for (auto& w : workers_) {
       w->thread = std::thread([w = w.get()] {
         auto guard = boost::asio::make_work_guard(w->ioc);
+        CurrentIoContextSlot() = &w->ioc;
         w->ioc.run();
       });
     }
