@@ -48,8 +48,8 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
   f.Add("grpc_threads", &o->grpc_threads,
         "gRPC completion-queue threads, each running one unbatched model call at a time (0: one per core)");
   f.Add("load_thread_nice", &o->load_thread_nice,
-        "priority of model loads, 0..19: above 0, SCHED_IDLE, raised to nice 0 while a load gets under a "
-        "quarter of a core (needs CAP_SYS_NICE or RLIMIT_NICE 20; without, loads run at this nice value); 0: "
+        "priority of model loads, 0..19: above 0, SCHED_IDLE, raised to the server's nice value while a load gets "
+        "under a quarter of a core (needs CAP_SYS_NICE or RLIMIT_NICE; without, loads run at this nice value); 0: "
         "the same priority as requests");
   f.Add("max_num_load_retries", &o->max_num_load_retries,
         "retries of a failed model load (with backoff) before giving up until its file changes; -1: no limit "
@@ -71,8 +71,7 @@ void RegisterServerFlags(FlagSet& f, ServerFlags* o) {
         "or unload has finished for this long (0: give it back at once)");
   f.Add("malloc_mmap_threshold_bytes", &o->malloc_mmap_threshold_bytes,
         "heap blocks this large get their own mapping, returned on free (0: glibc's adaptive default)");
-  f.Add("device", &o->device,
-        "where models run: auto (the GPU when one is visible, else the CPU) | cpu | cuda");
+  f.Add("device", &o->device, "where models run: auto (the GPU when one is visible, else the CPU) | cpu | cuda");
   f.Add("backend", &o->backend, "older name of --device (cpu | cuda)");
   f.Add("precision", &o->precision,
         "fp32 | tf32 | fp16: what models on a GPU compute in (fp16: float16 on the device, float32 at the API; "
@@ -116,8 +115,10 @@ StatusOr<GrpcChannelArguments> ParseGrpcChannelArguments(const std::string& text
     errno = 0;
     const long long n = std::strtoll(value.c_str(), &parsed_end, 10);
     if (value.empty() || *parsed_end != '\0' || errno != 0 || n == 0 || n < -1) {
-      return InvalidArgument("--grpc_channel_arguments: grpc.max_receive_message_length must be a positive byte "
-                             "count or -1, got '" + value + "'");
+      return InvalidArgument(
+          "--grpc_channel_arguments: grpc.max_receive_message_length must be a positive byte "
+          "count or -1, got '" +
+          value + "'");
     }
     out.max_receive_message_bytes = static_cast<size_t>(n == -1 ? kLargest : std::min<long long>(n, kLargest));
   }

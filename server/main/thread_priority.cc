@@ -110,16 +110,18 @@ StatusOr<std::unique_ptr<LoadPriority>> LoadPriority::Create(LoadPriorityOptions
   if (options.nice < 0 || options.nice > 19) {
     return InvalidArgument("--load_thread_nice must be in 0..19, got " + std::to_string(options.nice));
   }
-  if (options.window.count() <= 0 || !(options.min_share > 0 && options.min_share <= 1) || options.raised_nice < -20 ||
-      options.raised_nice > 19) {
+  const int raised_nice = options.raised_nice.value_or(NiceOf(CurrentTid()));
+  if (options.window.count() <= 0 || !(options.min_share > 0 && options.min_share <= 1) || raised_nice < -20 ||
+      raised_nice > 19) {
     return InvalidArgument("load priority: window must be positive, min_share in (0, 1], raised_nice in -20..19");
   }
   Mode mode = Mode::kNormal;
-  if (options.nice > 0) mode = MayRaiseTo(options.raised_nice) ? Mode::kIdleRaised : Mode::kNice;
-  return std::unique_ptr<LoadPriority>(new LoadPriority(options, mode));
+  if (options.nice > 0) mode = MayRaiseTo(raised_nice) ? Mode::kIdleRaised : Mode::kNice;
+  return std::unique_ptr<LoadPriority>(new LoadPriority(options, mode, raised_nice));
 }
 
-LoadPriority::LoadPriority(LoadPriorityOptions options, Mode mode) : options_(options), mode_(mode) {
+LoadPriority::LoadPriority(LoadPriorityOptions options, Mode mode, int raised_nice)
+    : options_(options), mode_(mode), raised_nice_(raised_nice) {
   // Created by the caller (main, at normal priority), so the watchdog keeps that priority.
   if (mode_ == Mode::kIdleRaised) watchdog_ = std::thread([this] { Watch(); });
 }
@@ -237,7 +239,7 @@ void LoadPriority::RaiseThreadsLocked(std::string_view why) {
   int moved = 0;
   for (pid_t tid : IdleThreads()) {
     sched_param param{};
-    if (setpriority(PRIO_PROCESS, static_cast<id_t>(tid), options_.raised_nice) != 0 ||
+    if (setpriority(PRIO_PROCESS, static_cast<id_t>(tid), raised_nice_) != 0 ||
         sched_setscheduler(tid, SCHED_OTHER, &param) != 0) {
       if (errno != ESRCH) {
         log::Warning("cannot raise a model load thread",
@@ -248,9 +250,8 @@ void LoadPriority::RaiseThreadsLocked(std::string_view why) {
     raised_tids_.push_back(tid);
     ++moved;
   }
-  log::Info("model load raised to normal priority until it ends", {{"reason", std::string(why)},
-                                                                   {"threads", std::to_string(moved)},
-                                                                   {"nice", std::to_string(options_.raised_nice)}});
+  log::Info("model load raised to normal priority until it ends",
+            {{"reason", std::string(why)}, {"threads", std::to_string(moved)}, {"nice", std::to_string(raised_nice_)}});
 }
 
 void LoadPriority::LowerRaisedThreadsLocked() {

@@ -11,11 +11,12 @@
 // a SIGTERM would wait on that load. So the starvation is bounded: a watchdog thread at normal
 // priority samples the load's threads (/proc/self/task/<tid>/schedstat and stat) every `window`;
 // when they got less than `min_share` of one core while runnable, they are moved to SCHED_OTHER at
-// `raised_nice` (0: an equal share with the threads they compete with) for the rest of the load,
+// the nice value the server itself runs at (an equal share with the requests and whatever else
+// they compete with) for the rest of the load,
 // and lowered again when it ends. With idle CPU (requests at any rate short of saturation) a
 // load gets more than that share and is never raised, so requests keep SCHED_IDLE's protection.
 //
-// Leaving SCHED_IDLE needs CAP_SYS_NICE or an RLIMIT_NICE that allows nice `raised_nice`
+// Leaving SCHED_IDLE needs CAP_SYS_NICE or an RLIMIT_NICE that allows that nice value
 // (sched(7)). A process that has neither could never raise a load again, so it does not use
 // SCHED_IDLE: its loads run as SCHED_OTHER at the nice value, which guarantees them a share of
 // weight(nice) / (weight(nice) + weight(0)) of each contended core (nice 5: ~25%, 10: ~10%).
@@ -28,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -41,7 +43,9 @@ struct LoadPriorityOptions {
   int nice = 10;  // --load_thread_nice, 0..19; 0: loads run at the priority of requests
   std::chrono::milliseconds window{250};
   double min_share = 0.25;  // of one core, over `window`
-  int raised_nice = 0;
+  // The nice value a starved load is raised to; unset: that of the thread calling Create() (the
+  // server's own).
+  std::optional<int> raised_nice;
 };
 
 // Whether a load's threads starved over one window: they ran less than `min_share` of it while
@@ -75,7 +79,7 @@ class LoadPriority {
   void RaiseNow();
 
  private:
-  LoadPriority(LoadPriorityOptions options, Mode mode);
+  LoadPriority(LoadPriorityOptions options, Mode mode, int raised_nice);
   void Watch();
   // Raises the load `sequence` if it is still the one running and not raised yet.
   void Raise(uint64_t sequence, std::string_view why);
@@ -86,6 +90,7 @@ class LoadPriority {
 
   const LoadPriorityOptions options_;
   const Mode mode_;
+  const int raised_nice_;
 
   // A thread at SCHED_IDLE may be preempted for as long as the cores stay busy: whatever it holds
   // then, a raise would wait on. So the load thread signals through atomics only, and takes mu_

@@ -54,7 +54,7 @@ TEST(LoadPriorityTest, LowersTheLoadThreadAndRaisesItForShutdown) {
     priority.LoadStarted();
     priority.RaiseNow();
     EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER);
-    EXPECT_EQ(CurrentNice(), 0);
+    EXPECT_EQ(CurrentNice(), nice_before);  // the nice value of the thread that created it
     priority.LoadFinished();
     EXPECT_EQ(sched_getscheduler(0), SCHED_IDLE);
     EXPECT_EQ(CurrentNice(), lowered);
