@@ -29,7 +29,7 @@ using tcp = asio::ip::tcp;
 
 // A connection made on one of the client's own io threads keeps that io_context alive: pooled
 // connections may outlive the client. One made on a server io thread (`local`) lives and is pooled
-// on that thread only, so it never outlives the thread's io_context (see LocalIdle).
+// on that thread only, so it never outlives the thread's io_context (see LocalPools).
 struct HttpConnection {
   HttpConnection(std::shared_ptr<asio::io_context> context, bool on_server_thread)
       : ioc(std::move(context)), socket(*ioc), local(on_server_thread) {}
@@ -44,10 +44,34 @@ using IdleList = std::vector<std::shared_ptr<HttpConnection>>;
 
 // Idle connections made on this (server io) thread, per client and upstream address, most
 // recently used last. Only this thread touches them: no lock. Destroyed when the thread exits,
-// which the server does before destroying its io_context.
-IdleList& LocalIdle(uint64_t client_id, const std::string& address) {
-  thread_local std::unordered_map<uint64_t, std::unordered_map<std::string, IdleList>> idle;
-  return idle[client_id][address];
+// which the server does before destroying its io_context. Unlike an Endpoint's shelf they do not
+// go away with the endpoint: Prune() drops expired ones of every address, those of pods that
+// went away included.
+struct LocalPools {
+  std::unordered_map<uint64_t, std::unordered_map<std::string, IdleList>> idle;  // client id -> address -> list
+  Clock::time_point next_prune;
+
+  IdleList& For(uint64_t client_id, const std::string& address) { return idle[client_id][address]; }
+
+  // At most once a second: closes the connections idle since before `oldest`, forgets empty lists.
+  void Prune(Clock::time_point now, Clock::time_point oldest) {
+    if (now < next_prune) return;
+    next_prune = now + std::chrono::seconds(1);
+    for (auto client = idle.begin(); client != idle.end();) {
+      auto& lists = client->second;
+      for (auto list = lists.begin(); list != lists.end();) {
+        IdleList& items = list->second;
+        std::erase_if(items, [&](const std::shared_ptr<HttpConnection>& conn) { return conn->idle_since < oldest; });
+        list = items.empty() ? lists.erase(list) : std::next(list);
+      }
+      client = lists.empty() ? idle.erase(client) : std::next(client);
+    }
+  }
+};
+
+LocalPools& ThisThreadsPools() {
+  thread_local LocalPools pools;
+  return pools;
 }
 
 // True when an idle connection can take a request: the peer has neither closed it nor sent
@@ -117,14 +141,19 @@ class HttpUpstream::Impl {
   // An idle pooled connection that still looks usable, or null. On a server io thread
   // (`local`) only that thread's own connections qualify. `probe`: see StillIdle.
   std::shared_ptr<HttpConnection> TakeIdle(Endpoint& endpoint, asio::io_context* local, bool probe) {
-    if (local) return TakeFrom(LocalIdle(id_, endpoint.address()), probe);
+    if (local) {
+      LocalPools& pools = ThisThreadsPools();
+      const Clock::time_point now = Clock::now();
+      pools.Prune(now, now - options_.idle_ttl);
+      return TakeFrom(pools.For(id_, endpoint.address()), probe);
+    }
     std::lock_guard lock(endpoint.connections().mu);
     return TakeFrom(endpoint.connections().items, probe);
   }
 
   void GiveBack(Endpoint& endpoint, std::shared_ptr<HttpConnection> conn) {
     conn->idle_since = Clock::now();
-    if (conn->local) return Keep(LocalIdle(id_, endpoint.address()), std::move(conn));
+    if (conn->local) return Keep(ThisThreadsPools().For(id_, endpoint.address()), std::move(conn));
     std::lock_guard lock(endpoint.connections().mu);
     Keep(endpoint.connections().items, std::move(conn));
   }
