@@ -86,6 +86,16 @@ StudyOutcome ReconcileStudy(const StudyContext& ctx, const nlohmann::json& job,
   }
 
   auto parsed = ParseStudySpec(job_spec.hyperparameters);
+  if (parsed.ok()) {
+    // The last trial's job must be valid too (its pods' names are the longest): refuse the study
+    // now rather than fail every trial later.
+    Trial last;
+    last.name = job_spec.name + "-trial-" + std::to_string(parsed->max_trials);
+    last.parameters = ParamSpace(parsed->params).GridPoint(0);
+    if (auto child = training::ParseTrainingJob(BuildTrialJob(job, *parsed, last)); !child.ok()) {
+      parsed = InvalidArgument("its trials' TrainingJobs would be refused: " + child.status().message());
+    }
+  }
   if (!parsed.ok()) {
     // Nothing is touched: trials, children and their pods stay as they are until the spec is fixed.
     training::SetCondition(&status, "Failed", true, "InvalidSpec", parsed.status().message(), now);

@@ -170,5 +170,15 @@ TEST_F(StudyReconcileTest, ABadSpecIsReportedAndTouchesNothing) {
   EXPECT_EQ(fixed.status["state"], "Running");
 }
 
+TEST_F(StudyReconcileTest, AStudyWhoseTrialsCouldNotRunIsRefused) {
+  Json job = StudyJob();
+  job["metadata"]["name"] = std::string(50, 'a');  // fits "<name>-chief-0", not "<name>-trial-3-chief-0"
+  StudyOutcome out = Reconcile(job);
+  EXPECT_EQ(out.status["state"], "Failed");
+  EXPECT_NE(out.status.dump().find("its trials' TrainingJobs would be refused"), std::string::npos)
+      << out.status.dump();
+  EXPECT_FALSE(out.status.contains("trials"));
+}
+
 }  // namespace
 }  // namespace mf::op::study
