@@ -5,7 +5,7 @@ The chart-installed operator on modelfleet-local (the `fleet` fixture) serves th
 (with batching on, the only way the batch-size panel can have data); a Prometheus pod in the cluster
 (prometheus_fixtures.py: Prometheus 3 built from its Go module) finds the router, the model servers
 and the operators through kubernetes_sd_configs against the cluster's API server and scrapes them
-with the jobs docs/helm.md gives plain-Prometheus users. About 30 s of REST load goes through the
+with the jobs docs/helm.md gives plain-Prometheus users. About 10 s of REST load goes through the
 router's LoadBalancer address, a share of it predictions with a wrong input shape (400s); then every
 target of every panel of helm/modelfleet/dashboards/modelfleet.json, with the template variables
 substituted as Grafana does (namespace=default, modeldeployment=digits), is sent to Prometheus'
@@ -33,7 +33,7 @@ DASHBOARD = ROOT / "helm" / "modelfleet" / "dashboards" / "modelfleet.json"
 DIGITS = load_digits().data[:2].astype(np.float32)
 PREDICT = {"signature_name": "serving_default", "instances": DIGITS.tolist()}
 WRONG_SHAPE = {"signature_name": "serving_default", "instances": DIGITS[:, :10].tolist()}  # 10 features, not 64
-LOAD_SECONDS = 30
+LOAD_SECONDS = 10  # then every query is retried, the load still running, until it has data
 # What Grafana substitutes: the variables' selections (one namespace, one ModelDeployment), and its
 # built-in interval variables as a 2 s scrape interval makes them.
 VARIABLES = {
