@@ -39,8 +39,6 @@ void TakeTokens(std::string_view rest, const std::string& tag, std::vector<doubl
 // The sign that makes larger better.
 double Oriented(const StudySpec& spec, double v) { return spec.maximize ? v : -v; }
 
-std::string Num(double v) { return FormatValue(Json(v)); }
-
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -296,8 +294,8 @@ StudyPlan PlanStudy(const StudySpec& spec, std::vector<Trial> trials, uint64_t s
     }
     plan.failed = !plan.best.has_value();
     if (plan.best) {
-      plan.finish_message +=
-          "; best: " + trials[*plan.best].name + " with " + spec.metric_tag + "=" + Num(*trials[*plan.best].metric);
+      plan.finish_message += "; best: " + trials[*plan.best].name + " with " + spec.metric_tag + "=" +
+                             FormatValue(Json(*trials[*plan.best].metric));
     } else if (!too_many_failures) {
       plan.finish_message += "; no trial reported " + spec.metric_tag;
     }
@@ -306,7 +304,7 @@ StudyPlan PlanStudy(const StudySpec& spec, std::vector<Trial> trials, uint64_t s
   const int64_t finished_trials = created - active;
   plan.summary = std::to_string(finished_trials) + "/" + std::to_string(budget) + " done";
   if (active > 0) plan.summary += ", " + std::to_string(active) + " running";
-  if (plan.best) plan.summary += ", best " + spec.metric_tag + "=" + Num(*trials[*plan.best].metric);
+  if (plan.best) plan.summary += ", best " + spec.metric_tag + "=" + FormatValue(Json(*trials[*plan.best].metric));
   plan.trials = std::move(trials);
   return plan;
 }

@@ -28,17 +28,11 @@ constexpr std::chrono::seconds kRetryLog{5};
 // Enough of a chief's log for its metric lines; trainers that print more put metrics in the file.
 constexpr int64_t kLogTailLines = 20000;
 
-std::string Str(const Json& obj, const char* key) {
-  if (!obj.is_object()) return "";
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 bool ControlledBy(const Json& object, const std::string& uid) {
   auto refs = k8s::MetadataOf(object).find("ownerReferences");
   if (refs == k8s::MetadataOf(object).end() || !refs->is_array()) return false;
   for (const auto& r : *refs) {
-    if (Str(r, "uid") == uid && r.contains("controller") && r["controller"] == true) return true;
+    if (k8s::StringAt(r, "uid") == uid && r.contains("controller") && r["controller"] == true) return true;
   }
   return false;
 }
@@ -50,8 +44,8 @@ void ChildState(const Json& child, TrialObservation* seen) {
     if (!training::IsConditionTrue(status, type)) continue;
     const Json c = training::FindCondition(status, type);
     seen->state = type;
-    seen->reason = Str(c, "reason");
-    seen->message = Str(c, "message");
+    seen->reason = k8s::StringAt(c, "reason");
+    seen->message = k8s::StringAt(c, "message");
     return;
   }
 }
@@ -60,7 +54,9 @@ void ChildState(const Json& child, TrialObservation* seen) {
 k8s::ObjectPtr MetricPod(const StudyContext& ctx, const std::string& ns, const std::string& child) {
   for (const auto& pod : ctx.pods.ByIndex("namespace", ns)) {
     const Json& labels = k8s::MetadataOf(*pod).contains("labels") ? k8s::MetadataOf(*pod)["labels"] : Json::object();
-    if (Str(labels, training::kJobNameLabel) == child && Str(labels, training::kJobRoleLabel) == "master") return pod;
+    if (k8s::StringAt(labels, training::kJobNameLabel) == child &&
+        k8s::StringAt(labels, training::kJobRoleLabel) == "master")
+      return pod;
   }
   return nullptr;
 }
@@ -137,8 +133,8 @@ StudyOutcome ReconcileStudy(const StudyContext& ctx, const nlohmann::json& job,
       TrialObservation seen;
       ChildState(*child, &seen);
       if (seen.state.empty() && !k8s::MetadataOf(*child).contains("deletionTimestamp")) {
-        Status deleted =
-            ctx.client.Delete({k8s::resources::TrainingJobs(), ns, trial.name}, Str(k8s::MetadataOf(*child), "uid"));
+        Status deleted = ctx.client.Delete({k8s::resources::TrainingJobs(), ns, trial.name},
+                                           k8s::StringAt(k8s::MetadataOf(*child), "uid"));
         if (!deleted.ok() && deleted.code() != StatusCode::kNotFound)
           out.error = deleted.WithContext("stopping trial " + trial.name);
       }
@@ -158,7 +154,7 @@ StudyOutcome ReconcileStudy(const StudyContext& ctx, const nlohmann::json& job,
       ChildState(*child, &seen);
       const bool want_log = seen.state == "Succeeded" || (spec.early_stopping && seen.state.empty());
       if (const k8s::ObjectPtr pod = MetricPod(ctx, ns, trial.name)) {
-        seen.chief_pod = Str(k8s::MetadataOf(*pod), "name");
+        seen.chief_pod = k8s::StringAt(k8s::MetadataOf(*pod), "name");
         const std::string container = child->contains("spec") ? MetricContainerName((*child)["spec"]) : std::string();
         if (seen.state == "Succeeded") seen.metrics_file = TerminationMessage(*pod, container);
         if (want_log) {
