@@ -242,6 +242,9 @@ def run(binary, tmp: pathlib.Path, models: tuple, rounds: int, timeout: float, l
     finally:
         stop(server.proc)
         server.log.close()
+    log = (tmp / label / "server.log").read_text(errors="replace")
+    result["loads"] = log.count("loading model version")
+    result["raised"] = log.count("model load raised")
     return result
 
 
@@ -266,6 +269,7 @@ def report(label: str, binary, r: dict, rounds: int, timeout: float) -> None:
         quiet = statistics.median(q for q, _ in r[key])
         loading = statistics.median(x for _, x in r[key])
         print(f"| A's p99, {what} | quiet {quiet:.1f} ms | while B loads {loading:.1f} ms | {loading / quiet:.2f}x | |")
+    print(f"| loads raised from SCHED_IDLE (server log) | {r['raised']} of {r['loads']} | | | |")
     elapsed, code = r["sigterm"]
     print(f"| SIGTERM during a load (hogs on) | exit after {elapsed:.2f} s | exit code {code} | | |")
 
