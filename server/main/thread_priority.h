@@ -16,6 +16,10 @@
 // and lowered again when it ends. With idle CPU (requests at any rate short of saturation) a
 // load gets more than that share and is never raised, so requests keep SCHED_IDLE's protection.
 //
+// Threads a raised load creates (an OpenMP team made for the first time while raised) keep the
+// raised priority: nothing tells them apart from request threads afterwards. The loop thread's
+// team is normally made by the first load, at start-up, when nothing starves it.
+//
 // Leaving SCHED_IDLE needs CAP_SYS_NICE or an RLIMIT_NICE that allows that nice value
 // (sched(7)). A process that has neither could never raise a load again, so it does not use
 // SCHED_IDLE: its loads run as SCHED_OTHER at the nice value, which guarantees them a share of

@@ -3,14 +3,18 @@ unchanged: tensorflow-serving-api's PredictionServiceStub / ModelServiceStub wit
 tf.make_tensor_proto / tf.make_ndarray, and tritonclient's HTTP and gRPC InferenceServerClient.
 The answers are checked against ONNX Runtime on the same file.
 
-TensorFlow takes seconds to import: it is imported once, by the first test that needs it."""
+TensorFlow takes seconds to import: it is imported once, by the module fixture of the test that
+needs it (not at collection)."""
+import importlib.util
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
 from server_fixtures import EXAMPLES, start_server, digits_repo  # noqa: F401
 
-pytest.importorskip("tensorflow_serving.apis.prediction_service_pb2_grpc")
+if importlib.util.find_spec("tensorflow_serving") is None or importlib.util.find_spec("tensorflow") is None:
+    pytest.skip("tensorflow-serving-api (with tensorflow-cpu) is not installed", allow_module_level=True)
 tritonclient_http = pytest.importorskip("tritonclient.http")
 tritonclient_grpc = pytest.importorskip("tritonclient.grpc")
 onnxruntime = pytest.importorskip("onnxruntime")
