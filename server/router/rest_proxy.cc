@@ -43,6 +43,17 @@ bool NamedByConnection(const http::Headers& headers, std::string_view name) {
   return false;
 }
 
+// Drops the hop-by-hop fields of an upstream response in place (the server frames the answer
+// to the client itself).
+void RemoveHopByHop(http::Headers& headers) {
+  std::vector<std::string> drop;
+  const bool connection_lists_fields = headers.Has("connection");
+  for (const auto& [name, value] : headers.fields()) {
+    if (IsHopByHop(name) || (connection_lists_fields && NamedByConnection(headers, name))) drop.push_back(name);
+  }
+  for (const std::string& name : drop) headers.Remove(name);
+}
+
 http::Response JsonError(int status, const std::string& message) {
   return http::Response::Json(status, nlohmann::json{{"error", message}}.dump() + "\n");
 }
@@ -103,21 +114,28 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
     }
     version_ = pick.version;
 
-    http::Headers forwarded;
+    // Views into the request and the strings below: nothing is copied until the wire format.
+    std::vector<HeaderView> forwarded;
+    forwarded.reserve(headers.fields().size() + 3);
+    const bool connection_lists_fields = headers.Has("connection");
     for (const auto& [name, value] : headers.fields()) {
-      if (IsHopByHop(name) || NamedByConnection(headers, name) || http::EqualsIgnoreCase(name, "x-request-id")) {
+      if (IsHopByHop(name) || (connection_lists_fields && NamedByConnection(headers, name)) ||
+          http::EqualsIgnoreCase(name, "x-request-id") || http::EqualsIgnoreCase(name, "x-forwarded-for")) {
         continue;
       }
-      forwarded.Add(name, value);
+      forwarded.emplace_back(name, value);
     }
-    if (!headers.Has("host")) forwarded.Set("host", "modelfleet-router");
-    forwarded.Set("x-request-id", request.request_id);
-    std::string client_ip = request.remote_address.substr(0, request.remote_address.rfind(':'));
+    if (!headers.Has("host")) forwarded.emplace_back("host", "modelfleet-router");
+    forwarded.emplace_back("x-request-id", request.request_id);
+    const std::string_view client_ip =
+        std::string_view(request.remote_address).substr(0, request.remote_address.rfind(':'));
+    std::string forwarded_for;
     if (auto previous = headers.Get("x-forwarded-for")) {
-      forwarded.Set("x-forwarded-for", std::string(*previous) + ", " + client_ip);
+      forwarded_for.append(*previous).append(", ").append(client_ip);
     } else {
-      forwarded.Set("x-forwarded-for", client_ip);
+      forwarded_for.assign(client_ip);
     }
+    forwarded.emplace_back("x-forwarded-for", forwarded_for);
     auto made = MakeUpstreamRequest(request.method, request.target, forwarded, request.body,
                                     IsRetrySafe(request.method, request.path()));
     if (!made.ok()) return Answer(JsonError(400, made.status().message()));
@@ -200,13 +218,8 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
       case UpstreamError::kBadResponse:
         return Answer(JsonError(502, "upstream " + where + " failed: " + result.message + earlier));
     }
-    http::Response response;
-    response.status = result.response.status;
-    for (const auto& [name, value] : result.response.headers.fields()) {
-      if (IsHopByHop(name) || NamedByConnection(result.response.headers, name)) continue;
-      response.headers.Add(name, value);
-    }
-    response.body = std::move(result.response.body);
+    http::Response response = std::move(result.response);
+    RemoveHopByHop(response.headers);
     Answer(std::move(response));
   }
 

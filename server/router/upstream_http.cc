@@ -104,7 +104,7 @@ std::string_view UpstreamErrorName(UpstreamError error) {
 }
 
 StatusOr<std::shared_ptr<const UpstreamRequest>> MakeUpstreamRequest(std::string method, std::string target,
-                                                                     const http::Headers& headers,
+                                                                     std::span<const HeaderView> headers,
                                                                      const std::string& body, bool retry_safe) {
   auto request = std::make_shared<UpstreamRequest>();
   if (!http::wire::IsValidHeaderField(method, "") || target.empty() ||
@@ -114,9 +114,9 @@ StatusOr<std::shared_ptr<const UpstreamRequest>> MakeUpstreamRequest(std::string
   std::string& wire = request->wire;
   wire.reserve(256 + body.size());
   wire.append(method).append(" ").append(target).append(" HTTP/1.1\r\n");
-  for (const auto& [name, value] : headers.fields()) {
+  for (const auto& [name, value] : headers) {
     if (!http::wire::IsValidHeaderField(name, value)) {
-      return InvalidArgument("request header '" + name + "' has an invalid name or value");
+      return InvalidArgument("request header '" + std::string(name) + "' has an invalid name or value");
     }
     http::wire::AppendHeader(name, value, &wire);
   }

@@ -19,7 +19,10 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "common/status.h"
 #include "http/message.h"
@@ -35,10 +38,14 @@ struct UpstreamRequest {
   bool retry_safe = false;  // may be sent again after a failure before any response byte
 };
 
+// A header field as the caller chose to forward it, viewing strings the caller keeps alive for
+// the call.
+using HeaderView = std::pair<std::string_view, std::string_view>;
+
 // Serialises `method target` with `headers` (already filtered by the caller) and `body`.
 // INVALID_ARGUMENT when a header could inject (CR/LF, bad names).
 StatusOr<std::shared_ptr<const UpstreamRequest>> MakeUpstreamRequest(std::string method, std::string target,
-                                                                     const http::Headers& headers,
+                                                                     std::span<const HeaderView> headers,
                                                                      const std::string& body, bool retry_safe);
 
 enum class UpstreamError {

@@ -188,12 +188,23 @@ def test_weighted_split_70_30_over_keep_alive(tmp_path, backends, start_router):
     assert (method, path, json.loads(body)) == ("POST", "/v1/models/my_mnist_model:predict", {"instances": [[1.0]]})
     assert headers.get("x-forwarded-for") == "127.0.0.1"
     assert headers.get("x-request-id")
+    assert "content-length" in r.headers and "x-modelfleet-version" in r.headers
     metrics = router.metrics()
     assert metric_value(metrics, "modelfleet_router_requests_total", version="v1", code="200") == counts["v1"] + (
         r.headers["x-modelfleet-version"] == "v1")
     assert metric_value(metrics, "modelfleet_router_ready_endpoints", version="v1", protocol="rest") == 2
     assert metric_value(metrics, "modelfleet_router_request_duration_seconds_count", version="v2") >= counts["v2"]
     assert metric_value(metrics, "modelfleet_router_config_generation") == 1
+    # A proxy before us is kept in x-forwarded-for; hop-by-hop fields (also those Connection
+    # names) stop here; the client's x-request-id is the one passed on.
+    r = requests.get(router.url + "/v1/models/m", timeout=5, headers={
+        "x-forwarded-for": "10.1.2.3", "connection": "keep-alive, x-hop", "x-hop": "1", "x-end-to-end": "2",
+        "x-request-id": "from-client"})
+    backend = {"v1-a": v1a, "v1-b": v1b, "v2-a": v2}[r.json()["backend"]]
+    headers = backend.requests[-1][2]
+    assert headers.get("x-forwarded-for") == "10.1.2.3, 127.0.0.1"
+    assert "x-hop" not in headers and headers.get("x-end-to-end") == "2", headers
+    assert headers.get("x-request-id") == "from-client" and r.headers["x-request-id"] == "from-client"
 
 
 def test_header_route_and_sticky_users(tmp_path, backends, start_router):
