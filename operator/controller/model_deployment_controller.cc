@@ -126,9 +126,7 @@ Status ModelDeploymentController::Start(std::chrono::milliseconds sync_timeout) 
         .collection = {gvr, options_.watch_namespace, "", ""},
         .label_selector = resource == "pods" ? std::string(kModelDeploymentLabel) + "," + kComponentLabel + "=server"
                                              : owned_selector,
-        .transform = resource == "pods"          ? CompactPodForCache
-                     : resource == "deployments" ? CompactDeploymentForCache
-                                                 : CompactForCache};
+        .transform = resource == "pods" ? CompactPodForCache : CompactOwnedForCache};
     auto informer = std::make_unique<k8s::Informer>(client_, o);
     informer->AddIndex(kIndex, OwnerIndex);
     informer->AddEventHandlers({.on_add = [this](const ObjectPtr& obj) { EnqueueOwner(obj); },
@@ -139,10 +137,8 @@ Status ModelDeploymentController::Start(std::chrono::milliseconds sync_timeout) 
                                     },
                                 .on_delete =
                                     [this, resource](const ObjectPtr& obj) {
-                                      if (resource == "deployments") {
-                                        std::lock_guard lock(applied_mu_);
-                                        applied_generation_.erase(k8s::ObjectKey(*obj));
-                                      }
+                                      std::lock_guard lock(applied_mu_);
+                                      applied_digest_.erase(resource + "/" + k8s::ObjectKey(*obj));
                                       EnqueueOwner(obj);
                                     }});
     owned_.push_back({resource, gvr, std::move(informer)});
@@ -225,11 +221,10 @@ Status ModelDeploymentController::ApplyObject(const ModelDeploymentSpec& md, con
       return got.status();
     }
   }
-  // Deployments are cached without their template: the hash of what was applied stands for it,
-  // and a changed generation (someone edited the spec since our apply) forces a new apply.
-  const bool by_hash = desired.resource == "deployments";
-  const std::string hash = by_hash ? AppliedHash(desired.object) : "";
-  const std::string cache_key = md.ns + "/" + desired.name;
+  // The cache holds a digest of each object's content, not the content (cache_view.h): our
+  // applied hash plus the digest our last apply left stand for the comparison.
+  const std::string hash = AppliedHash(desired.object);
+  const std::string memo_key = desired.resource + "/" + md.ns + "/" + desired.name;
   if (!existing.is_null()) {
     if (!IsControlledBy(existing, md.uid)) {
       const std::string message = kind + " " + desired.name +
@@ -238,25 +233,25 @@ Status ModelDeploymentController::ApplyObject(const ModelDeploymentSpec& md, con
       (void)events_.Record(involved, k8s::EventType::kWarning, "NameConflict", message);
       return FailedPrecondition(message);
     }
-    if (!by_hash && ContainsFields(existing, desired.object)) return Status();
-    if (by_hash && AnnotationOf(existing, kAppliedHashAnnotation) == hash) {
-      const int64_t generation = k8s::MetadataOf(existing).value("generation", int64_t{0});
+    if (AnnotationOf(existing, kAppliedHashAnnotation) == hash) {
+      const std::string cached = CachedDigest(existing);
+      const std::string digest = cached.empty() ? LiveDigest(existing) : cached;
       std::lock_guard lock(applied_mu_);
-      auto [it, inserted] = applied_generation_.try_emplace(cache_key, generation);
-      if (inserted || it->second == generation) return Status();
+      auto [it, inserted] = applied_digest_.try_emplace(memo_key, digest);
+      if (inserted || it->second == digest) return Status();
     }
   }
   Json object = desired.object;
-  if (by_hash) StampAppliedHash(&object);
+  StampAppliedHash(&object);
   auto applied = client_.Apply(target, object, kFieldManager, /*force=*/true);
   if (!applied.ok()) {
     (void)events_.Record(involved, k8s::EventType::kWarning, "ApplyFailed",
                          "applying " + kind + " " + desired.name + ": " + applied.status().message());
     return applied.status();
   }
-  if (by_hash) {
+  {
     std::lock_guard lock(applied_mu_);
-    applied_generation_[cache_key] = k8s::MetadataOf(*applied).value("generation", int64_t{0});
+    applied_digest_[memo_key] = LiveDigest(*applied);
   }
   if (existing.is_null()) {
     *created = kind + " " + desired.name;

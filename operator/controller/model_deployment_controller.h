@@ -98,9 +98,9 @@ class ModelDeploymentController {
   // The autoscaler's recent recommendations per "ns/name/version" (lost on restart, which the
   // autoscaler handles by holding the current size).
   std::mutex history_mu_;
-  // Deployment key -> its generation after our last apply (see ApplyObject).
+  // "resource/ns/name" -> the content digest our last apply of it returned (see ApplyObject).
   std::mutex applied_mu_;
-  std::map<std::string, int64_t> applied_generation_;
+  std::map<std::string, std::string> applied_digest_;
   std::map<std::string, std::deque<Recommendation>> history_;
 };
 

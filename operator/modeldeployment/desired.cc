@@ -411,24 +411,4 @@ bool OwnedObjectChanged(const Json& old_object, const Json& new_object) {
   return Relevant(old_object) != Relevant(new_object);
 }
 
-bool ContainsFields(const Json& observed, const Json& desired) {
-  if (desired.is_object()) {
-    if (!observed.is_object()) return false;
-    for (const auto& [key, value] : desired.items()) {
-      auto it = observed.find(key);
-      if (it == observed.end() || !ContainsFields(*it, value)) return false;
-    }
-    return true;
-  }
-  if (desired.is_array()) {
-    if (!observed.is_array() || observed.size() != desired.size()) return false;
-    for (size_t i = 0; i < desired.size(); ++i) {
-      if (!ContainsFields(observed[i], desired[i])) return false;
-    }
-    return true;
-  }
-  if (desired.is_number() && observed.is_number()) return desired.get<double>() == observed.get<double>();
-  return desired == observed;
-}
-
 }  // namespace mf::op

@@ -70,8 +70,4 @@ Json OwnerReference(const ModelDeploymentSpec& md);
 // managedFields). Keeps reconciles at rest flat while others label our objects.
 bool OwnedObjectChanged(const Json& old_object, const Json& new_object);
 
-// Whether every field `desired` sets has the same value in `observed` (objects recursively,
-// arrays element by element with equal length): the apply is then a no-op and is skipped.
-bool ContainsFields(const Json& observed, const Json& desired);
-
 }  // namespace mf::op

@@ -63,19 +63,52 @@ TEST(CacheViewTest, CompactPodAnswersAsTheFullPod) {
   EXPECT_LT(compact.dump().size(), cases[0].dump().size());
 }
 
-TEST(CacheViewTest, CompactDeploymentKeepsWhatStatusReads) {
+TEST(CacheViewTest, CompactDeploymentKeepsWhatTheReconcileReads) {
   Json d = Json::parse(R"({
-    "metadata": {"name": "digits-v1", "generation": 3, "annotations": {"modelfleet.io/applied-hash": "h"},
+    "metadata": {"name": "digits-v1", "namespace": "ml", "uid": "u", "resourceVersion": "7", "generation": 3,
+                 "creationTimestamp": "2026-01-01T00:00:00Z",
+                 "labels": {"modelfleet.io/version": "v1", "app.kubernetes.io/managed-by": "modelfleet-operator",
+                            "team": "search"},
+                 "annotations": {"modelfleet.io/applied-hash": "h", "deployment.kubernetes.io/revision": "2"},
+                 "ownerReferences": [{"apiVersion": "modelfleet.io/v1alpha1", "kind": "ModelDeployment",
+                                      "name": "digits", "uid": "md-uid", "controller": true,
+                                      "blockOwnerDeletion": true}, {"kind": "Other", "uid": "x"}],
                  "managedFields": [{"manager": "modelfleet-operator"}]},
     "spec": {"replicas": 2, "selector": {}, "template": {"spec": {"containers": [{"name": "server"}]}}},
     "status": {"observedGeneration": 3, "replicas": 2, "readyReplicas": 1, "updatedReplicas": 2,
                "availableReplicas": 1, "conditions": [{"type": "Available", "message": "long text"}]}})");
-  CompactDeploymentForCache(&d);
-  EXPECT_EQ(d["spec"], Json({{"replicas", 2}}));
-  EXPECT_EQ(d["status"], Json::parse(R"({"observedGeneration": 3, "replicas": 2, "readyReplicas": 1,
-                                         "updatedReplicas": 2, "availableReplicas": 1})"));
-  EXPECT_EQ(d["metadata"]["annotations"][kAppliedHashAnnotation], "h");
-  EXPECT_FALSE(d["metadata"].contains("managedFields"));
+  const std::string digest = LiveDigest(d);
+  CompactOwnedForCache(&d);
+  EXPECT_EQ(d, Json::parse(R"({
+    "metadata": {"name": "digits-v1", "namespace": "ml", "uid": "u", "resourceVersion": "7", "generation": 3,
+                 "labels": {"modelfleet.io/version": "v1", "app.kubernetes.io/managed-by": "modelfleet-operator"},
+                 "annotations": {"modelfleet.io/applied-hash": "h"},
+                 "ownerReferences": [{"kind": "ModelDeployment", "name": "digits", "uid": "md-uid", "controller": true}]},
+    "modelfleet.io/digest": ")" +
+                           digest + R"(",
+    "spec": {"replicas": 2},
+    "status": {"observedGeneration": 3, "replicas": 2, "readyReplicas": 1, "updatedReplicas": 2,
+               "availableReplicas": 1}})"));
+  EXPECT_EQ(CachedDigest(d), digest);
+}
+
+TEST(CacheViewTest, LiveDigestSeesContentNotMetadataOrStatus) {
+  const Json service = Json::parse(R"({"apiVersion": "v1", "kind": "Service",
+      "metadata": {"name": "s", "resourceVersion": "1"}, "spec": {"ports": [{"port": 8501}]}, "status": {}})");
+  Json list_item = service;  // items of a list come without apiVersion and kind
+  list_item.erase("apiVersion");
+  list_item.erase("kind");
+  list_item["metadata"]["resourceVersion"] = "2";
+  list_item["status"] = {{"loadBalancer", Json::object()}};
+  EXPECT_EQ(LiveDigest(list_item), LiveDigest(service));
+  Json edited = service;
+  edited["spec"]["ports"][0]["port"] = 9000;
+  EXPECT_NE(LiveDigest(edited), LiveDigest(service));
+  Json compact = service;
+  CompactOwnedForCache(&compact);
+  EXPECT_EQ(CachedDigest(compact), LiveDigest(service));
+  EXPECT_FALSE(compact.contains("spec"));
+  EXPECT_EQ(CachedDigest(service), "");
 }
 
 TEST(CacheViewTest, AppliedHashIgnoresItsOwnAnnotationAndSeesEveryField) {

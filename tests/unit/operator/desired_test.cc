@@ -218,29 +218,5 @@ TEST(DesiredTest, OwnedObjectChangedIgnoresOtherManagersLabelsAndBookkeeping) {
   EXPECT_TRUE(OwnedObjectChanged(base, with(R"({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}})")));
 }
 
-struct ContainsCase {
-  const char* observed;
-  const char* desired;
-  bool contains;
-};
-
-TEST(DesiredTest, ContainsFieldsTable) {
-  const ContainsCase cases[] = {
-      {R"({"a": 1, "b": 2})", R"({"a": 1})", true},
-      {R"({"a": 1})", R"({"a": 2})", false},
-      {R"({"a": {"x": 1, "y": 2}})", R"({"a": {"x": 1}})", true},
-      {R"({"a": [{"x": 1, "z": 0}]})", R"({"a": [{"x": 1}]})", true},
-      {R"({"a": [{"x": 1}, {"x": 2}]})", R"({"a": [{"x": 1}]})", false},
-      {R"({"a": 1.0})", R"({"a": 1})", true},
-      {R"({"a": "1"})", R"({"a": 1})", false},
-      {R"({})", R"({"a": null})", false},
-      {R"({"a": 1})", R"({})", true},
-  };
-  for (const auto& c : cases) {
-    EXPECT_EQ(ContainsFields(Json::parse(c.observed), Json::parse(c.desired)), c.contains)
-        << c.observed << " vs " << c.desired;
-  }
-}
-
 }  // namespace
 }  // namespace mf::op
