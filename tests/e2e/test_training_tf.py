@@ -18,7 +18,7 @@ import time
 import pytest
 import yaml
 
-from conftest import ROOT, build_dir
+from conftest import ROOT, build_dir, free_port
 from fleet_fixtures import fleet  # noqa: F401 (the session's chart-installed operator)
 from local_fixtures import wait_until
 
@@ -285,6 +285,35 @@ def onnx_accuracy(path) -> float:
     return float((scores.argmax(axis=1) == y_test).mean())
 
 
+def served_accuracy(model_base) -> float:
+    """The trained model's accuracy on the test split as ModelFleet's own server answers it (TF
+    Serving REST) from `model_base`/<version>/model.onnx."""
+    import numpy as np
+    import requests
+    import tf_digits
+    _, _, x_test, y_test = tf_digits.load_data()
+    rest, grpc_port = free_port(), free_port()
+    server = subprocess.Popen([str(build_dir() / "server" / "main" / "modelfleet-server"), "--model_name=digits",
+                               f"--model_base_path={model_base}", f"--rest_api_port={rest}", f"--port={grpc_port}",
+                               "--grpc_address=127.0.0.1", "--device=cpu"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{rest}/v1/models/digits"
+
+        def available():
+            try:
+                return requests.get(url, timeout=2).json()["model_version_status"][0]["state"] == "AVAILABLE"
+            except (requests.RequestException, KeyError, IndexError, ValueError):
+                return False
+        wait_until(available, timeout=30, what="the trained model AVAILABLE in modelfleet-server")
+        answer = requests.post(url + ":predict", json={"instances": x_test.tolist()}, timeout=30)
+        assert answer.status_code == 200, answer.text
+        return float((np.array(answer.json()["predictions"]).argmax(axis=1) == y_test).mean())
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def test_api_server_refuses_a_tensorflow_master_replica(trainer_fleet):
     job = training_job("legacy-master", {"Master": 1, "Worker": 1})
     job["metadata"] = {"name": "legacy-master", "namespace": "default"}
@@ -319,6 +348,8 @@ def test_multi_worker_mirrored_job_trains_across_three_pods(trainer_fleet, tmp_p
         model = tmp_path / "digits-tf" / "1" / "model.onnx"
         assert model.exists(), run.all_logs()
         assert abs(onnx_accuracy(model) - accuracy) < 1e-3
+        # ModelFleet's own runtime serves it with the same answers.
+        assert abs(served_accuracy(tmp_path / "digits-tf") - accuracy) < 1e-3
 
 
 def test_parameter_server_job_trains_and_its_servers_are_cleaned_up(trainer_fleet, tmp_path):
