@@ -3,6 +3,7 @@
 # the pinned Python venv of the tests (requirements/test.txt) and, where /usr/local/cuda is missing,
 # NVIDIA's CUDA 13 wheels (requirements/cuda.txt) laid out as a toolkit for the CUDA backend.
 # Idempotent: when everything is present it prints one line per part and returns at once.
+#   install-deps.sh [all|debian|python]   (default all)
 #   MODELFLEET_VENV=DIR      where the venv lives (default .cache/venv)
 #   MODELFLEET_CUDA=OFF      installs no CUDA wheels (as -DMODELFLEET_CUDA=OFF builds no CUDA backend)
 set -euo pipefail
@@ -135,7 +136,12 @@ install_cuda() {
 }
 
 venv="${MODELFLEET_VENV:-$ROOT/.cache/venv}"
-install_debian_packages
-install_venv
-install_cuda
-echo "install-deps: done"
+# Which part: all (default), debian, or python (the venv and the CUDA wheels: mostly downloads, so
+# scripts/test.sh runs them beside the CPU-bound Go build).
+case "${1:-all}" in
+  all) install_debian_packages; install_venv; install_cuda ;;
+  debian) install_debian_packages ;;
+  python) install_venv; install_cuda ;;
+  *) echo "usage: install-deps.sh [all|debian|python]" >&2; exit 2 ;;
+esac
+echo "install-deps: done (${1:-all})"
