@@ -124,10 +124,24 @@ def prepare(timeout_s: float = 120.0, environ=os.environ) -> Optional[dict]:
         return None
     cluster = resolve(config["cluster"], timeout_s)
     config["cluster"] = cluster
-    environ["TF_CONFIG"] = json.dumps(config)
     task = config["task"]
+    check_port_free(_split(cluster[task["type"]][task.get("index", 0)])[1])
+    environ["TF_CONFIG"] = json.dumps(config)
     log(f"task {task['type']}:{task.get('index', 0)} of {json.dumps(cluster)}")
     return config
+
+
+def check_port_free(port: int) -> None:
+    """TensorFlow's server listens on 0.0.0.0:<port> and, when the port is taken, fails deep in
+    the strategy's setup with "Could not start gRPC server". Say so first, and why it happens."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC does: TIME_WAIT is no conflict
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError as e:
+            raise ConfigError(f"this task's port {port} is taken ({e.strerror}): where pods share one network "
+                              f"namespace (modelfleet-local, hostNetwork), another job's task may hold it; give "
+                              f"TrainingJobs that run at the same time spec.port values further apart") from None
 
 
 def is_chief(config: Optional[dict]) -> bool:

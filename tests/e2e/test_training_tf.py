@@ -201,6 +201,17 @@ def test_trainer_waits_for_peers_to_resolve_then_uses_addresses():
         tf_cluster.resolve({"worker": ["tj-worker-0.ml.svc:2222"]}, timeout_s=0, lookup=never, sleep=lambda s: None)
 
 
+def test_trainer_names_a_taken_port_before_tensorflow_fails_on_it():
+    import socket
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        with pytest.raises(tf_cluster.ConfigError, match=f"port {port} is taken.*spec.port values further apart"):
+            tf_cluster.check_port_free(port)
+    tf_cluster.check_port_free(port)  # free again once nothing listens
+
+
 # End to end on modelfleet-local: the chart-installed operator runs the example jobs' pods.
 
 def local_job(example: str, model_root) -> dict:
