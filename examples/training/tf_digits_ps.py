@@ -55,7 +55,7 @@ def coordinate(tf, config: dict, args: argparse.Namespace, started: float) -> No
 
     x_train, y_train, x_test, y_test = tf_digits.load_data()
 
-    def dataset_fn(context):
+    def dataset_fn(_input_context):
         # Runs on each worker: every worker reads its own 1/n of the training set.
         worker = tf.distribute.coordinator.experimental_get_current_worker_index()
         return (tf.data.Dataset.from_tensor_slices((x_train, y_train)).shard(workers, worker)
