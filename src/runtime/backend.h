@@ -1,11 +1,13 @@
-// A backend is the set of kernels for one device. The graph, its passes and the executor are
-// shared; only the registry differs (the CUDA backend registers kernels that take and return
-// device-resident tensors behind the same Kernel interface).
+// A backend is the set of kernels for one device, behind the one Kernel interface (the CUDA
+// backend's kernels take and return device-resident tensors). The graph and its passes are shared;
+// the executors are not: the CPU backend runs on ExecutionPlan, the CUDA backend on CudaPlan
+// (cuda/cuda_plan.h: placement, device memory, CUDA graphs), which binds the CPU registry too for
+// host-side shape arithmetic and the nodes it falls back on. Session picks the executor by backend.
 #pragma once
 
 #include "common/status.h"
 #include "runtime/kernel.h"
-#include "runtime/session.h"
+#include "runtime/session_options.h"
 
 namespace mf::runtime {
 

@@ -1,6 +1,6 @@
-// The Session API's process-wide GPU memory cap (session.h), kept apart from session.cc so a
+// The Session API's process-wide GPU memory cap (gpu_memory.h), kept apart from session.cc so a
 // build without CUDA needs no conditional code there.
-#include "runtime/session.h"
+#include "runtime/gpu_memory.h"
 
 #ifdef MODELFLEET_HAVE_CUDA
 #include <cuda_runtime.h>

@@ -14,7 +14,7 @@
 
 #include "common/status.h"
 #include "runtime/graph/graph.h"
-#include "runtime/session.h"
+#include "runtime/session_options.h"
 #include "runtime/tensor.h"
 
 namespace mf::runtime {

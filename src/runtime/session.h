@@ -14,37 +14,13 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runtime/gpu_memory.h"
+#include "runtime/session_options.h"
 #include "runtime/tensor.h"
 
 namespace mf::runtime {
 
 struct Graph;
-
-enum class Backend : uint8_t { kCpu, kCuda };
-// "cpu" | "cuda"; false when unknown.
-bool BackendFromName(std::string_view name, Backend* backend);
-std::string_view BackendName(Backend backend);
-
-enum class Precision : uint8_t {
-  kFp32,  // exact: every kernel computes in float32
-  kTf32,  // float32 tensors, but CUDA matrix units may round multiply inputs to TF32 (CPU: kFp32)
-  kFp16,  // allows float16 compute where the backend has it (CUDA); CPU treats it as kFp32
-  kBf16,  // allows bfloat16 compute where the backend has it; CPU treats it as kFp32 for now
-};
-// "fp32" | "tf32" | "fp16" | "bf16"; false when unknown.
-bool PrecisionFromName(std::string_view name, Precision* precision);
-
-struct SessionOptions {
-  Backend backend = Backend::kCpu;
-  // Intra-op threads for the CPU backend; 0 means one per available core.
-  int threads = 0;
-  Precision precision = Precision::kFp32;
-  // Graph rewrites (constant folding, Conv+BatchNorm+ReLU and Gemm+activation fusion). Turning
-  // them off is for debugging and for tests that compare both ways.
-  bool optimize = true;
-  // GPU ordinal for Backend::kCuda.
-  int device_id = 0;
-};
 
 // One graph input or output. Symbolic or unknown dims are -1 (dim 0 is the batch dim when the
 // model declares it symbolic).
@@ -62,22 +38,6 @@ struct Signature {
   int OutputIndex(std::string_view name) const;
 };
 
-// Where a session's nodes run, after graph rewrites.
-struct NodePlacement {
-  int device = 0;    // on the GPU (0 on the CPU backend)
-  int host = 0;      // on the CPU: every node of the CPU backend; shape arithmetic on CUDA
-  int fallback = 0;  // CUDA backend: nodes without a CUDA kernel, run by the CPU kernels
-  std::vector<std::string> fallback_ops;
-};
-
-// Caps the GPU memory this process's CUDA sessions use on GPU `device_id` (weights, activations,
-// scratch, CUDA graphs) at `fraction` (0, 1] of its total memory, as TF Serving's
-// per_process_gpu_memory_fraction; 0 lifts the cap. A load or a run that would exceed it fails
-// with RESOURCE_EXHAUSTED and changes nothing else. UNAVAILABLE without a CUDA build or that GPU.
-Status SetGpuMemoryFraction(int device_id, double fraction);
-// GPU memory this process's sessions use on `device_id` now (0 without CUDA).
-size_t GpuMemoryInUse(int device_id);
-
 class Session {
  public:
   // Loads `model_path` (a model.onnx file). External initializer data files are resolved
@@ -85,12 +45,10 @@ class Session {
   // Errors: NOT_FOUND (no file), INVALID_ARGUMENT (malformed or hostile model, with the node
   // and reason), UNIMPLEMENTED (an op or type this backend does not support, naming it),
   // UNAVAILABLE (backend not present, e.g. no GPU), RESOURCE_EXHAUSTED (too large).
-  static StatusOr<std::unique_ptr<Session>> Load(const std::string& model_path,
-                                                 const SessionOptions& options);
+  static StatusOr<std::unique_ptr<Session>> Load(const std::string& model_path, const SessionOptions& options);
   // Same, from serialized ModelProto bytes; external data is resolved under `model_dir`
   // (empty: external data is refused).
-  static StatusOr<std::unique_ptr<Session>> LoadFromBytes(std::string_view model_bytes,
-                                                          const std::string& model_dir,
+  static StatusOr<std::unique_ptr<Session>> LoadFromBytes(std::string_view model_bytes, const std::string& model_dir,
                                                           const SessionOptions& options);
 
   ~Session();

@@ -26,7 +26,7 @@
 
 #include "common/status.h"
 #include "runtime/graph/graph.h"
-#include "runtime/session.h"
+#include "runtime/session_options.h"
 
 namespace mf::runtime::cuda {
 
