@@ -48,7 +48,7 @@ sed -e "s|/MODELFLEET_ROOT|$ROOT|" -e "s|file://$ROOT/.cache/trained/digits|file
 run kubectl apply -f "$work/job.yaml"
 sleep 3
 run kubectl get pods -l modelfleet.io/job-name=digits-pytorch
-echo "$ kubectl exec digits-pytorch-worker-1 -- env  (the env the operator set, as Kubeflow's PyTorchJob does)"
+echo "$ kubectl get pod digits-pytorch-worker-1 -o jsonpath=<its env>  (what the operator set, as Kubeflow's PyTorchJob does)"
 kubectl get pod digits-pytorch-worker-1 -o jsonpath='{range .spec.containers[0].env[*]}  {.name}={.value}{"\n"}{end}'
 run kubectl wait tj/digits-pytorch --for condition=Succeeded --timeout=300s
 run kubectl get tj digits-pytorch -o wide

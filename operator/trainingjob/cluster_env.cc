@@ -104,7 +104,7 @@ EnvList ClusterEnv(const TrainingJobSpec& spec, Task task, const ClusterEnvOptio
 }
 
 std::vector<size_t> EnvContainers(Framework framework, const Json& pod_spec) {
-  const Json& containers = pod_spec.value("containers", Json::array());
+  const Json& containers = At(pod_spec, "containers");
   std::vector<size_t> out;
   if (!containers.is_array() || containers.empty()) return out;
   if (framework == Framework::kPyTorch) {
@@ -112,7 +112,7 @@ std::vector<size_t> EnvContainers(Framework framework, const Json& pod_spec) {
     return out;
   }
   for (size_t i = 0; i < containers.size(); ++i) {
-    if (containers[i].is_object() && containers[i].value("name", "") == "tensorflow") return {i};
+    if (containers[i].is_object() && StringAt(containers[i], "name") == "tensorflow") return {i};
   }
   return {0};
 }

@@ -39,9 +39,9 @@ std::string PvcClaim(const std::string& uri) {
 Json DesiredPod(const TrainingJobSpec& spec, Task task, const ClusterEnvOptions& options) {
   const ReplicaSpec& replica = *spec.Find(task.type);
   const Json& tmpl = replica.template_;
-  Json pod_spec = tmpl.value("spec", Json::object());
-  Json meta = tmpl.value("metadata", Json::object());
-  Json labels = meta.value("labels", Json::object());
+  Json pod_spec = At(tmpl, "spec");
+  Json meta = At(tmpl, "metadata");
+  Json labels = At(meta, "labels");
   if (!labels.is_object()) labels = Json::object();
   labels.update(Labels(spec, task));
   Json metadata = {{"name", TaskName(spec, task)},
@@ -64,7 +64,7 @@ Json DesiredPod(const TrainingJobSpec& spec, Task task, const ClusterEnvOptions&
     Json container_env = Json::array();
     if (c.contains("env") && c["env"].is_array()) {
       for (const auto& e : c["env"]) {
-        if (!e.is_object() || !names.count(e.value("name", ""))) container_env.push_back(e);
+        if (!e.is_object() || !names.count(StringAt(e, "name"))) container_env.push_back(e);
       }
     }
     for (const auto& [k, v] : env) container_env.push_back({{"name", k}, {"value", v}});
@@ -80,7 +80,7 @@ Json DesiredPod(const TrainingJobSpec& spec, Task task, const ClusterEnvOptions&
     bool declared = false;
     if (c.contains("ports") && c["ports"].is_array()) {
       for (auto& p : c["ports"]) {
-        if (p.is_object() && p.value("name", "") == PortName(spec.framework)) {
+        if (p.is_object() && StringAt(p, "name") == PortName(spec.framework)) {
           p["containerPort"] = port;
           declared = true;
         }
@@ -118,11 +118,11 @@ Json DesiredService(const TrainingJobSpec& spec, Task task, const ClusterEnvOpti
 }
 
 std::optional<Task> TaskOf(const Json& object) {
-  const Json& meta = object.value("metadata", Json::object());
-  const Json& labels = meta.is_object() ? meta.value("labels", Json::object()) : Json::object();
+  const Json& meta = At(object, "metadata");
+  const Json& labels = meta.is_object() ? At(meta, "labels") : Json::object();
   if (!labels.is_object()) return std::nullopt;
-  const std::string type = labels.value(kReplicaTypeLabel, "");
-  const std::string index = labels.value(kReplicaIndexLabel, "");
+  const std::string type = StringAt(labels, kReplicaTypeLabel);
+  const std::string index = StringAt(labels, kReplicaIndexLabel);
   if (index.empty() || index.size() > 6 || index.find_first_not_of("0123456789") != std::string::npos) {
     return std::nullopt;
   }
@@ -134,8 +134,8 @@ std::optional<Task> TaskOf(const Json& object) {
 
 bool UsesHostNetwork(const TrainingJobSpec& spec) {
   for (const auto& [type, r] : spec.replicas) {
-    const Json& pod_spec = r.template_.value("spec", Json::object());
-    if (pod_spec.is_object() && pod_spec.value("hostNetwork", false)) return true;
+    const Json& pod_spec = At(r.template_, "spec");
+    if (At(pod_spec, "hostNetwork") == true) return true;
   }
   return false;
 }

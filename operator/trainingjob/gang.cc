@@ -21,12 +21,12 @@ void AddList(const Json& list, ResourceList* out) {
 ResourceList ContainerRequests(const Json& container) {
   ResourceList out;
   if (!container.is_object()) return out;
-  const Json& resources = container.value("resources", Json::object());
+  const Json& resources = At(container, "resources");
   if (!resources.is_object()) return out;
-  AddList(resources.value("requests", Json::object()), &out);
+  AddList(At(resources, "requests"), &out);
   // The API server defaults requests to limits where only limits are given.
   ResourceList limits;
-  AddList(resources.value("limits", Json::object()), &limits);
+  AddList(At(resources, "limits"), &limits);
   for (const auto& [name, amount] : limits) out.try_emplace(name, amount);
   return out;
 }
@@ -44,7 +44,7 @@ std::string Amount(const std::string& resource, double value) {
 }
 
 bool Matches(const Json& pod_spec, const Json& node_labels) {
-  const Json& selector = pod_spec.value("nodeSelector", Json::object());
+  const Json& selector = At(pod_spec, "nodeSelector");
   if (!selector.is_object()) return true;
   for (const auto& [k, v] : selector.items()) {
     if (!node_labels.contains(k) || node_labels[k] != v) return false;
@@ -81,19 +81,19 @@ std::optional<double> ParseQuantity(const std::string& text) {
   }
   char* end = nullptr;
   const double value = std::strtod(number.c_str(), &end);
-  if (end == number.c_str() || *end != '\0' || !std::isfinite(value) || value < 0) return std::nullopt;
+  if (end == number.c_str() || *end != '\0' || !std::isfinite(value * scale) || value < 0) return std::nullopt;
   return value * scale;
 }
 
 ResourceList PodRequests(const Json& pod_spec) {
   ResourceList sum;
-  const Json& containers = pod_spec.value("containers", Json::array());
+  const Json& containers = At(pod_spec, "containers");
   if (containers.is_array()) {
     for (const auto& c : containers) {
       for (const auto& [k, v] : ContainerRequests(c)) sum[k] += v;
     }
   }
-  const Json& init = pod_spec.value("initContainers", Json::array());
+  const Json& init = At(pod_spec, "initContainers");
   if (init.is_array()) {
     for (const auto& c : init) {
       for (const auto& [k, v] : ContainerRequests(c)) sum[k] = std::max(sum[k], v);
@@ -106,28 +106,28 @@ ResourceList PodRequests(const Json& pod_spec) {
 std::vector<NodeRoom> FreeRoom(const std::vector<Json>& nodes, const std::vector<Json>& pods) {
   std::vector<NodeRoom> out;
   for (const Json& node : nodes) {
-    const Json& spec = node.value("spec", Json::object());
-    if (spec.is_object() && spec.value("unschedulable", false) == true) continue;
-    const Json& status = node.value("status", Json::object());
+    const Json& spec = At(node, "spec");
+    if (At(spec, "unschedulable") == true) continue;
+    const Json& status = At(node, "status");
     bool ready = false;
-    const Json& conditions = status.is_object() ? status.value("conditions", Json::array()) : Json::array();
+    const Json& conditions = status.is_object() ? At(status, "conditions") : Json::array();
     for (const auto& c : conditions) {
-      if (c.is_object() && c.value("type", Json("")) == "Ready" && c.value("status", Json("")) == "True") ready = true;
+      if (c.is_object() && StringAt(c, "type") == "Ready" && StringAt(c, "status") == "True") ready = true;
     }
     if (!ready) continue;
     NodeRoom room;
-    const Json& meta = node.value("metadata", Json::object());
+    const Json& meta = At(node, "metadata");
     room.name =
         meta.is_object() && meta.contains("name") && meta["name"].is_string() ? meta["name"].get<std::string>() : "";
     if (meta.is_object() && meta.contains("labels") && meta["labels"].is_object()) room.labels = meta["labels"];
-    AddList(status.is_object() ? status.value("allocatable", Json::object()) : Json::object(), &room.free);
+    AddList(status.is_object() ? At(status, "allocatable") : Json::object(), &room.free);
     out.push_back(std::move(room));
   }
   for (const Json& pod : pods) {
-    const Json& spec = pod.value("spec", Json::object());
-    const Json& status = pod.value("status", Json::object());
+    const Json& spec = At(pod, "spec");
+    const Json& status = At(pod, "status");
     if (!spec.is_object() || !spec.contains("nodeName") || !spec["nodeName"].is_string()) continue;
-    const Json phase = status.is_object() ? status.value("phase", Json("")) : Json("");
+    const std::string phase = StringAt(status, "phase");
     if (phase == "Succeeded" || phase == "Failed") continue;
     for (auto& room : out) {
       if (room.name != spec["nodeName"].get<std::string>()) continue;

@@ -9,8 +9,8 @@ namespace mf::op::training {
 
 int64_t NextModelVersion(const Json& model_deployment) {
   int64_t highest = 0;
-  const Json& spec = model_deployment.value("spec", Json::object());
-  const Json& versions = spec.is_object() ? spec.value("versions", Json::array()) : Json::array();
+  const Json& spec = At(model_deployment, "spec");
+  const Json& versions = spec.is_object() ? At(spec, "versions") : Json::array();
   if (versions.is_array()) {
     for (const auto& v : versions) {
       if (v.is_object() && v.contains("name") && v["name"].is_string()) {
@@ -24,8 +24,8 @@ int64_t NextModelVersion(const Json& model_deployment) {
 StatusOr<Handoff> BuildHandoff(const Json& model_deployment, const TrainingJobSpec& spec, int64_t model_version) {
   Handoff out;
   out.storage_uri = spec.output.model_uri + "/" + std::to_string(model_version);
-  const Json& md_spec = model_deployment.value("spec", Json::object());
-  const Json& versions = md_spec.is_object() ? md_spec.value("versions", Json::array()) : Json::array();
+  const Json& md_spec = At(model_deployment, "spec");
+  const Json& versions = md_spec.is_object() ? At(md_spec, "versions") : Json::array();
   if (!versions.is_array() || versions.empty()) {
     return FailedPrecondition("ModelDeployment " + spec.output.deploy_to->model_deployment + " has no spec.versions");
   }
@@ -48,15 +48,19 @@ StatusOr<Handoff> BuildHandoff(const Json& model_deployment, const TrainingJobSp
   const int canary = spec.output.deploy_to->canary_percent;
   std::vector<std::pair<std::string, int>> old;
   int old_total = 0;
-  const Json& traffic = md_spec.value("traffic", Json::object());
+  const Json& traffic = At(md_spec, "traffic");
   for (const auto& v : versions) {
     if (!v.is_object() || !v.contains("name") || !v["name"].is_string()) continue;
     const std::string name = v["name"].get<std::string>();
     const int w = traffic.is_object() && traffic.contains(name) && traffic[name].is_number_integer()
                       ? traffic[name].get<int>()
                       : 0;
-    old.emplace_back(name, std::max(w, 0));
-    old_total += std::max(w, 0);
+    old.emplace_back(name, std::clamp(w, 0, 100));
+    old_total += std::clamp(w, 0, 100);
+  }
+  if (old.empty()) {
+    return FailedPrecondition("ModelDeployment " + spec.output.deploy_to->model_deployment +
+                              " has no named versions in spec.versions");
   }
   Json new_traffic = Json::object();
   const int rest = 100 - canary;
@@ -83,8 +87,7 @@ StatusOr<Handoff> BuildHandoff(const Json& model_deployment, const TrainingJobSp
   new_traffic[out.version] = canary;
   Json new_versions = versions;
   new_versions.push_back({{"name", out.version}, {"storageUri", out.storage_uri}});
-  out.patch = {{"metadata",
-                {{"resourceVersion", model_deployment.value("metadata", Json::object()).value("resourceVersion", "")}}},
+  out.patch = {{"metadata", {{"resourceVersion", StringAt(At(model_deployment, "metadata"), "resourceVersion")}}},
                {"spec", {{"versions", new_versions}, {"traffic", new_traffic}}}};
   return out;
 }

@@ -1,5 +1,6 @@
 #include "trainingjob/lifecycle.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -22,7 +23,9 @@ std::string Str(const Json& object, const char* key) {
 int64_t Int(const Json& object, const char* key) {
   if (!object.is_object()) return 0;
   auto it = object.find(key);
-  return it != object.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+  // Counts and times: anything beyond a trillion is nonsense someone wrote, and must not overflow sums.
+  constexpr int64_t kLimit = 1'000'000'000'000;
+  return it != object.end() && it->is_number_integer() ? std::clamp<int64_t>(it->get<int64_t>(), -kLimit, kLimit) : 0;
 }
 
 const Json& Field(const Json& object, const char* key) {
@@ -80,8 +83,7 @@ PodView View(const TrainingJobSpec& spec, const Json& pod, Task task) {
     // Kubeflow reads the container named tensorflow/pytorch, else the pod's first; statuses come
     // sorted by name, so find the template's first container by name.
     const ReplicaSpec* r = spec.Find(task.type);
-    const Json& containers =
-        r ? r->template_.value("spec", Json::object()).value("containers", Json::array()) : Json::array();
+    const Json& containers = r ? At(At(r->template_, "spec"), "containers") : Json::array();
     bool named = false;
     for (const auto& cs : statuses) named = named || Str(cs, "name") == wanted;
     if (!named && containers.is_array() && !containers.empty()) {

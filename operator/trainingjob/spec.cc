@@ -53,18 +53,19 @@ Status EnumField(const Json& obj, const char* key, const std::string& path, cons
 std::optional<int32_t> NamedPort(const Json& pod_spec, Framework framework) {
   const char* container_name = framework == Framework::kPyTorch ? "pytorch" : "tensorflow";
   const char* port_name = framework == Framework::kPyTorch ? "pytorchjob-port" : "tfjob-port";
-  const Json& containers = pod_spec.value("containers", Json::array());
+  const Json& containers = At(pod_spec, "containers");
   if (!containers.is_array() || containers.empty()) return std::nullopt;
   const Json* chosen = &containers[0];
   for (const auto& c : containers) {
-    if (c.is_object() && c.value("name", "") == container_name) chosen = &c;
+    if (c.is_object() && StringAt(c, "name") == container_name) chosen = &c;
   }
   const Json& ports = chosen->is_object() ? chosen->value("ports", Json::array()) : Json::array();
   if (!ports.is_array()) return std::nullopt;
   for (const auto& p : ports) {
-    if (p.is_object() && p.value("name", "") == port_name && p.contains("containerPort") &&
-        p["containerPort"].is_number_integer()) {
-      return p["containerPort"].get<int32_t>();
+    const Json& port = At(p, "containerPort");
+    if (StringAt(p, "name") == port_name && port.is_number_integer() && port.get<int64_t>() >= 1 &&
+        port.get<int64_t>() <= 65535) {
+      return port.get<int32_t>();
     }
   }
   return std::nullopt;
@@ -85,9 +86,9 @@ Status ParseReplica(const Json& value, const std::string& path, Framework framew
                         : policy == "Never"    ? RestartPolicy::kNever
                         : policy == "ExitCode" ? RestartPolicy::kExitCode
                                                : RestartPolicy::kOnFailure;
-  const Json& tmpl = value.value("template", Json());
+  const Json& tmpl = At(value, "template");
   if (!tmpl.is_object()) return InvalidArgument(path + ".template must be a pod template ({metadata, spec})");
-  const Json& pod_spec = tmpl.value("spec", Json());
+  const Json& pod_spec = At(tmpl, "spec");
   if (!pod_spec.is_object() || !pod_spec.contains("containers") || !pod_spec["containers"].is_array() ||
       pod_spec["containers"].empty()) {
     return InvalidArgument(path + ".template.spec.containers must list at least one container");
@@ -103,6 +104,18 @@ Status ParseReplica(const Json& value, const std::string& path, Framework framew
 }
 
 }  // namespace
+
+const Json& At(const Json& object, std::string_view key) {
+  static const Json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+std::string StringAt(const Json& object, std::string_view key) {
+  const Json& v = At(object, key);
+  return v.is_string() ? v.get<std::string>() : "";
+}
 
 const char* ReplicaTypeName(ReplicaType type) {
   switch (type) {
@@ -152,14 +165,14 @@ int32_t TrainingJobSpec::TotalReplicas() const {
 StatusOr<TrainingJobSpec> ParseTrainingJob(const Json& object) {
   if (!object.is_object()) return InvalidArgument("a TrainingJob must be a JSON object");
   TrainingJobSpec job;
-  const Json& meta = object.value("metadata", Json::object());
-  job.name = meta.is_object() ? meta.value("name", "") : "";
-  job.ns = meta.is_object() ? meta.value("namespace", "") : "";
-  job.uid = meta.is_object() ? meta.value("uid", "") : "";
+  const Json& meta = At(object, "metadata");
+  job.name = meta.is_object() ? StringAt(meta, "name") : "";
+  job.ns = meta.is_object() ? StringAt(meta, "namespace") : "";
+  job.uid = meta.is_object() ? StringAt(meta, "uid") : "";
   if (meta.is_object() && meta.contains("generation") && meta["generation"].is_number_integer()) {
     job.generation = meta["generation"].get<int64_t>();
   }
-  const Json& spec = object.value("spec", Json());
+  const Json& spec = At(object, "spec");
   if (!spec.is_object()) return InvalidArgument("spec must be an object");
 
   std::string framework;
@@ -169,7 +182,7 @@ StatusOr<TrainingJobSpec> ParseTrainingJob(const Json& object) {
   if (Status s = IntField(spec, "port", "spec", 1, 65535, &port); !s.ok()) return s;
   job.port = static_cast<int32_t>(port.value_or(2222));
 
-  const Json& specs = spec.value("replicaSpecs", Json());
+  const Json& specs = At(spec, "replicaSpecs");
   if (!specs.is_object() || specs.empty()) {
     return InvalidArgument("spec.replicaSpecs must name at least one replica type (Chief, Worker, PS, Evaluator)");
   }

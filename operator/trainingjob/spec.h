@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -92,5 +93,11 @@ struct TrainingJobSpec {
 
 // INVALID_ARGUMENT naming the field and what to do.
 StatusOr<TrainingJobSpec> ParseTrainingJob(const Json& object);
+
+// Reads of objects others write that never throw, whatever their shape: the member `key` of
+// `object` (null when `object` is no object or lacks it), and that member as a string ("" unless
+// it is one).
+const Json& At(const Json& object, std::string_view key);
+std::string StringAt(const Json& object, std::string_view key);
 
 }  // namespace mf::op::training

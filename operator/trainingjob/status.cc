@@ -27,7 +27,7 @@ bool SetCondition(Json* status, const std::string& type, bool value, const std::
   for (auto& c : (*status)["conditions"]) {
     if (!c.is_object() || !c.contains("type") || c["type"] != type) continue;
     const bool flipped = !c.contains("status") || c["status"] != text;
-    if (!flipped && c.value("reason", Json("")) == reason && c.value("message", Json("")) == message) return false;
+    if (!flipped && StringAt(c, "reason") == reason && StringAt(c, "message") == message) return false;
     c["status"] = text;
     c["reason"] = reason;
     c["message"] = message;
@@ -63,9 +63,9 @@ Json ReplicaStatuses(const TrainingJobSpec& spec, const std::vector<Json>& pods)
   for (const Json& pod : pods) {
     const auto task = TaskOf(pod);
     if (!task || !out.contains(ReplicaTypeName(task->type))) continue;
-    const Json& meta = pod.value("metadata", Json::object());
+    const Json& meta = At(pod, "metadata");
     if (meta.is_object() && meta.contains("deletionTimestamp")) continue;
-    const Json& st = pod.value("status", Json::object());
+    const Json& st = At(pod, "status");
     const std::string phase =
         st.is_object() && st.contains("phase") && st["phase"].is_string() ? st["phase"].get<std::string>() : "Pending";
     Json& counts = out[ReplicaTypeName(task->type)];

@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<Json> pods = Items(input, "pods");
   const std::vector<Json> nodes = Items(input, "nodes");
   if (!spec.ok()) {
-    (void)t::InvalidSpecStatus(input["job"].value("status", Json::object()), "job", spec.status().message(), 0);
+    (void)t::InvalidSpecStatus(t::At(input["job"], "status"), "job", spec.status().message(), 0);
     return 0;
   }
   if (spec->TotalReplicas() > 64) return 0;  // the work grows with the replicas; big ones say nothing new
