@@ -12,7 +12,8 @@
 //   the Service's virtual IP when it is proxied (service_proxy.h: ports map to targetPorts, load
 //   spreads over ready pods), else (headless) to its first ready address (sorted);
 //   <h>.<s>.<n>.svc[.cluster.local] for each address with a hostname (pods with
-//   spec.hostname + spec.subdomain = <s>, the headless-Service pattern TrainingJobs use).
+//   spec.hostname + spec.subdomain = <s>, the StatefulSet pattern). A TrainingJob's pods each have
+//   a headless Service of their own, so they resolve as <job>-<type>-<i>.<n>.svc like any Service.
 #pragma once
 
 #include <filesystem>
