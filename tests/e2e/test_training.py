@@ -8,6 +8,7 @@
 - an always-failing worker ends the job Failed after backoffLimit restarts, with a clear reason,
   and ttlSecondsAfterFinished then deletes the job and, by garbage collection, its pods;
 - a job whose pods cannot all fit on the nodes gets none, and says why;
+- suspend deletes a running job's pods, resume starts new ones;
 - RBAC: the grants only TrainingJobs use were all called.
 
 The jobs are the example in examples/training/, with fewer epochs; each uses its own port, since
@@ -208,6 +209,32 @@ def test_a_job_that_cannot_fit_gets_no_pod_and_says_why(fleet, tmp_path):
         assert not fleet.json("pods", "-l", f"modelfleet.io/job-name={name}")["items"]
     finally:
         fleet.kubectl("delete", "tj", name, check=False)
+
+
+def test_suspend_deletes_the_pods_and_resume_starts_them_again(fleet, tmp_path):
+    name = "digits-suspend"
+    job = example_job(name, 23496, tmp_path / "models", deploy=False)
+    for replica in job["spec"]["replicaSpecs"].values():
+        replica["template"]["spec"]["containers"][0]["args"] = ["-c", "import time; time.sleep(300)"]
+    apply(fleet, job)
+    pods = lambda: [p for p in fleet.json("pods", "-l", f"modelfleet.io/job-name={name}")["items"]  # noqa: E731
+                    if not p["metadata"].get("deletionTimestamp")]
+    try:
+        wait_state(fleet, name, {"Running"}, timeout=60)
+        first = {p["metadata"]["uid"] for p in pods()}
+        assert len(first) == 3
+        fleet.kubectl("patch", "tj", name, "--type", "merge", "-p", '{"spec":{"runPolicy":{"suspend":true}}}')
+        wait_state(fleet, name, {"Suspended"}, timeout=30)
+        wait_until(lambda: not fleet.json("pods", "-l", f"modelfleet.io/job-name={name}")["items"], timeout=60,
+                   what="the suspended job's pods gone")
+        assert condition(tj(fleet, name), "Running")["status"] == "False"
+        fleet.kubectl("patch", "tj", name, "--type", "merge", "-p", '{"spec":{"runPolicy":{"suspend":false}}}')
+        wait_state(fleet, name, {"Running"}, timeout=60)
+        assert condition(tj(fleet, name), "Suspended")["reason"] == "TrainingJobResumed"
+        again = {p["metadata"]["uid"] for p in pods()}
+        assert len(again) == 3 and not again & first
+    finally:
+        fleet.kubectl("delete", "tj", name, "--wait=false", check=False)
 
 
 def test_rbac_grants_only_training_jobs_use_were_called(fleet):
