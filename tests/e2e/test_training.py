@@ -9,6 +9,7 @@
   and ttlSecondsAfterFinished then deletes the job and, by garbage collection, its pods;
 - a job whose pods cannot all fit on the nodes gets none, and says why;
 - suspend deletes a running job's pods, resume starts new ones;
+- the API server refuses replica layouts the frameworks cannot run (the CRD's CEL rules);
 - RBAC: the grants only TrainingJobs use were all called.
 
 The jobs are the example in examples/training/, with fewer epochs; each uses its own port, since
@@ -235,6 +236,21 @@ def test_suspend_deletes_the_pods_and_resume_starts_them_again(fleet, tmp_path):
         assert len(again) == 3 and not again & first
     finally:
         fleet.kubectl("delete", "tj", name, "--wait=false", check=False)
+
+
+@pytest.mark.parametrize("framework,replicas,message", [
+    ("tensorflow", {"Master": 1, "Worker": 1}, "name the coordinating replica Chief"),
+    ("pytorch", {"Master": 1, "PS": 1}, "PyTorch jobs have no parameter servers"),
+    ("pytorch", {"Master": 2}, "at most one Master"),
+    ("tensorflow", {"PS": 1}, "needs a Chief (PyTorch: Master) or at least one Worker"),
+])
+def test_the_api_server_refuses_layouts_the_frameworks_cannot_run(fleet, framework, replicas, message):
+    template = {"spec": {"containers": [{"name": "c", "image": "modelfleet/python-train"}]}}
+    job = {"apiVersion": "modelfleet.io/v1alpha1", "kind": "TrainingJob", "metadata": {"name": "refused"},
+           "spec": {"framework": framework,
+                    "replicaSpecs": {t: {"replicas": n, "template": template} for t, n in replicas.items()}}}
+    result = fleet.kubectl("apply", "--dry-run=server", "-f", "-", input=json.dumps(job), check=False)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
 
 
 def test_rbac_grants_only_training_jobs_use_were_called(fleet):
