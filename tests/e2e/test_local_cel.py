@@ -141,14 +141,14 @@ def test_defaults_are_filled_in(model_deployments, training_jobs):
     assert get_json(cluster, "trainingjob", "minimal")["spec"] == {
         "framework": "tensorflow", "port": 2222, "successPolicy": "Default",
         "replicaSpecs": {"Worker": {"replicas": 1, "restartPolicy": "OnFailure", "template": TEMPLATE}},
-        "runPolicy": {"backoffLimit": 3, "cleanPodPolicy": "Running"},
+        "runPolicy": {"backoffLimit": 3, "cleanPodPolicy": "Running", "restartScope": "Pod", "suspend": False},
         "hyperparameters": {"metricTag": "acc", "maxTrials": 3, "goal": "MAXIMIZE", "algorithm": "random",
                             "maxParallelTrials": 1,
                             "params": [{"name": "lr", "type": "DOUBLE", "min": 0.1, "max": 1,
                                         "scaleType": "UNIT_LINEAR_SCALE"}]},
         "output": {"deployTo": {"modelDeployment": "digits", "canaryPercent": 10}}}
     table = cluster.kubectl("get", "trainingjobs").stdout.splitlines()
-    assert table[0].split() == ["NAME", "FRAMEWORK", "STATE", "TRIALS", "AGE"]
+    assert table[0].split() == ["NAME", "FRAMEWORK", "STATE", "RESTARTS", "TRIALS", "AGE"]
     assert table[1].split()[:2] == ["minimal", "tensorflow"]
 
 
@@ -195,7 +195,7 @@ INVALID = [
                                                                                   "PS": {"template": TEMPLATE}}),
      'The TrainingJob "bad" is invalid: spec: Invalid value: PyTorch jobs have no parameter servers (PS)'),
     ("no-chief-or-worker", training_job(replicaSpecs={"Evaluator": {"template": TEMPLATE}}),
-     'The TrainingJob "bad" is invalid: spec: Invalid value: a TrainingJob needs a Chief or at least one Worker'),
+     'The TrainingJob "bad" is invalid: spec: Invalid value: a TrainingJob needs a Chief (PyTorch: Master) or at least one Worker'),
     ("categorical-without-values",
      training_job(hyperparameters={"metricTag": "acc", "maxTrials": 3, "params": [{"name": "opt", "type": "CATEGORICAL"}]}),
      'The TrainingJob "bad" is invalid: spec.hyperparameters.params[0]: Invalid value: '
