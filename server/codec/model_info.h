@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "runtime/session.h"
 #include "runtime/tensor.h"
+#include "server/repository/version_state.h"
 
 namespace mf::codec {
 
@@ -30,24 +31,12 @@ struct ModelSignature {
   static ModelSignature FromRuntime(const runtime::Signature& signature);
 };
 
-// TF Serving's ModelVersionStatus.State; the values are the proto enum numbers.
-enum class ModelVersionState : int {
-  kUnknown = 0,
-  kStart = 10,
-  kLoading = 20,
-  kAvailable = 30,
-  kUnloading = 40,
-  kEnd = 50,
-};
+// A version's state and status are the repository's (server/repository/version_state.h); the
+// codecs write them under TF Serving's names.
+using ModelVersionState = server::VersionState;
+using ModelVersionStatus = server::VersionStatus;
 
 // "UNKNOWN", "START", "LOADING", "AVAILABLE", "UNLOADING", "END".
 std::string_view ModelVersionStateName(ModelVersionState state);
-
-// One row of GetModelStatus: a version, its state and its last error (OK unless a load failed).
-struct ModelVersionStatus {
-  int64_t version = 0;
-  ModelVersionState state = ModelVersionState::kUnknown;
-  Status status;
-};
 
 }  // namespace mf::codec

@@ -11,7 +11,7 @@
 #include <thread>
 #include <utility>
 
-#include "http2/grpc_server.h"
+#include "http2/grpc_router.h"
 #include "http2/grpc_wire.h"
 #include "http2/server.h"
 #include "server/grpc/grpc_services.h"

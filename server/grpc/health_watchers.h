@@ -15,7 +15,7 @@
 
 #include "common/status.h"
 #include "grpc/health/v1/health.pb.h"
-#include "http2/grpc_server.h"
+#include "http2/grpc_router.h"
 
 namespace mf::server {
 

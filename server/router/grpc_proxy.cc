@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "common/logging.h"
-#include "http2/grpc_server.h"
+#include "http2/grpc_router.h"
 #include "http2/grpc_wire.h"
 #include "server/router/proxy_common.h"
 #include "server/router/routing.h"

@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "http/hosts_file.h"
+#include "http/hosts_lookup.h"
 #include "http/message.h"
 
 namespace mf::http {

@@ -1,4 +1,4 @@
-#include "http/hosts_file.h"
+#include "http/hosts_lookup.h"
 
 #include <sys/stat.h>
 

@@ -1,5 +1,5 @@
 // HTTP/2 framing (RFC 9113 4, 6): the 9-byte frame header, the constants the server uses, and
-// writers that append whole frames to an output buffer. No state: session.cc owns that.
+// writers that append whole frames to an output buffer. No state: h2_server_session.cc owns that.
 #pragma once
 
 #include <cstddef>

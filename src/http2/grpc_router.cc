@@ -1,4 +1,4 @@
-#include "http2/grpc_server.h"
+#include "http2/grpc_router.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "http2/session.h"
+#include "http2/h2_server_session.h"
 
 #include <algorithm>
 #include <charconv>
@@ -128,8 +128,8 @@ void Session::ParseFrames(const uint8_t* data, size_t size, size_t* consumed) {
     const frame::Header header = frame::ParseHeader(data + at);
     // We never raise SETTINGS_MAX_FRAME_SIZE, so this bounds what one frame can make us buffer.
     if (header.length > kDefaultMaxFrameBytes) {
-      ConnectionError(kFrameSizeError, "a frame of " + std::to_string(header.length) +
-                                           " bytes exceeds SETTINGS_MAX_FRAME_SIZE (16384)");
+      ConnectionError(kFrameSizeError,
+                      "a frame of " + std::to_string(header.length) + " bytes exceeds SETTINGS_MAX_FRAME_SIZE (16384)");
       break;
     }
     if (size - at - kFrameHeaderBytes < header.length) break;
@@ -207,7 +207,8 @@ void Session::OnSettings(uint8_t flags, const uint8_t* payload, size_t length) {
         if (value > 1) return ConnectionError(kProtocolError, "a boolean setting is neither 0 nor 1");
         break;
       case frame::kInitialWindowSize: {
-        if (value > kMaxWindowBytes) return ConnectionError(kFlowControlError, "SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1");
+        if (value > kMaxWindowBytes)
+          return ConnectionError(kFlowControlError, "SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1");
         // Applies to every open stream's send window, by the difference (RFC 9113 6.9.2).
         const int64_t delta = int64_t{value} - peer_initial_window_;
         peer_initial_window_ = value;
@@ -257,7 +258,8 @@ void Session::OnRstStream(int32_t id, const uint8_t* /*payload*/, size_t length)
   if (id > last_stream_id_) return ConnectionError(kProtocolError, "RST_STREAM on a stream never opened");
   if (Find(id) == nullptr) return;  // already closed: a reset crossing our answer
   const auto now = std::chrono::steady_clock::now();
-  reset_tokens_ = std::min(kResetBurst, reset_tokens_ + kResetsPerSecond * std::chrono::duration<double>(now - reset_refilled_).count());
+  reset_tokens_ = std::min(
+      kResetBurst, reset_tokens_ + kResetsPerSecond * std::chrono::duration<double>(now - reset_refilled_).count());
   reset_refilled_ = now;
   if (reset_tokens_ < 1) return ConnectionError(kEnhanceYourCalm, "streams reset faster than the server allows");
   reset_tokens_ -= 1;
@@ -267,12 +269,14 @@ void Session::OnRstStream(int32_t id, const uint8_t* /*payload*/, size_t length)
 void Session::OnData(int32_t id, uint8_t flags, const uint8_t* payload, size_t length) {
   if (id == 0) return ConnectionError(kProtocolError, "DATA on stream 0");
   const frame::Content content = frame::StripPadding(frame::kData, flags, payload, length);
-  if (content.problem != frame::Content::kNone) return ConnectionError(kProtocolError, "DATA padding exceeds the frame");
+  if (content.problem != frame::Content::kNone)
+    return ConnectionError(kProtocolError, "DATA padding exceeds the frame");
   // The whole frame, padding included, counts against both windows (RFC 9113 6.9.1).
   receive_window_ -= static_cast<int64_t>(length);
   if (receive_window_ < 0) return ConnectionError(kFlowControlError, "DATA beyond the connection window");
   receive_consumed_ += static_cast<int64_t>(length);
-  Replenish(0, &receive_window_, &receive_consumed_, std::max(kDefaultWindowBytes, Clamp(options_.connection_window_bytes)));
+  Replenish(0, &receive_window_, &receive_consumed_,
+            std::max(kDefaultWindowBytes, Clamp(options_.connection_window_bytes)));
   Stream* stream = Find(id);
   if (stream == nullptr) {
     if (id > last_stream_id_) return ConnectionError(kProtocolError, "DATA on a stream never opened");
@@ -322,10 +326,14 @@ void Session::OnHeaders(int32_t id, uint8_t flags, const uint8_t* payload, size_
   if (id == 0) return ConnectionError(kProtocolError, "HEADERS on stream 0");
   const frame::Content content = frame::StripPadding(frame::kHeaders, flags, payload, length);
   switch (content.problem) {
-    case frame::Content::kNone: break;
-    case frame::Content::kNoPadLength: return ConnectionError(kFrameSizeError, "padded HEADERS without a pad length");
-    case frame::Content::kShortPriority: return ConnectionError(kFrameSizeError, "HEADERS too short for its priority");
-    case frame::Content::kPaddingTooLong: return ConnectionError(kProtocolError, "HEADERS padding exceeds the frame");
+    case frame::Content::kNone:
+      break;
+    case frame::Content::kNoPadLength:
+      return ConnectionError(kFrameSizeError, "padded HEADERS without a pad length");
+    case frame::Content::kShortPriority:
+      return ConnectionError(kFrameSizeError, "HEADERS too short for its priority");
+    case frame::Content::kPaddingTooLong:
+      return ConnectionError(kProtocolError, "HEADERS padding exceeds the frame");
   }
   block_.assign(reinterpret_cast<const char*>(content.data), content.size);
   block_stream_ = id;

@@ -123,10 +123,10 @@ class Session {
   std::unordered_map<int32_t, std::unique_ptr<Stream>> streams_;
   // Streams with response body or an end still to write, in the order they asked.
   std::deque<int32_t> sending_;
-  std::string input_;      // the unparsed tail of earlier reads (part of a frame)
-  std::string control_;    // frames to send before any further DATA, in order
-  std::string block_;      // a header block being received (HEADERS + CONTINUATION)
-  std::string encoded_;    // scratch: a header block being sent
+  std::string input_;        // the unparsed tail of earlier reads (part of a frame)
+  std::string control_;      // frames to send before any further DATA, in order
+  std::string block_;        // a header block being received (HEADERS + CONTINUATION)
+  std::string encoded_;      // scratch: a header block being sent
   size_t preface_seen_ = 0;  // bytes of the client preface checked so far
   bool settings_seen_ = false;
   int32_t block_stream_ = 0;  // stream of block_; 0 when none is open
@@ -147,8 +147,8 @@ class Session {
   bool goaway_sent_ = false;
   bool goaway_received_ = false;
   bool failed_ = false;
-  std::string error_;        // why the connection failed
-  size_t owed_frames_ = 0;   // ACKs and resets queued since the last Produce()
+  std::string error_;       // why the connection failed
+  size_t owed_frames_ = 0;  // ACKs and resets queued since the last Produce()
   // Streams the client reset while open, as a token bucket: a client that opens and resets
   // streams faster than this makes the server start work it never sees answered (the "rapid
   // reset" attack, CVE-2023-44487), so it gets GOAWAY. nghttp2's defaults: 1000, then 33/s.

@@ -1,5 +1,5 @@
 // An HTTP/2 server (h2c with prior knowledge, what gRPC clients speak on plaintext ports) on
-// Boost.Asio and our HTTP/2 session (session.h). Like src/http's server: one io_context per io thread,
+// Boost.Asio and our HTTP/2 session (h2_server_session.h). Like src/http's server: one io_context per io thread,
 // each connection pinned to one of them, so a connection's state is touched by one thread and
 // the hot path takes no lock. Requests reach the handler complete (headers, body, trailers);
 // the answer goes through a ResponseStream, from any thread, now or later, in one part or many
@@ -22,7 +22,7 @@
 
 #include "common/status.h"
 #include "http2/message.h"
-#include "http2/session.h"
+#include "http2/h2_server_session.h"
 
 namespace mf::http2 {
 

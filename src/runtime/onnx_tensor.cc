@@ -9,7 +9,6 @@
 #include <cstring>
 #include <filesystem>
 
-
 namespace mf::runtime {
 namespace {
 
@@ -31,9 +30,12 @@ StatusOr<ExternalRange> ResolveExternalData(const onnx::TensorProto& proto, cons
   int64_t length = -1;
   for (const auto& entry : proto.external_data()) {
     try {
-      if (entry.key() == "location") r.location = entry.value();
-      else if (entry.key() == "offset") r.offset = std::stoll(entry.value());
-      else if (entry.key() == "length") length = std::stoll(entry.value());
+      if (entry.key() == "location")
+        r.location = entry.value();
+      else if (entry.key() == "offset")
+        r.offset = std::stoll(entry.value());
+      else if (entry.key() == "length")
+        length = std::stoll(entry.value());
     } catch (const std::exception&) {
       return InvalidArgument("external data entry '" + entry.key() + "' is not a number: '" + entry.value() + "'");
     }
@@ -88,9 +90,8 @@ void ReleasePages(std::string& dead) { ReleaseResidentPages(dead.data(), dead.ca
 template <typename T, typename Field>
 Status CopyField(const Field& field, Tensor* t, const char* field_name) {
   if (field.size() != t->num_elements()) {
-    return InvalidArgument(std::string(field_name) + " holds " + std::to_string(field.size()) +
-                           " values, the shape " + ShapeToString(t->shape()) + " needs " +
-                           std::to_string(t->num_elements()));
+    return InvalidArgument(std::string(field_name) + " holds " + std::to_string(field.size()) + " values, the shape " +
+                           ShapeToString(t->shape()) + " needs " + std::to_string(t->num_elements()));
   }
   T* out = t->data<T>();
   for (int i = 0; i < field.size(); ++i) out[i] = static_cast<T>(field.Get(i));
@@ -130,51 +131,80 @@ Status ReadFileRange(int fd, uint64_t offset, uint64_t length, void* out) {
 StatusOr<DataType> DataTypeFromOnnx(int onnx_type) {
   using TP = onnx::TensorProto;
   switch (onnx_type) {
-    case TP::FLOAT: return DataType::kFloat32;
-    case TP::UINT8: return DataType::kUInt8;
-    case TP::INT8: return DataType::kInt8;
-    case TP::UINT16: return DataType::kUInt16;
-    case TP::INT16: return DataType::kInt16;
-    case TP::INT32: return DataType::kInt32;
-    case TP::INT64: return DataType::kInt64;
-    case TP::STRING: return DataType::kString;
-    case TP::BOOL: return DataType::kBool;
-    case TP::FLOAT16: return DataType::kFloat16;
-    case TP::DOUBLE: return DataType::kFloat64;
-    case TP::UINT32: return DataType::kUInt32;
-    case TP::UINT64: return DataType::kUInt64;
-    case TP::BFLOAT16: return DataType::kBFloat16;
-    default: return Unimplemented("ONNX element type " + std::to_string(onnx_type) + " is not supported");
+    case TP::FLOAT:
+      return DataType::kFloat32;
+    case TP::UINT8:
+      return DataType::kUInt8;
+    case TP::INT8:
+      return DataType::kInt8;
+    case TP::UINT16:
+      return DataType::kUInt16;
+    case TP::INT16:
+      return DataType::kInt16;
+    case TP::INT32:
+      return DataType::kInt32;
+    case TP::INT64:
+      return DataType::kInt64;
+    case TP::STRING:
+      return DataType::kString;
+    case TP::BOOL:
+      return DataType::kBool;
+    case TP::FLOAT16:
+      return DataType::kFloat16;
+    case TP::DOUBLE:
+      return DataType::kFloat64;
+    case TP::UINT32:
+      return DataType::kUInt32;
+    case TP::UINT64:
+      return DataType::kUInt64;
+    case TP::BFLOAT16:
+      return DataType::kBFloat16;
+    default:
+      return Unimplemented("ONNX element type " + std::to_string(onnx_type) + " is not supported");
   }
 }
 
 int DataTypeToOnnx(DataType dtype) {
   using TP = onnx::TensorProto;
   switch (dtype) {
-    case DataType::kFloat32: return TP::FLOAT;
-    case DataType::kFloat16: return TP::FLOAT16;
-    case DataType::kBFloat16: return TP::BFLOAT16;
-    case DataType::kFloat64: return TP::DOUBLE;
-    case DataType::kInt8: return TP::INT8;
-    case DataType::kInt16: return TP::INT16;
-    case DataType::kInt32: return TP::INT32;
-    case DataType::kInt64: return TP::INT64;
-    case DataType::kUInt8: return TP::UINT8;
-    case DataType::kUInt16: return TP::UINT16;
-    case DataType::kUInt32: return TP::UINT32;
-    case DataType::kUInt64: return TP::UINT64;
-    case DataType::kBool: return TP::BOOL;
-    case DataType::kString: return TP::STRING;
+    case DataType::kFloat32:
+      return TP::FLOAT;
+    case DataType::kFloat16:
+      return TP::FLOAT16;
+    case DataType::kBFloat16:
+      return TP::BFLOAT16;
+    case DataType::kFloat64:
+      return TP::DOUBLE;
+    case DataType::kInt8:
+      return TP::INT8;
+    case DataType::kInt16:
+      return TP::INT16;
+    case DataType::kInt32:
+      return TP::INT32;
+    case DataType::kInt64:
+      return TP::INT64;
+    case DataType::kUInt8:
+      return TP::UINT8;
+    case DataType::kUInt16:
+      return TP::UINT16;
+    case DataType::kUInt32:
+      return TP::UINT32;
+    case DataType::kUInt64:
+      return TP::UINT64;
+    case DataType::kBool:
+      return TP::BOOL;
+    case DataType::kString:
+      return TP::STRING;
   }
   return TP::UNDEFINED;
 }
 
 namespace {
 
-// `consume_raw`: the proto is freed right after (TakeTensorFromProto), so its raw_data pages are
+// `consume_raw`: the proto is freed right after (TakeTensorFromOnnx), so its raw_data pages are
 // handed back as they are copied and the weights are never resident twice.
-StatusOr<Tensor> TensorFromProtoImpl(const onnx::TensorProto& proto, const std::string& model_dir, bool consume_raw,
-                                     const RawDataInFile* in_file) {
+StatusOr<Tensor> TensorFromOnnxImpl(const onnx::TensorProto& proto, const std::string& model_dir, bool consume_raw,
+                                    const RawDataInFile* in_file) {
   const std::string what = proto.name().empty() ? std::string("tensor") : "tensor '" + proto.name() + "'";
   if (proto.has_segment()) return Unimplemented(what + ": segmented tensors are not supported");
   auto dtype_or = DataTypeFromOnnx(proto.data_type());
@@ -241,11 +271,22 @@ StatusOr<Tensor> TensorFromProtoImpl(const onnx::TensorProto& proto, const std::
   // any write, and n is compared to the field size before Allocate below).
   int64_t available = 0;
   switch (dtype) {
-    case DataType::kFloat32: available = proto.float_data_size(); break;
-    case DataType::kFloat64: available = proto.double_data_size(); break;
-    case DataType::kInt64: available = proto.int64_data_size(); break;
-    case DataType::kUInt32: case DataType::kUInt64: available = proto.uint64_data_size(); break;
-    default: available = proto.int32_data_size(); break;
+    case DataType::kFloat32:
+      available = proto.float_data_size();
+      break;
+    case DataType::kFloat64:
+      available = proto.double_data_size();
+      break;
+    case DataType::kInt64:
+      available = proto.int64_data_size();
+      break;
+    case DataType::kUInt32:
+    case DataType::kUInt64:
+      available = proto.uint64_data_size();
+      break;
+    default:
+      available = proto.int32_data_size();
+      break;
   }
   if (available != n) {
     return InvalidArgument(what + ": has " + std::to_string(available) + " values, shape " + ShapeToString(shape) +
@@ -254,19 +295,45 @@ StatusOr<Tensor> TensorFromProtoImpl(const onnx::TensorProto& proto, const std::
   MF_ASSIGN_OR_RETURN(Tensor t, Tensor::AllocateUninitialized(dtype, shape));
   Status s;
   switch (dtype) {
-    case DataType::kFloat32: s = CopyField<float>(proto.float_data(), &t, "float_data"); break;
-    case DataType::kFloat64: s = CopyField<double>(proto.double_data(), &t, "double_data"); break;
-    case DataType::kInt64: s = CopyField<int64_t>(proto.int64_data(), &t, "int64_data"); break;
-    case DataType::kUInt32: s = CopyField<uint32_t>(proto.uint64_data(), &t, "uint64_data"); break;
-    case DataType::kUInt64: s = CopyField<uint64_t>(proto.uint64_data(), &t, "uint64_data"); break;
-    case DataType::kInt32: s = CopyField<int32_t>(proto.int32_data(), &t, "int32_data"); break;
-    case DataType::kInt16: s = CopyField<int16_t>(proto.int32_data(), &t, "int32_data"); break;
-    case DataType::kInt8: s = CopyField<int8_t>(proto.int32_data(), &t, "int32_data"); break;
-    case DataType::kUInt16: s = CopyField<uint16_t>(proto.int32_data(), &t, "int32_data"); break;
-    case DataType::kUInt8: s = CopyField<uint8_t>(proto.int32_data(), &t, "int32_data"); break;
-    case DataType::kBool: s = CopyField<bool>(proto.int32_data(), &t, "int32_data"); break;
-    case DataType::kFloat16: case DataType::kBFloat16: s = CopyBits16<uint16_t>(proto.int32_data(), &t); break;
-    case DataType::kString: break;
+    case DataType::kFloat32:
+      s = CopyField<float>(proto.float_data(), &t, "float_data");
+      break;
+    case DataType::kFloat64:
+      s = CopyField<double>(proto.double_data(), &t, "double_data");
+      break;
+    case DataType::kInt64:
+      s = CopyField<int64_t>(proto.int64_data(), &t, "int64_data");
+      break;
+    case DataType::kUInt32:
+      s = CopyField<uint32_t>(proto.uint64_data(), &t, "uint64_data");
+      break;
+    case DataType::kUInt64:
+      s = CopyField<uint64_t>(proto.uint64_data(), &t, "uint64_data");
+      break;
+    case DataType::kInt32:
+      s = CopyField<int32_t>(proto.int32_data(), &t, "int32_data");
+      break;
+    case DataType::kInt16:
+      s = CopyField<int16_t>(proto.int32_data(), &t, "int32_data");
+      break;
+    case DataType::kInt8:
+      s = CopyField<int8_t>(proto.int32_data(), &t, "int32_data");
+      break;
+    case DataType::kUInt16:
+      s = CopyField<uint16_t>(proto.int32_data(), &t, "int32_data");
+      break;
+    case DataType::kUInt8:
+      s = CopyField<uint8_t>(proto.int32_data(), &t, "int32_data");
+      break;
+    case DataType::kBool:
+      s = CopyField<bool>(proto.int32_data(), &t, "int32_data");
+      break;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      s = CopyBits16<uint16_t>(proto.int32_data(), &t);
+      break;
+    case DataType::kString:
+      break;
   }
   if (!s.ok()) return s.WithContext(what);
   return t;
@@ -274,27 +341,27 @@ StatusOr<Tensor> TensorFromProtoImpl(const onnx::TensorProto& proto, const std::
 
 }  // namespace
 
-StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& model_dir) {
-  return TensorFromProtoImpl(proto, model_dir, /*consume_raw=*/false, nullptr);
+StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, const std::string& model_dir) {
+  return TensorFromOnnxImpl(proto, model_dir, /*consume_raw=*/false, nullptr);
 }
 
-StatusOr<Tensor> TakeTensorFromProto(onnx::TensorProto* proto, const std::string& model_dir,
-                                     const RawDataInFile* raw_data_in_file) {
+StatusOr<Tensor> TakeTensorFromOnnx(onnx::TensorProto* proto, const std::string& model_dir,
+                                    const RawDataInFile* raw_data_in_file) {
   // Swapping two heap-allocated messages exchanges pointers: no copy. `drained` owns the
   // payload from here and frees it on return; its raw_data pages go back as they are copied.
   onnx::TensorProto drained;
   drained.Swap(proto);
-  auto t = TensorFromProtoImpl(drained, model_dir, /*consume_raw=*/true, raw_data_in_file);
+  auto t = TensorFromOnnxImpl(drained, model_dir, /*consume_raw=*/true, raw_data_in_file);
   if (drained.has_raw_data()) ReleasePages(*drained.mutable_raw_data());
   return t;
 }
 
-StatusOr<Tensor> TensorFromProtoBytes(std::string_view bytes) {
+StatusOr<Tensor> TensorFromOnnxBytes(std::string_view bytes) {
   onnx::TensorProto proto;
   if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return InvalidArgument("not a serialized onnx.TensorProto");
   }
-  return TensorFromProto(proto, "");
+  return TensorFromOnnx(proto, "");
 }
 
 }  // namespace mf::runtime

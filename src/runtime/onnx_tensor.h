@@ -23,7 +23,7 @@ int DataTypeToOnnx(DataType dtype);
 // `model_dir` is where external data files are looked up (empty: external data is refused).
 // External data is read straight into the tensor's buffer, after its length was checked
 // against the file and the shape.
-StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& model_dir);
+StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, const std::string& model_dir);
 
 // Reads [offset, offset + length) of `fd` into `out` (pread, in 32 KiB slices); DATA_LOSS on a
 // read error or when the file ends first.
@@ -41,10 +41,10 @@ struct RawDataInFile {
 // returns, success or not), so a model's weights are never held twice over more than one
 // tensor at a time while a graph is built from its ModelProto. With `raw_data_in_file`, the
 // tensor's raw_data comes from there (the proto has none).
-StatusOr<Tensor> TakeTensorFromProto(onnx::TensorProto* proto, const std::string& model_dir,
-                                     const RawDataInFile* raw_data_in_file = nullptr);
+StatusOr<Tensor> TakeTensorFromOnnx(onnx::TensorProto* proto, const std::string& model_dir,
+                                    const RawDataInFile* raw_data_in_file = nullptr);
 
 // Parses a serialized TensorProto (the conformance suite's .pb files).
-StatusOr<Tensor> TensorFromProtoBytes(std::string_view bytes);
+StatusOr<Tensor> TensorFromOnnxBytes(std::string_view bytes);
 
 }  // namespace mf::runtime

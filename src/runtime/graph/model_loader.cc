@@ -40,7 +40,7 @@ StatusOr<Attribute> ConvertAttribute(onnx::AttributeProto& a, const std::string&
     case AP::FLOATS: return Attribute{std::vector<float>(a.floats().begin(), a.floats().end())};
     case AP::STRINGS: return Attribute{std::vector<std::string>(a.strings().begin(), a.strings().end())};
     case AP::TENSOR: {
-      MF_ASSIGN_OR_RETURN(Tensor t, TakeTensorFromProto(a.mutable_t(), model_dir));
+      MF_ASSIGN_OR_RETURN(Tensor t, TakeTensorFromOnnx(a.mutable_t(), model_dir));
       return Attribute{std::make_shared<const Tensor>(std::move(t))};
     }
     case AP::GRAPH:
@@ -112,14 +112,14 @@ StatusOr<Graph> ConvertModel(onnx::ModelProto& model, const std::string& model_d
 
   for (int i = 0; i < gp.initializer_size(); ++i) {
     onnx::TensorProto& init = *gp.mutable_initializer(i);
-    const std::string name = init.name();  // TakeTensorFromProto empties `init`
+    const std::string name = init.name();  // TakeTensorFromOnnx empties `init`
     std::optional<RawDataInFile> raw_data;
     if (in_file != nullptr) {
       if (auto it = in_file->spans.find(i); it != in_file->spans.end()) {
         raw_data = RawDataInFile{in_file->fd, it->second.offset, it->second.length};
       }
     }
-    auto t = TakeTensorFromProto(&init, model_dir, raw_data ? &*raw_data : nullptr);
+    auto t = TakeTensorFromOnnx(&init, model_dir, raw_data ? &*raw_data : nullptr);
     if (!t.ok()) return t.status().WithContext("initializer '" + name + "'");
     Value v;
     v.dtype = t->dtype();

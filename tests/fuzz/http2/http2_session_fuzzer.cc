@@ -1,6 +1,6 @@
 // Arbitrary bytes as an HTTP/2 client's connection input (after the client preface, which is
-// prepended) into the server's protocol engine (src/http2/session.cc), with requests routed
-// through the gRPC layer (src/http2/grpc_server.cc) whose handlers answer in every shape:
+// prepended) into the server's protocol engine (src/http2/h2_server_session.cc), with requests routed
+// through the gRPC layer (src/http2/grpc_router.cc) whose handlers answer in every shape:
 // unary, streamed in parts after more input arrived, reset, or never. Must not crash or leak;
 // what the server writes back is produced and dropped.
 #include <cstddef>
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "http2/grpc_server.h"
+#include "http2/grpc_router.h"
 #include "http2/grpc_wire.h"
-#include "http2/session.h"
+#include "http2/h2_server_session.h"
 
 namespace {
 

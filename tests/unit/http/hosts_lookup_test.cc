@@ -1,6 +1,6 @@
 // The hosts file the local kubelet writes for pods: parsing, re-reading on change, and the HTTP
 // client resolving a Service name through it before DNS.
-#include "http/hosts_file.h"
+#include "http/hosts_lookup.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "http2/grpc_server.h"
+#include "http2/grpc_router.h"
 #include "http2/grpc_wire.h"
 #include "http2/server.h"
 #include "tensorflow_serving/apis/prediction_service.grpc.pb.h"

@@ -1,6 +1,6 @@
-// src/http2/session.cc in memory: an nghttp2 client session and the server Session exchange
+// src/http2/h2_server_session.cc in memory: an nghttp2 client session and the server Session exchange
 // bytes directly, no sockets, so limits that need precise interleaving can be checked.
-#include "http2/session.h"
+#include "http2/h2_server_session.h"
 
 #include <gtest/gtest.h>
 #include <nghttp2/nghttp2.h>

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "http2/grpc_server.h"
+#include "http2/grpc_router.h"
 #include "http2/server.h"
 
 namespace mf::server {

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "tools/local/kubelet/container_env.h"
-#include "tools/local/kubelet/hosts_file.h"
+#include "tools/local/kubelet/service_hosts.h"
 #include "tools/local/kubelet/image_map.h"
 #include "tools/local/kubelet/pod_ip_allocator.h"
 #include "tools/local/kubelet/pod_paths.h"

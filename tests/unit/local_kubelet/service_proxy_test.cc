@@ -10,7 +10,7 @@
 #include <atomic>
 #include <thread>
 
-#include "tools/local/kubelet/hosts_file.h"
+#include "tools/local/kubelet/service_hosts.h"
 #include "tools/local/kubelet/service_proxy.h"
 
 namespace mf::local {

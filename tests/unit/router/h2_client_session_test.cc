@@ -7,7 +7,7 @@
 
 #include <map>
 
-#include "http2/session.h"
+#include "http2/h2_server_session.h"
 
 namespace mf::router {
 namespace {

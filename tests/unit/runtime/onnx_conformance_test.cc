@@ -114,7 +114,7 @@ TEST_P(OnnxConformance, MatchesReferenceOutputs) {
     SCOPED_TRACE(entry.path().string());
     std::vector<Tensor> inputs;
     for (const fs::path& p : Numbered(entry.path(), "input")) {
-      auto t = TensorFromProtoBytes(ReadFile(p));
+      auto t = TensorFromOnnxBytes(ReadFile(p));
       ASSERT_TRUE(t.ok()) << p << ": " << t.status().ToString();
       inputs.push_back(std::move(t).value());
     }
@@ -127,7 +127,7 @@ TEST_P(OnnxConformance, MatchesReferenceOutputs) {
     std::vector<fs::path> expected_files = Numbered(entry.path(), "output");
     ASSERT_EQ(outputs.size(), expected_files.size());
     for (size_t k = 0; k < outputs.size(); ++k) {
-      auto expected = TensorFromProtoBytes(ReadFile(expected_files[k]));
+      auto expected = TensorFromOnnxBytes(ReadFile(expected_files[k]));
       ASSERT_TRUE(expected.ok()) << expected.status().ToString();
       const Tensor& got = outputs[k];
       ASSERT_EQ(got.dtype(), expected->dtype()) << "output " << k;

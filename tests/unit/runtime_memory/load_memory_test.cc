@@ -265,14 +265,14 @@ TEST_F(LoadMemoryTest, ADirectoryIsNotAModelFile) {
   EXPECT_EQ(s.status().code(), StatusCode::kNotFound) << s.status().ToString();
 }
 
-TEST(TakeTensorFromProtoTest, MovesTheDataOutAndEmptiesTheProto) {
+TEST(TakeTensorFromOnnxTest, MovesTheDataOutAndEmptiesTheProto) {
   onnx::TensorProto p;
   p.set_name("w");
   p.set_data_type(onnx::TensorProto::FLOAT);
   p.add_dims(2);
   const float values[2] = {1.5f, -2.0f};
   p.set_raw_data(std::string(reinterpret_cast<const char*>(values), sizeof(values)));
-  auto t = TakeTensorFromProto(&p, "");
+  auto t = TakeTensorFromOnnx(&p, "");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->shape(), (Shape{2}));
   EXPECT_EQ(t->data<float>()[0], 1.5f);
@@ -281,13 +281,13 @@ TEST(TakeTensorFromProtoTest, MovesTheDataOutAndEmptiesTheProto) {
   EXPECT_EQ(p.dims_size(), 0);
 }
 
-TEST(TakeTensorFromProtoTest, RefusesMismatchedDataLikeTensorFromProto) {
+TEST(TakeTensorFromOnnxTest, RefusesMismatchedDataLikeTensorFromProto) {
   onnx::TensorProto p;
   p.set_name("w");
   p.set_data_type(onnx::TensorProto::FLOAT);
   p.add_dims(3);
   p.set_raw_data(std::string(8, '\0'));
-  auto t = TakeTensorFromProto(&p, "");
+  auto t = TakeTensorFromOnnx(&p, "");
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(t.status().message().find("tensor 'w'"), std::string::npos) << t.status().message();

@@ -11,7 +11,7 @@
 #include "k8s/resource.h"
 #include "tools/local/cluster/host_sockets.h"
 #include "tools/local/cluster/pki.h"
-#include "tools/local/kubelet/hosts_file.h"
+#include "tools/local/kubelet/service_hosts.h"
 #include "tools/local/kubelet/pod_paths.h"
 
 namespace mf::local {

@@ -4,7 +4,7 @@
 //   <data-dir>/pods/<namespace>_<pod>/<container>.previous.log   the instance before the last restart
 //   <data-dir>/pods/<namespace>_<pod>/<container>.termination-log  its terminationMessagePath
 //   <data-dir>/pods/<namespace>_<pod>/volumes/<volume>/          emptyDir volumes
-//   <data-dir>/kubelet/hosts/<namespace>                           Service DNS names (see hosts_file.h)
+//   <data-dir>/kubelet/hosts/<namespace>                           Service DNS names (see service_hosts.h)
 #pragma once
 
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "tools/local/kubelet/hosts_file.h"
+#include "tools/local/kubelet/service_hosts.h"
 
 #include <fstream>
 #include <map>

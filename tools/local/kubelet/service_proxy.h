@@ -5,7 +5,7 @@
 // host-side forwards (the API server, LoadBalancer Services) on listeners the caller opens.
 // So "<service>:<port>" behaves as in a cluster: the Service port maps to the targetPort and
 // load spreads over the ready pods. Headless Services (clusterIP None) are not proxied: their
-// names resolve straight to pod IPs (hosts_file.h).
+// names resolve straight to pod IPs (service_hosts.h).
 #pragma once
 
 #include <cstdint>
