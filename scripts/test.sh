@@ -44,11 +44,15 @@ else
   failed=$((failed + 1))
 fi
 
-if compgen -G "$ROOT/tests/e2e/test_*.py" >/dev/null; then
-  say "Running the end-to-end suites (pytest on $PYTHON, real clients against real processes)"
-  export MODELFLEET_BUILD_DIR="$BUILD_DIR"
-  (cd "$ROOT" && "$PYTHON" -m pytest tests/e2e -p no:cacheprovider -o timeout=300 -q -rfE --durations=12) 2>&1 | tee "$log_dir/pytest.log"
-  line=$(grep -E '[0-9]+ (passed|failed|errors?)\b.* in [0-9.]+s' "$log_dir/pytest.log" | tail -1)
+# run_pytest LOG ARGS...: one pytest run (ARGS: what to collect, markers); adds its counts to
+# passed/failed.
+run_pytest() {
+  local log=$1
+  shift
+  (cd "$ROOT" && "$PYTHON" -m pytest -p no:cacheprovider -o timeout=300 -q -rfE --durations=12 "$@") 2>&1 |
+    tee "$log"
+  local line p f
+  line=$(grep -E '[0-9]+ (passed|failed|errors?)\b.* in [0-9.]+s' "$log" | tail -1)
   p=$(grep -oE '[0-9]+ passed' <<<"$line" | awk '{s+=$1} END {print s+0}')
   f=$(grep -oE '[0-9]+ (failed|errors?)' <<<"$line" | awk '{s+=$1} END {print s+0}')
   if [ -z "$line" ]; then
@@ -57,6 +61,15 @@ if compgen -G "$ROOT/tests/e2e/test_*.py" >/dev/null; then
   fi
   passed=$((passed + ${p:-0}))
   failed=$((failed + ${f:-0}))
+}
+
+if compgen -G "$ROOT/tests/e2e/test_*.py" >/dev/null; then
+  say "Running the end-to-end suites (pytest on $PYTHON, real clients against real processes)"
+  export MODELFLEET_BUILD_DIR="$BUILD_DIR"
+  run_pytest "$log_dir/pytest.log" tests/e2e -m "not tensorflow_in_process"
+  # These import TensorFlow itself, which cannot share a process with the generated TF Serving stubs.
+  say "Running the tests that import TensorFlow, in a pytest process of their own"
+  run_pytest "$log_dir/pytest-tensorflow.log" tests/e2e/test_training_tf.py -m tensorflow_in_process
 fi
 
 say "Finished in $(( $(date +%s) - start )) s"

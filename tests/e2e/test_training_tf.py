@@ -75,6 +75,10 @@ def read_with_tensorflow(tf, tf_config: str, monkeypatch):
     return resolver.cluster_spec().as_dict(), resolver.task_type, resolver.task_id
 
 
+# Tests that import TensorFlow into the pytest process run in a pytest process of their own
+# (scripts/test.sh): once another module has loaded the generated TF Serving stubs, `tensorflow`
+# there is their namespace package and TensorFlow's own protos would clash with theirs.
+@pytest.mark.tensorflow_in_process
 @pytest.mark.parametrize("distinct_ports", [False, True], ids=["own-network", "shared-network"])
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_operator_tf_config_reads_back_in_tensorflow(tf, monkeypatch, layout, distinct_ports):
@@ -144,6 +148,7 @@ def test_one_pod_job_gets_no_tf_config():
     assert "TF_CONFIG" not in pods["solo-worker-0"]["env"]
 
 
+@pytest.mark.tensorflow_in_process
 def test_master_replica_is_refused_for_tensorflow(tf):
     from tensorflow.python.distribute import multi_worker_util
     # What TensorFlow would say, much later, inside every pod:
