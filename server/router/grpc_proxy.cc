@@ -131,30 +131,57 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
     const AttemptFailure failure = got_headers_  ? AttemptFailure::kResponseStarted
                                    : unprocessed ? AttemptFailure::kNotDelivered
                                                  : AttemptFailure::kNoResponse;
+    RetryOrFailLocked(failure, std::move(why));
+  }
+
+ private:
+  // Under mu_, after a failed attempt: the next attempt, a wait for the endpoint list to change,
+  // or the failure as the answer.
+  void RetryOrFailLocked(AttemptFailure failure, std::string why) {
+    const Clock::time_point now = Clock::now();
     RetryPlan plan = PlanRetry({.failure = failure,
                                 .retry_safe = retry_safe_,
                                 .attempts = static_cast<int>(tried_.size()),
                                 .maybe_processed_retries = maybe_processed_retries_,
-                                .deadline_passed = Clock::now() >= deadline_},
+                                .deadline_passed = now >= deadline_,
+                                .may_wait = waited_ < kMaxEndpointWait},
                                snapshots_.Load(), snapshot_->versions[version_].name, true, tried_);
-    if (plan.decision != RetryDecision::kGiveUp) {
-      log::Debug("retrying gRPC call on another endpoint", {{"version", snapshot_->versions[version_].name},
-                                                            {"endpoint", endpoint_->address()},
-                                                            {"error", why},
-                                                            {"next", std::string(RetryDecisionName(plan.decision))}});
-      routed_metrics_->retries().Increment();
-      if (failure == AttemptFailure::kNoResponse) ++maybe_processed_retries_;
-      earlier_errors_ += (earlier_errors_.empty() ? "" : "; ") + why;
-      snapshot_ = std::move(plan.snapshot);
-      version_ = plan.version;
-      return Attempt();
+    switch (plan.decision) {
+      case RetryDecision::kGiveUp: {
+        std::string message = "upstream version " + snapshot_->versions[version_].name + " endpoint " +
+                              endpoint_->address() + " failed: " + why +
+                              RetriedNote(tried_.size() - 1, earlier_errors_);
+        if (waited_.count() > 0) message += " (waited " + std::to_string(waited_.count()) + " ms for another endpoint)";
+        return FinishLocked(Unavailable(message));
+      }
+      case RetryDecision::kWaitForEndpoints: {
+        waited_ += kEndpointWaitStep;
+        auto wait = std::make_shared<boost::asio::steady_timer>(upstream_stream_->context());
+        wait->expires_after(std::min<Clock::duration>(kEndpointWaitStep, deadline_ - now));
+        wait->async_wait(
+            [wait, self = shared_from_this(), failure, why = std::move(why)](boost::system::error_code ec) mutable {
+              if (ec) return;
+              std::lock_guard lock(self->mu_);
+              if (!self->done_) self->RetryOrFailLocked(failure, std::move(why));
+            });
+        return;
+      }
+      case RetryDecision::kSameVersion:
+      case RetryDecision::kOtherVersion:
+        break;
     }
-    std::string message = "upstream version " + snapshot_->versions[version_].name + " endpoint " +
-                          endpoint_->address() + " failed: " + why + RetriedNote(tried_.size() - 1, earlier_errors_);
-    FinishLocked(Unavailable(message));
+    log::Debug("retrying gRPC call on another endpoint", {{"version", snapshot_->versions[version_].name},
+                                                          {"endpoint", endpoint_->address()},
+                                                          {"error", why},
+                                                          {"next", std::string(RetryDecisionName(plan.decision))}});
+    routed_metrics_->retries().Increment();
+    if (failure == AttemptFailure::kNoResponse) ++maybe_processed_retries_;
+    earlier_errors_ += (earlier_errors_.empty() ? "" : "; ") + why;
+    snapshot_ = std::move(plan.snapshot);
+    version_ = plan.version;
+    Attempt();
   }
 
- private:
   // Under mu_.
   void Attempt() {
     endpoint_ =
@@ -258,6 +285,7 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
   bool retry_safe_ = false;
   std::vector<std::shared_ptr<Endpoint>> tried_;
   int maybe_processed_retries_ = 0;
+  std::chrono::milliseconds waited_{0};  // for the endpoint list to change (kWaitForEndpoints)
   std::shared_ptr<Endpoint> endpoint_;
   std::shared_ptr<UpstreamStream> upstream_stream_;
   std::shared_ptr<boost::asio::steady_timer> timer_;

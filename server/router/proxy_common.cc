@@ -113,7 +113,7 @@ RetryPlan PlanRetry(RetryInputs inputs, std::shared_ptr<const Snapshot> latest, 
   const int fallback = inputs.untried_in_version ? -1 : FallbackVersion(*latest, same, grpc, tried);
   inputs.untried_elsewhere = fallback >= 0;
   plan.decision = DecideRetry(inputs);
-  if (plan.decision == RetryDecision::kGiveUp) return plan;
+  if (plan.decision == RetryDecision::kGiveUp || plan.decision == RetryDecision::kWaitForEndpoints) return plan;
   plan.version = plan.decision == RetryDecision::kSameVersion ? same : fallback;
   plan.snapshot = std::move(latest);
   return plan;

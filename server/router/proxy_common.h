@@ -52,7 +52,8 @@ std::string RetriedNote(size_t retries, const std::string& earlier_errors);
 // Where a failed attempt goes next. Decided over `latest`, the newest snapshot rather than the
 // one the request started with: an endpoint that turned terminating or not ready since then is
 // no longer in it, nor is a version that was removed. `inputs` says how the attempt failed; the
-// untried_* fields are filled in here. The plan's version indexes `snapshot`.
+// untried_* fields are filled in here. The plan's version indexes `snapshot` (set only for the
+// decisions that make another attempt).
 struct RetryPlan {
   RetryDecision decision = RetryDecision::kGiveUp;
   std::shared_ptr<const Snapshot> snapshot;

@@ -191,59 +191,74 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
   }
 
   void OnResult(const std::shared_ptr<Endpoint>& endpoint, UpstreamResult result) {
-    const std::string& version = snapshot_->versions[version_].name;
     const bool failed = result.error != UpstreamError::kNone || result.response.status >= 500;
     if (failed) {
       if (endpoint->RecordFailure(Clock::now(), options_.outlier)) {
         snapshot_->versions[version_].metrics->ejections().Increment();
         log::Warning("endpoint ejected after consecutive failures",
-                     {{"version", version},
+                     {{"version", snapshot_->versions[version_].name},
                       {"endpoint", endpoint->address()},
                       {"seconds", std::to_string(options_.outlier.ejection.count() / 1000)}});
       }
     } else {
       endpoint->RecordSuccess();
     }
-    if (result.error != UpstreamError::kNone && RetryElsewhere(endpoint, result)) return;
-    const std::string where = "version " + version + " endpoint " + endpoint->address();
-    const std::string earlier = RetriedNote(tried_.size() - 1, earlier_errors_);
-    switch (result.error) {
-      case UpstreamError::kNone:
-        break;
-      case UpstreamError::kTimeout:
-        return Answer(JsonError(504, "upstream " + where + " did not answer within " +
-                                         std::to_string(options_.upstream_timeout.count()) + " ms" + earlier));
-      case UpstreamError::kConnect:
-      case UpstreamError::kNoResponse:
-      case UpstreamError::kBadResponse:
-        return Answer(JsonError(502, "upstream " + where + " failed: " + result.message + earlier));
+    if (result.error == UpstreamError::kNone) {
+      http::Response response = std::move(result.response);
+      RemoveHopByHop(response.headers);
+      return Answer(std::move(response));
     }
-    http::Response response = std::move(result.response);
-    RemoveHopByHop(response.headers);
-    Answer(std::move(response));
+    RetryOrFail(endpoint, std::make_shared<const UpstreamResult>(std::move(result)));
   }
 
-  // Starts the next attempt when the retry policy allows one; false when the failure stands.
-  bool RetryElsewhere(const std::shared_ptr<Endpoint>& endpoint, const UpstreamResult& result) {
-    const AttemptFailure failure = FailureOf(result.error);
+  // After a failed attempt: the next attempt, a wait for the endpoint list to change, or the
+  // failure as the answer.
+  void RetryOrFail(const std::shared_ptr<Endpoint>& endpoint, std::shared_ptr<const UpstreamResult> result) {
+    const AttemptFailure failure = FailureOf(result->error);
+    const Clock::time_point now = Clock::now();
     RetryPlan plan = PlanRetry({.failure = failure,
                                 .retry_safe = upstream_request_->retry_safe,
                                 .attempts = static_cast<int>(tried_.size()),
                                 .maybe_processed_retries = maybe_processed_retries_,
-                                .deadline_passed = Clock::now() >= deadline_},
+                                .deadline_passed = now >= deadline_,
+                                .may_wait = waited_ < kMaxEndpointWait},
                                snapshots_.Load(), snapshot_->versions[version_].name, false, tried_);
-    if (plan.decision == RetryDecision::kGiveUp) return false;
+    switch (plan.decision) {
+      case RetryDecision::kGiveUp:
+        return AnswerFailure(endpoint, *result);
+      case RetryDecision::kWaitForEndpoints: {
+        const auto step = std::min<Clock::duration>(kEndpointWaitStep, deadline_ - now);
+        waited_ += kEndpointWaitStep;
+        upstream_.After(step, [self = shared_from_this(), endpoint, result] { self->RetryOrFail(endpoint, result); });
+        return;
+      }
+      case RetryDecision::kSameVersion:
+      case RetryDecision::kOtherVersion:
+        break;
+    }
     log::Debug("retrying on another endpoint", {{"version", snapshot_->versions[version_].name},
                                                 {"endpoint", endpoint->address()},
-                                                {"error", result.message},
+                                                {"error", result->message},
                                                 {"next", std::string(RetryDecisionName(plan.decision))}});
     routed_metrics_->retries().Increment();
     if (failure == AttemptFailure::kNoResponse) ++maybe_processed_retries_;
-    earlier_errors_ += (earlier_errors_.empty() ? "" : "; ") + result.message;
+    earlier_errors_ += (earlier_errors_.empty() ? "" : "; ") + result->message;
     snapshot_ = std::move(plan.snapshot);
     version_ = plan.version;
     Attempt();
-    return true;
+  }
+
+  void AnswerFailure(const std::shared_ptr<Endpoint>& endpoint, const UpstreamResult& result) {
+    const std::string where = "version " + snapshot_->versions[version_].name + " endpoint " + endpoint->address();
+    std::string earlier = RetriedNote(tried_.size() - 1, earlier_errors_);
+    if (waited_.count() > 0) {
+      earlier += " (waited " + std::to_string(waited_.count()) + " ms for another endpoint)";
+    }
+    if (result.error == UpstreamError::kTimeout) {
+      return Answer(JsonError(504, "upstream " + where + " did not answer within " +
+                                       std::to_string(options_.upstream_timeout.count()) + " ms" + earlier));
+    }
+    Answer(JsonError(502, "upstream " + where + " failed: " + result.message + earlier));
   }
 
   // Sends a copy to the mirror version (percent of requests), compared when both have answered.
@@ -280,7 +295,8 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
   std::shared_ptr<const UpstreamRequest> upstream_request_;
   std::vector<std::shared_ptr<Endpoint>> tried_;
   int maybe_processed_retries_ = 0;
-  std::string earlier_errors_;  // of the attempts before the last, for the error body
+  std::chrono::milliseconds waited_{0};  // for the endpoint list to change (kWaitForEndpoints)
+  std::string earlier_errors_;           // of the attempts before the last, for the error body
   std::shared_ptr<MirrorPair> mirror_;
   int version_ = -1;                          // in snapshot_: the version answering now
   VersionMetrics* routed_metrics_ = nullptr;  // the version routing chose: in-flight gauge, retries

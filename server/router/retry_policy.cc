@@ -24,6 +24,8 @@ std::string_view RetryDecisionName(RetryDecision decision) {
       return "same_version";
     case RetryDecision::kOtherVersion:
       return "other_version";
+    case RetryDecision::kWaitForEndpoints:
+      return "wait_for_endpoints";
   }
   return "unknown";
 }
@@ -42,7 +44,7 @@ RetryDecision DecideRetry(const RetryInputs& in) {
   }
   if (in.untried_in_version) return RetryDecision::kSameVersion;
   if (in.untried_elsewhere) return RetryDecision::kOtherVersion;
-  return RetryDecision::kGiveUp;
+  return in.may_wait ? RetryDecision::kWaitForEndpoints : RetryDecision::kGiveUp;
 }
 
 }  // namespace mf::router

@@ -18,8 +18,16 @@
 // version by weight (FallbackVersion). Every attempt uses an endpoint not tried before, so the
 // endpoints bound the attempts; kMaxAttempts bounds them too, for a version with many endpoints
 // that all refuse (a stale endpoint list after a whole version went away).
+//
+// When a retry is allowed but no untried endpoint is left anywhere (the only pod of a version
+// went away and its replacement is not in the router's endpoint list yet), the request waits for
+// the list to change, in steps of kEndpointWaitStep up to kMaxEndpointWait within its deadline,
+// rather than fail: the gap between a pod's end and the EndpointSlice update that announces its
+// successor is short, and a client should not see it (Envoy's retry back-off picks from the
+// host set as it is after the back-off, too).
 #pragma once
 
+#include <chrono>
 #include <string_view>
 
 namespace mf::router {
@@ -34,6 +42,8 @@ enum class AttemptFailure {
 std::string_view AttemptFailureName(AttemptFailure failure);
 
 inline constexpr int kMaxAttempts = 5;
+inline constexpr std::chrono::milliseconds kEndpointWaitStep{100};
+inline constexpr std::chrono::milliseconds kMaxEndpointWait{3'000};
 
 struct RetryInputs {
   AttemptFailure failure = AttemptFailure::kNotDelivered;
@@ -43,9 +53,12 @@ struct RetryInputs {
   bool deadline_passed = false;
   bool untried_in_version = false;  // the failed attempt's version has an untried ready endpoint
   bool untried_elsewhere = false;   // another version has one
+  bool may_wait = false;            // the request has waited less than kMaxEndpointWait so far
 };
 
-enum class RetryDecision { kGiveUp, kSameVersion, kOtherVersion };
+// kWaitForEndpoints: nothing is left to try now; decide again after kEndpointWaitStep over the
+// endpoint list as it is then.
+enum class RetryDecision { kGiveUp, kSameVersion, kOtherVersion, kWaitForEndpoints };
 std::string_view RetryDecisionName(RetryDecision decision);
 
 RetryDecision DecideRetry(const RetryInputs& in);

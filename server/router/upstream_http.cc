@@ -160,6 +160,8 @@ class HttpUpstream::Impl {
 
   // A new connection on `local` (the calling server io thread) if set, else on the client's own
   // io threads.
+  std::shared_ptr<asio::io_context> NextContext() { return io_.Next(); }
+
   std::shared_ptr<HttpConnection> NewConnection(asio::io_context* local) {
     opened_.fetch_add(1, std::memory_order_relaxed);
     if (local)
@@ -426,6 +428,19 @@ HttpUpstream::~HttpUpstream() { Stop(); }
 void HttpUpstream::Send(std::shared_ptr<Endpoint> endpoint, std::shared_ptr<const UpstreamRequest> request,
                         Clock::time_point deadline, UpstreamCallback done) {
   std::make_shared<Exchange>(impl_.get(), std::move(endpoint), std::move(request), deadline, std::move(done))->Start();
+}
+
+void HttpUpstream::After(Clock::duration delay, std::function<void()> fn) {
+  std::shared_ptr<asio::io_context> pooled;  // keeps a client io context alive for the timer
+  asio::io_context* ioc = http::CurrentIoContext();
+  if (!ioc) {
+    pooled = impl_->NextContext();
+    ioc = pooled.get();
+  }
+  auto timer = std::make_shared<asio::steady_timer>(*ioc, delay);
+  timer->async_wait([timer, pooled, fn = std::move(fn)](beast::error_code ec) {
+    if (!ec) fn();
+  });
 }
 
 void HttpUpstream::Stop() { impl_->Stop(); }

@@ -86,6 +86,10 @@ class HttpUpstream {
   void Send(std::shared_ptr<Endpoint> endpoint, std::shared_ptr<const UpstreamRequest> request,
             Clock::time_point deadline, UpstreamCallback done);
 
+  // Calls `fn` after `delay`: on the calling server io thread when called on one (as Send runs
+  // there), else on one of this client's io threads. Dropped, like a request, when it stops.
+  void After(Clock::duration delay, std::function<void()> fn);
+
   // Stops the io threads; requests in flight are dropped without their callback. Idempotent.
   void Stop();
 

@@ -373,6 +373,36 @@ def test_refused_requests_go_on_to_every_other_endpoint_then_another_version(tmp
     assert "(after 2 retries: cannot connect to" in r.json()["error"], r.text
 
 
+def test_a_request_to_the_only_endpoint_that_went_away_waits_for_its_successor(tmp_path, backends, start_router):
+    """A version's one pod went away and its replacement is not in the router's list yet (the
+    EndpointSlice update is on its way): the refused request waits for the list to change, up to
+    3 s, and is served by the new endpoint instead of failing (docs/router.md, Retry)."""
+    successor = backends("v1-b")
+    gone = f"127.0.0.1:{free_port()}"
+    config = tmp_path / "router.yaml"
+    write_config(config, [{"name": "v1", "service": "s1", "weight": 100, "endpoints": [gone]}])
+    router = start_router("--eject-after-failures=0")
+    answers = []
+    sender = threading.Thread(target=lambda: answers.append(
+        requests.post(router.url + "/v1/models/m:predict", json={}, timeout=10)))
+    sender.start()
+    time.sleep(0.5)
+    write_config(config, [{"name": "v1", "service": "s1", "weight": 100, "endpoints": [gone, successor.address]}])
+    sender.join(timeout=10)
+    assert answers and answers[0].status_code == 200, answers and answers[0].text
+    assert answers[0].json()["backend"] == "v1-b"
+    assert metric_value(router.metrics(), "modelfleet_router_retries_total", version="v1") == 1
+    # No successor within the wait: the 502 says how long the request waited.
+    write_config(config, [{"name": "v1", "service": "s1", "weight": 100, "endpoints": [gone]}])
+    wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_config_generation") == 3, timeout=3,
+             what="the third config")
+    started = time.monotonic()
+    r = requests.post(router.url + "/v1/models/m:predict", json={}, timeout=10)
+    assert r.status_code == 502
+    assert "(waited 3000 ms for another endpoint)" in r.json()["error"], r.text
+    assert 2.9 < time.monotonic() - started < 6
+
+
 def test_upstream_timeout_is_a_504(tmp_path, backends, start_router):
     slow = backends("v1-a")
     slow.delay = 2.0

@@ -12,13 +12,13 @@
 #include <thread>
 
 #include "tools/local/kubelet/container_env.h"
-#include "tools/local/kubelet/service_hosts.h"
 #include "tools/local/kubelet/image_map.h"
 #include "tools/local/kubelet/pod_ip_allocator.h"
 #include "tools/local/kubelet/pod_paths.h"
 #include "tools/local/kubelet/pod_status.h"
 #include "tools/local/kubelet/probe.h"
 #include "tools/local/kubelet/restart_backoff.h"
+#include "tools/local/kubelet/service_hosts.h"
 #include "tools/local/kubelet/volumes.h"
 
 namespace mf::local {
@@ -453,7 +453,14 @@ TEST(PodIpAllocatorTest, DistinctStableAndReclaimable) {
   EXPECT_FALSE(ips.Claim("ml/d", "10.244.0.1"));  // the node's address, below the pool
   EXPECT_FALSE(ips.Claim("ml/d", "127.0.1.1"));
   ips.Release("ml/a");
-  EXPECT_EQ(ips.Allocate("ml/e"), "10.244.1.1");
+  EXPECT_EQ(ips.Allocate("ml/e"), "10.244.1.3");  // after the last one handed out, not the freed one
+  // At the end of the range it wraps around to the freed addresses.
+  PodIpAllocator wrap("10.244.255.253");
+  EXPECT_EQ(wrap.Allocate("a"), "10.244.255.253");
+  EXPECT_EQ(wrap.Allocate("b"), "10.244.255.254");
+  wrap.Release("a");
+  EXPECT_EQ(wrap.Allocate("c"), "10.244.255.253");
+  EXPECT_EQ(wrap.Allocate("d"), std::nullopt);
   // Network- and broadcast-looking addresses are skipped.
   PodIpAllocator edge("10.244.1.254");
   EXPECT_EQ(edge.Allocate("a"), "10.244.1.254");

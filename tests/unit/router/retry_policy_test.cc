@@ -29,6 +29,18 @@ TEST(DecideRetry, Table) {
        {.failure = F::kNotDelivered, .untried_in_version = false, .untried_elsewhere = true},
        D::kOtherVersion},
       {"refused, nothing left", {.failure = F::kNotDelivered}, D::kGiveUp},
+      {"refused, nothing left yet, may wait for the endpoint list",
+       {.failure = F::kNotDelivered, .may_wait = true},
+       D::kWaitForEndpoints},
+      {"refused, may wait, but an endpoint is left",
+       {.failure = F::kNotDelivered, .untried_elsewhere = true, .may_wait = true},
+       D::kOtherVersion},
+      {"refused, may wait, attempts exhausted",
+       {.failure = F::kNotDelivered, .attempts = kMaxAttempts, .may_wait = true},
+       D::kGiveUp},
+      {"refused, may wait, past the deadline",
+       {.failure = F::kNotDelivered, .deadline_passed = true, .may_wait = true},
+       D::kGiveUp},
       {"refused, a POST that must not run twice still retried",
        {.failure = F::kNotDelivered, .retry_safe = false, .untried_in_version = true},
        D::kSameVersion},
@@ -68,8 +80,15 @@ TEST(DecideRetry, Table) {
        {.failure = F::kNoResponse, .retry_safe = true, .attempts = 2, .untried_in_version = true},
        D::kSameVersion},
       {"no response, nothing left", {.failure = F::kNoResponse, .retry_safe = true}, D::kGiveUp},
+      {"no response, inference, nothing left yet",
+       {.failure = F::kNoResponse, .retry_safe = true, .may_wait = true},
+       D::kWaitForEndpoints},
+      {"no response, not retry safe, never waits",
+       {.failure = F::kNoResponse, .retry_safe = false, .may_wait = true},
+       D::kGiveUp},
       // Never retried.
       {"timeout", {.failure = F::kTimeout, .retry_safe = true, .untried_in_version = true}, D::kGiveUp},
+      {"timeout, never waits", {.failure = F::kTimeout, .retry_safe = true, .may_wait = true}, D::kGiveUp},
       {"response started",
        {.failure = F::kResponseStarted, .retry_safe = true, .untried_in_version = true},
        D::kGiveUp},
@@ -174,6 +193,22 @@ TEST(PlanRetry, NothingLeftOrNotSafeGivesUp) {
   EXPECT_EQ(PlanRetry({.failure = F::kNoResponse, .retry_safe = false}, snapshot, "v1", false, one).decision,
             D::kGiveUp);
   EXPECT_EQ(PlanRetry({.failure = F::kNotDelivered}, nullptr, "v1", false, one).decision, D::kGiveUp);
+}
+
+TEST(PlanRetry, TheOnlyEndpointGoneWaitsForItsSuccessor) {
+  // The version's one pod refused; the router's list has nothing else yet. The request waits,
+  // and the list that announces the replacement pod gets the retry.
+  EndpointRegistry registry;
+  auto before = Build(registry, {{.name = "v1", .weight = 100, .endpoints = {"10.0.0.1:8501"}}}, 1);
+  auto tried = Tried(*before, 0, {0});
+  RetryPlan wait = PlanRetry({.failure = F::kNotDelivered, .may_wait = true}, before, "v1", false, tried);
+  EXPECT_EQ(wait.decision, D::kWaitForEndpoints);
+  EXPECT_EQ(wait.snapshot, nullptr);
+  auto after = Build(registry, {{.name = "v1", .weight = 100, .endpoints = {"10.0.0.1:8501", "10.0.0.9:8501"}}}, 2);
+  RetryPlan retry = PlanRetry({.failure = F::kNotDelivered, .may_wait = true}, after, "v1", false, tried);
+  ASSERT_EQ(retry.decision, D::kSameVersion);
+  EXPECT_EQ(ChooseEndpoint(retry.snapshot->versions[retry.version].rest, tried, Clock::now(), 0)->address(),
+            "10.0.0.9:8501");
 }
 
 TEST(PlanRetry, GrpcUsesTheGrpcEndpoints) {
