@@ -229,9 +229,11 @@ void LoadPriority::Watch() {
 void LoadPriority::Raise(uint64_t sequence, std::string_view why) {
   std::lock_guard lock(mu_);
   if (!loading_ || raised_ || sequence_.load() != sequence) return;
-  RaiseThreadsLocked(why);
+  // Set before the threads move, so a load that ends from here on lowers them itself: its
+  // LoadFinished waits on mu_ until they are raised, and returns with them lowered.
   raised_ = true;
-  // The load may have ended meanwhile, its thread seeing raised_ still false: then lower here.
+  RaiseThreadsLocked(why);
+  // The load may have ended before raised_ was set, its thread seeing it false: then lower here.
   if ((!loading_ || sequence_.load() != sequence) && raised_.exchange(false)) LowerRaisedThreadsLocked();
 }
 
