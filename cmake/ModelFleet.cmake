@@ -46,6 +46,16 @@ function(mf_test name)
   set_tests_properties(${name} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "unit;${A_LABELS}")
 endfunction()
 
+# mf_test_without_sanitizers(NAME ...): mf_test's arguments, for tests a sanitized twin
+# (mf_sanitized_test) runs too: built only when MODELFLEET_SANITIZED_TESTS is off, so the tests
+# still run there, and a default build compiles them once.
+function(mf_test_without_sanitizers name)
+  if(MODELFLEET_SANITIZED_TESTS)
+    return()
+  endif()
+  mf_test(${name} ${ARGN})
+endfunction()
+
 # mf_sanitized_test(NAME SOURCES ... DEPS ... [TIMEOUT s]): a test of code that parses untrusted
 # bytes, built with ASan+UBSan. SOURCES must list the parser sources themselves (not only a library
 # that contains them) so that the parser is instrumented; DEPS should be uninstrumented third-party
