@@ -34,12 +34,11 @@ int main(int argc, char** argv) {
   mf::log::SetLevel(level);
 
   mf::http::Router router;
-  router.Add("GET", "/", mf::http::Sync([](const mf::http::Request&) {
-    return mf::http::Response::Text(200, "hello, world\n");
-  }));
+  router.Add("GET", "/",
+             mf::http::Sync([](const mf::http::Request&) { return mf::http::Response::Text(200, "hello, world\n"); }));
   router.Add("POST", "/echo", mf::http::Sync([](const mf::http::Request& r) {
-    return mf::http::Response::Text(200, r.body, "application/octet-stream");
-  }));
+               return mf::http::Response::Text(200, r.body, "application/octet-stream");
+             }));
   router.Add("GET", "/stream", [](mf::http::Request request, mf::http::Responder responder) {
     int n = 5;
     if (auto q = request.query(); q.starts_with("n=")) n = std::atoi(std::string(q.substr(2)).c_str());

@@ -236,8 +236,10 @@ int main(int argc, char** argv) {
     }
   }
   if (argc - first < 3) {
-    std::fprintf(stderr, "usage: %s [--client=lean|grpcpp] [--connections=K] <host:port> <clients> <seconds> [model] [input] [shape]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s [--client=lean|grpcpp] [--connections=K] <host:port> <clients> <seconds> [model] [input] [shape]\n",
+        argv[0]);
     return 2;
   }
   Options o;
@@ -272,7 +274,7 @@ int main(int argc, char** argv) {
   if (!(use_grpcpp ? RunGrpcpp(o, &result) : RunLean(o, &result))) return 1;
   std::sort(result.latencies_ms.begin(), result.latencies_ms.end());
   std::printf("rps=%.1f p50_ms=%.3f p99_ms=%.3f errors=%ld\n",
-              static_cast<double>(result.latencies_ms.size()) / result.elapsed_s,
-              Percentile(result.latencies_ms, 0.50), Percentile(result.latencies_ms, 0.99), result.errors);
+              static_cast<double>(result.latencies_ms.size()) / result.elapsed_s, Percentile(result.latencies_ms, 0.50),
+              Percentile(result.latencies_ms, 0.99), result.errors);
   return result.errors == 0 ? 0 : 1;
 }

@@ -102,7 +102,8 @@ class Run {
  public:
   Run(const GrpcLoad& load, LoadResult* result) : load_(load), result_(result) {
     frame_.push_back('\0');
-    for (int shift = 24; shift >= 0; shift -= 8) frame_.push_back(static_cast<char>((load.message.size() >> shift) & 0xff));
+    for (int shift = 24; shift >= 0; shift -= 8)
+      frame_.push_back(static_cast<char>((load.message.size() >> shift) & 0xff));
     frame_ += load.message;
     authority_ = load.host + ":" + load.port;
   }
@@ -376,8 +377,9 @@ void Connection::Complete(Call& call, bool ended) {
   const std::string& body = call.body;
   bool good = ended && call.http_status == 200 && call.grpc_ok && body.size() >= 5 && body[0] == 0;
   if (good) {
-    const size_t length = (size_t{static_cast<uint8_t>(body[1])} << 24) | (size_t{static_cast<uint8_t>(body[2])} << 16) |
-                          (size_t{static_cast<uint8_t>(body[3])} << 8) | static_cast<uint8_t>(body[4]);
+    const size_t length = (size_t{static_cast<uint8_t>(body[1])} << 24) |
+                          (size_t{static_cast<uint8_t>(body[2])} << 16) | (size_t{static_cast<uint8_t>(body[3])} << 8) |
+                          static_cast<uint8_t>(body[4]);
     good = length == body.size() - 5 && run_->load().check(std::string_view(body).substr(5));
   }
   run_->Record(call.sent, now, good);

@@ -116,8 +116,10 @@ int main(int argc, char** argv) {
   const auto end = start + std::chrono::duration<double>(seconds);
   // Open loop: the next request's due time, and the connections with nothing in flight.
   long sent_count = 0;
-  auto due = [&] { return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                                      static_cast<double>(sent_count) / rate)); };
+  auto due = [&] {
+    return start + std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double>(static_cast<double>(sent_count) / rate));
+  };
   std::vector<size_t> idle;
   for (size_t i = 0; i < connections.size(); ++i) {
     Connection& c = connections[i];

@@ -27,7 +27,7 @@ class BatchScheduler::Queue {
       : processor(std::move(processor)), options(std::move(options)) {}
   BatchProcessor processor;
   const BatchingOptions options;  // everything but num_batch_threads, which is the pool's
-  std::deque<Batch> batches;  // guarded by the scheduler's mu_
+  std::deque<Batch> batches;      // guarded by the scheduler's mu_
 };
 
 Status ValidateBatchingOptions(const BatchingOptions& options) {

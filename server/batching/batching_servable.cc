@@ -95,9 +95,11 @@ Status BatchingServable::Run(const std::vector<const runtime::Tensor*>& inputs, 
   for (const runtime::Tensor* t : inputs) owned.push_back(t->Clone());
   std::promise<std::pair<Status, Outputs>> promise;
   auto future = promise.get_future();
-  RunAsync(std::move(owned), [&promise](Status status, Outputs result) {
-    promise.set_value({std::move(status), std::move(result)});
-  }, {});
+  RunAsync(std::move(owned),
+           [&promise](Status status, Outputs result) {
+             promise.set_value({std::move(status), std::move(result)});
+           },
+           {});
   auto [status, result] = future.get();
   *outputs = std::move(result);
   return status;

@@ -32,7 +32,7 @@ struct ServerFlags {
   // ModelFleet's own.
   bool resource_preserving_swap = false;
   bool enable_model_warmup = true;
-  int num_request_iterations_for_warmup = 0;  // > 0: each warm-up request runs this often
+  int num_request_iterations_for_warmup = 0;        // > 0: each warm-up request runs this often
   int64_t load_retry_interval_micros = 60'000'000;  // when set: a fixed retry interval
   bool enable_per_model_batching_parameters = false;
   bool version = false;
@@ -47,7 +47,7 @@ struct ServerFlags {
   std::string grpc_channel_arguments;
   std::string device = "auto";
   std::string precision = "fp32";  // fp32 | tf32 | fp16: what the GPU may compute in
-  std::string backend;  // the older name of --device (cpu | cuda)
+  std::string backend;             // the older name of --device (cpu | cuda)
   double gpu_memory_fraction = 0;
   int intra_op_threads = 0;
   double drain_seconds = 10;

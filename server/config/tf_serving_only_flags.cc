@@ -15,7 +15,8 @@ struct IgnoredFlag {
 
 constexpr IgnoredFlag kIgnored[] = {
     {"saved_model_tags", Kind::kString, "ONNX models have no SavedModel tags"},
-    {"tensorflow_session_config_file", Kind::kString, "a TensorFlow session ConfigProto has no meaning for ONNX models"},
+    {"tensorflow_session_config_file", Kind::kString,
+     "a TensorFlow session ConfigProto has no meaning for ONNX models"},
     {"tensorflow_inter_op_parallelism", Kind::kInt,
      "a request's operators run in order; its parallelism is --intra_op_threads"},
     {"platform_config_file", Kind::kString, "the ONNX runtime is the only platform"},
@@ -32,8 +33,9 @@ constexpr IgnoredFlag kIgnored[] = {
     {"num_unload_threads", Kind::kInt, "a version is freed by the last request that holds it"},
     // TF's flag empties its filesystems' in-process caches (GCS, S3 blocks); the kernel's page
     // cache is not one of them, and neither is anything here.
-    {"flush_filesystem_caches", Kind::kBool, "model files are read straight from the filesystem: no file cache "
-                                            "is kept in the process"},
+    {"flush_filesystem_caches", Kind::kBool,
+     "model files are read straight from the filesystem: no file cache "
+     "is kept in the process"},
 };
 
 }  // namespace
@@ -63,9 +65,10 @@ void TfServingOnlyFlags::Register(FlagSet& flags) {
 
 Status TfServingOnlyFlags::Check(const FlagSet& flags) const {
   if (!strings_.at("ssl_config_file").empty()) {
-    return InvalidArgument("--ssl_config_file: TLS on the gRPC port is not implemented; serving in plaintext instead "
-                           "would ignore your config. Terminate TLS in front of the server (a service mesh or "
-                           "ingress), or remove the flag");
+    return InvalidArgument(
+        "--ssl_config_file: TLS on the gRPC port is not implemented; serving in plaintext instead "
+        "would ignore your config. Terminate TLS in front of the server (a service mesh or "
+        "ingress), or remove the flag");
   }
   if (bools_.at("use_alts_credentials")) {
     return InvalidArgument("--use_alts_credentials: ALTS is not implemented; remove the flag to serve in plaintext");

@@ -60,13 +60,16 @@ void MeteredServable::RunAsync(std::vector<runtime::Tensor> inputs, Done done, S
     still_wanted = nullptr;
   }
   // Copies, not `this`: an asynchronous inner may answer after this decorator is gone.
-  inner_->RunAsync(std::move(inputs), [model = model_name_, version = version_, rows, started = Clock::now(),
-                                       average = recent_runs_, done = std::move(done)](Status status, Outputs outputs) {
-    const double seconds = SecondsSince(started);
-    average->Observe(seconds);
-    RecordExecution({model, version, rows, 1, status.ok(), seconds});
-    done(std::move(status), std::move(outputs));
-  }, std::move(still_wanted));
+  inner_->RunAsync(
+      std::move(inputs),
+      [model = model_name_, version = version_, rows, started = Clock::now(), average = recent_runs_,
+       done = std::move(done)](Status status, Outputs outputs) {
+        const double seconds = SecondsSince(started);
+        average->Observe(seconds);
+        RecordExecution({model, version, rows, 1, status.ok(), seconds});
+        done(std::move(status), std::move(outputs));
+      },
+      std::move(still_wanted));
 }
 
 }  // namespace mf::server

@@ -51,10 +51,10 @@ void DispatchRun(RunPool& pool, std::shared_ptr<const Servable> servable, std::v
     Servable::Done done;
     Servable::StillWanted still_wanted;
   };
-  auto job = std::make_shared<Job>(Job{std::move(servable), std::move(inputs), std::move(done), std::move(still_wanted)});
-  pool.Post([job] {
-    job->servable->RunAsync(std::move(job->inputs), std::move(job->done), std::move(job->still_wanted));
-  });
+  auto job =
+      std::make_shared<Job>(Job{std::move(servable), std::move(inputs), std::move(done), std::move(still_wanted)});
+  pool.Post(
+      [job] { job->servable->RunAsync(std::move(job->inputs), std::move(job->done), std::move(job->still_wanted)); });
 }
 
 }  // namespace mf::server

@@ -6,7 +6,8 @@ namespace mf::server {
 
 void Servable::RunAsync(std::vector<runtime::Tensor> inputs, Done done, StillWanted still_wanted) const {
   if (still_wanted) {
-    if (Status wanted = still_wanted(std::chrono::steady_clock::now()); !wanted.ok()) return done(std::move(wanted), {});
+    if (Status wanted = still_wanted(std::chrono::steady_clock::now()); !wanted.ok())
+      return done(std::move(wanted), {});
   }
   std::vector<const runtime::Tensor*> pointers;
   pointers.reserve(inputs.size());
@@ -22,8 +23,9 @@ Status Servable::MeetsDeadline(std::chrono::steady_clock::time_point deadline,
     return DeadlineExceeded("Deadline exceeded before the model run started");
   }
   if (deadline <= expected_end) {
-    return DeadlineExceeded("Deadline exceeded: the model run would end after it (queued past the point of "
-                            "answering in time)");
+    return DeadlineExceeded(
+        "Deadline exceeded: the model run would end after it (queued past the point of "
+        "answering in time)");
   }
   return Status::Ok();
 }

@@ -12,8 +12,8 @@
 #include "http/server.h"
 #include "modelfleet_version.h"
 #include "server/config/monitoring_config.h"
-#include "server/repository/model_manager.h"
 #include "server/repository/deadline_timer.h"
+#include "server/repository/model_manager.h"
 #include "server/repository/run_pool.h"
 
 namespace mf::server::rest {

@@ -66,7 +66,8 @@ StatusOr<std::shared_ptr<const Servable>> SessionLoader::Load(const LoadRequest&
         std::make_shared<MeteredServable>(servable, request.model_name, request.version));
   }
   std::optional<batching::BatchingOptions> own_options;
-  const std::filesystem::path own_file = std::filesystem::path(request.model_path).parent_path() / kPerModelBatchingFile;
+  const std::filesystem::path own_file =
+      std::filesystem::path(request.model_path).parent_path() / kPerModelBatchingFile;
   std::error_code error;
   if (steps_.per_model_batching_parameters && std::filesystem::exists(own_file, error)) {
     auto loaded = LoadBatchingParametersFile(own_file.string());

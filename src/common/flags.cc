@@ -1,12 +1,12 @@
 #include "common/flags.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <charconv>
 #include <climits>
 #include <cmath>
 #include <optional>
 #include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 namespace mf {
 namespace {

@@ -23,9 +23,15 @@ bool ParseLevel(std::string_view name, Level* level);
 bool Enabled(Level level);
 void Write(Level level, std::string_view message, const Fields& fields = {});
 
-inline void Debug(std::string_view m, const Fields& f = {}) { if (Enabled(Level::kDebug)) Write(Level::kDebug, m, f); }
-inline void Info(std::string_view m, const Fields& f = {}) { if (Enabled(Level::kInfo)) Write(Level::kInfo, m, f); }
-inline void Warning(std::string_view m, const Fields& f = {}) { if (Enabled(Level::kWarning)) Write(Level::kWarning, m, f); }
+inline void Debug(std::string_view m, const Fields& f = {}) {
+  if (Enabled(Level::kDebug)) Write(Level::kDebug, m, f);
+}
+inline void Info(std::string_view m, const Fields& f = {}) {
+  if (Enabled(Level::kInfo)) Write(Level::kInfo, m, f);
+}
+inline void Warning(std::string_view m, const Fields& f = {}) {
+  if (Enabled(Level::kWarning)) Write(Level::kWarning, m, f);
+}
 inline void Error(std::string_view m, const Fields& f = {}) { Write(Level::kError, m, f); }
 
 // Sets the current thread's request id for the lifetime of the scope (restores the previous one).

@@ -51,9 +51,7 @@ class [[nodiscard]] Status {
   // Returns a copy whose message is "context: message" (same code).
   Status WithContext(std::string_view context) const;
 
-  friend bool operator==(const Status& a, const Status& b) {
-    return a.code_ == b.code_ && a.message_ == b.message_;
-  }
+  friend bool operator==(const Status& a, const Status& b) { return a.code_ == b.code_ && a.message_ == b.message_; }
 
  private:
   StatusCode code_ = StatusCode::kOk;
@@ -80,7 +78,7 @@ inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionD
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
+  StatusOr(T value) : state_(std::move(value)) {}        // NOLINT: implicit by design
   StatusOr(Status status) : state_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(state_).ok() && "StatusOr needs a non-OK status or a value");
   }
@@ -90,9 +88,18 @@ class [[nodiscard]] StatusOr {
     static const Status kOk;
     return ok() ? kOk : std::get<Status>(state_);
   }
-  T& value() & { assert(ok()); return std::get<T>(state_); }
-  const T& value() const& { assert(ok()); return std::get<T>(state_); }
-  T&& value() && { assert(ok()); return std::get<T>(std::move(state_)); }
+  T& value() & {
+    assert(ok());
+    return std::get<T>(state_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<T>(state_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<T>(std::move(state_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
@@ -105,10 +112,10 @@ class [[nodiscard]] StatusOr {
 }  // namespace mf
 
 // Returns early from the enclosing function when `expr` yields a non-OK Status.
-#define MF_RETURN_IF_ERROR(expr)                 \
-  do {                                           \
-    ::mf::Status mf_status_ = (expr);            \
-    if (!mf_status_.ok()) return mf_status_;     \
+#define MF_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::mf::Status mf_status_ = (expr);        \
+    if (!mf_status_.ok()) return mf_status_; \
   } while (0)
 
 #define MF_CONCAT_INNER(a, b) a##b

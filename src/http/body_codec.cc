@@ -38,7 +38,7 @@ InflateResult Inflate(std::string_view compressed, size_t max_output_bytes, std:
       result = zs.avail_in == 0 ? InflateResult::kOk : InflateResult::kCorrupt;
       break;
     }
-    if (rc != Z_OK) break;  // Z_DATA_ERROR, Z_MEM_ERROR, Z_NEED_DICT
+    if (rc != Z_OK) break;                             // Z_DATA_ERROR, Z_MEM_ERROR, Z_NEED_DICT
     if (zs.avail_in == 0 && zs.avail_out != 0) break;  // truncated input
     chunk = std::min<size_t>(chunk * 2, 16 << 20);
   }

@@ -10,9 +10,9 @@
 #include <openssl/x509v3.h>
 
 #include <ctime>
-#include <utility>
 #include <functional>
 #include <memory>
+#include <utility>
 
 namespace mf::http {
 namespace {
@@ -104,8 +104,8 @@ StatusOr<Cert> NewCertificate(EVP_PKEY* key, const std::string& common_name, std
   }
   X509_NAME* name = X509_get_subject_name(cert.get());
   for (const auto& organization : organizations) {
-    if (X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(organization.c_str()),
-                                   -1, -1, 0) != 1) {
+    if (X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8,
+                                   reinterpret_cast<const unsigned char*>(organization.c_str()), -1, -1, 0) != 1) {
       return Failed("cannot set the certificate organization");
     }
   }
@@ -127,7 +127,8 @@ StatusOr<PemCertificate> Encode(X509* cert, EVP_PKEY* key) {
 }
 
 bool IsIpAddress(const std::string& host) {
-  std::unique_ptr<ASN1_OCTET_STRING, Deleter<ASN1_OCTET_STRING, ASN1_OCTET_STRING_free>> ip(a2i_IPADDRESS(host.c_str()));
+  std::unique_ptr<ASN1_OCTET_STRING, Deleter<ASN1_OCTET_STRING, ASN1_OCTET_STRING_free>> ip(
+      a2i_IPADDRESS(host.c_str()));
   ERR_clear_error();
   return ip != nullptr;
 }
@@ -160,7 +161,8 @@ StatusOr<PemCertificate> CreateCertificateAuthority(const std::string& common_na
   MF_ASSIGN_OR_RETURN(Cert cert, NewCertificate(key.get(), common_name, validity));
   if (X509_set_issuer_name(cert.get(), X509_get_subject_name(cert.get())) != 1) return Failed("cannot set the issuer");
   MF_RETURN_IF_ERROR(AddExtension(cert.get(), cert.get(), NID_basic_constraints, "critical,CA:TRUE"));
-  MF_RETURN_IF_ERROR(AddExtension(cert.get(), cert.get(), NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature"));
+  MF_RETURN_IF_ERROR(
+      AddExtension(cert.get(), cert.get(), NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature"));
   MF_RETURN_IF_ERROR(AddExtension(cert.get(), cert.get(), NID_subject_key_identifier, "hash"));
   if (X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) return Failed("cannot sign the CA certificate");
   return Encode(cert.get(), key.get());
@@ -183,9 +185,11 @@ StatusOr<PemCertificate> IssueServingCertificate(const PemCertificate& ca, const
   if (alt_names.empty()) return InvalidArgument("a serving certificate needs at least one DNS name or IP address");
   MF_ASSIGN_OR_RETURN(Key key, NewKey());
   MF_ASSIGN_OR_RETURN(Cert cert, NewCertificate(key.get(), request.common_name, request.validity));
-  if (X509_set_issuer_name(cert.get(), X509_get_subject_name(ca_cert.get())) != 1) return Failed("cannot set the issuer");
+  if (X509_set_issuer_name(cert.get(), X509_get_subject_name(ca_cert.get())) != 1)
+    return Failed("cannot set the issuer");
   MF_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert.get(), NID_basic_constraints, "critical,CA:FALSE"));
-  MF_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert.get(), NID_key_usage, "critical,digitalSignature,keyEncipherment"));
+  MF_RETURN_IF_ERROR(
+      AddExtension(cert.get(), ca_cert.get(), NID_key_usage, "critical,digitalSignature,keyEncipherment"));
   MF_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert.get(), NID_ext_key_usage, "serverAuth"));
   MF_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert.get(), NID_authority_key_identifier, "keyid:always"));
   MF_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert.get(), NID_subject_alt_name, alt_names));
@@ -211,9 +215,10 @@ Status VerifyChain(X509* cert, const std::string& ca_certificate_pem, int purpos
   if (X509_verify_cert(ctx.get()) != 1) {
     std::string why = X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx.get()));
     ERR_clear_error();
-    return FailedPrecondition("the certificate does not verify against the CA " +
-                              (remaining.count() > 0 ? "in " + std::to_string(remaining.count()) + " hours" : std::string("now")) +
-                              ": " + why);
+    return FailedPrecondition(
+        "the certificate does not verify against the CA " +
+        (remaining.count() > 0 ? "in " + std::to_string(remaining.count()) + " hours" : std::string("now")) + ": " +
+        why);
   }
   return Status::Ok();
 }
@@ -242,10 +247,13 @@ StatusOr<PemCertificate> IssueClientCertificate(const PemCertificate& ca, const 
   MF_ASSIGN_OR_RETURN(auto signer, ReadCa(ca));
   auto& [ca_cert, ca_key] = signer;
   MF_ASSIGN_OR_RETURN(Key key, NewKey());
-  MF_ASSIGN_OR_RETURN(Cert cert, NewCertificate(key.get(), request.common_name, request.validity, request.organizations));
-  if (X509_set_issuer_name(cert.get(), X509_get_subject_name(ca_cert.get())) != 1) return Failed("cannot set the issuer");
+  MF_ASSIGN_OR_RETURN(Cert cert,
+                      NewCertificate(key.get(), request.common_name, request.validity, request.organizations));
+  if (X509_set_issuer_name(cert.get(), X509_get_subject_name(ca_cert.get())) != 1)
+    return Failed("cannot set the issuer");
   MF_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert.get(), NID_basic_constraints, "critical,CA:FALSE"));
-  MF_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert.get(), NID_key_usage, "critical,digitalSignature,keyEncipherment"));
+  MF_RETURN_IF_ERROR(
+      AddExtension(cert.get(), ca_cert.get(), NID_key_usage, "critical,digitalSignature,keyEncipherment"));
   MF_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert.get(), NID_ext_key_usage, "clientAuth"));
   MF_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert.get(), NID_authority_key_identifier, "keyid:always"));
   if (X509_sign(cert.get(), ca_key.get(), EVP_sha256()) == 0) return Failed("cannot sign the client certificate");

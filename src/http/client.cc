@@ -20,10 +20,9 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
-
 #include <cerrno>
-#include <limits>
 #include <deque>
+#include <limits>
 #include <map>
 
 #include "http/url.h"
@@ -110,8 +109,6 @@ struct Connection {
 
 std::string ErrorText(beast::error_code ec) { return ec.message(); }
 
-
-
 }  // namespace
 
 class Client::Impl {
@@ -138,8 +135,8 @@ class Client::Impl {
         if (Status s = Dial(*conn, url, deadline, cancel); !s.ok()) return s;
       }
       bool retryable = false;
-      StatusOr<Response> result = RoundTrip(std::move(conn), url, request, deadline, on_data, cancel,
-                                            reused && idempotent, &retryable, key);
+      StatusOr<Response> result =
+          RoundTrip(std::move(conn), url, request, deadline, on_data, cancel, reused && idempotent, &retryable, key);
       if (result.ok() || !retryable || attempt > 0) return result;
     }
   }
@@ -176,7 +173,9 @@ class Client::Impl {
     }
     if (cert_file) {
       tls_.use_certificate_chain_file(options_.client_cert_file, ec);
-      if (ec) return FailedPrecondition("cannot load client certificate '" + options_.client_cert_file + "': " + ec.message());
+      if (ec)
+        return FailedPrecondition("cannot load client certificate '" + options_.client_cert_file +
+                                  "': " + ec.message());
       tls_.use_private_key_file(options_.client_key_file, ssl::context::pem, ec);
       if (ec) return FailedPrecondition("cannot load client key '" + options_.client_key_file + "': " + ec.message());
     }
@@ -252,8 +251,7 @@ class Client::Impl {
     return Unavailable(std::string(what) + ": " + ErrorText(ec));
   }
 
-  Status Dial(Connection& conn, const Url& url, const std::optional<Clock::time_point>& deadline,
-              CancelToken* cancel) {
+  Status Dial(Connection& conn, const Url& url, const std::optional<Clock::time_point>& deadline, CancelToken* cancel) {
     std::string where = url.host + ":" + std::to_string(url.port);
     Arm(conn, deadline, cancel);
     Status status = DialArmed(conn, url, where);
@@ -336,15 +334,14 @@ class Client::Impl {
       }
     }
     message.body() = request.body;
-    bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
-                    request.method == "PATCH";
+    bool has_body =
+        !request.body.empty() || request.method == "POST" || request.method == "PUT" || request.method == "PATCH";
     if (has_body) message.prepare_payload();
     const auto read_timeout = request.read_timeout.value_or(options_.read_timeout);
 
     conn.tcp.expires_after(read_timeout);
-    beast::error_code ec = conn.Run([&](auto handler) {
-      conn.WithStream([&](auto& s) { bhttp::async_write(s, message, handler); });
-    });
+    beast::error_code ec =
+        conn.Run([&](auto handler) { conn.WithStream([&](auto& s) { bhttp::async_write(s, message, handler); }); });
     if (ec) {
       *retryable = retry_if_nothing_read || conn.tcp.socket().is_open() == false;
       return ErrorStatus(conn, ec, what + ": sending the request");
@@ -442,8 +439,8 @@ class Client::Impl {
         if (!eof_ec && conn.buffer.size() == 0) break;
         std::string expected =
             head.has_content_length() ? " of " + std::string(wire::ToStd(head[bhttp::field::content_length])) : "";
-        return DataLoss(what + ": server closed the connection mid-body (after " + std::to_string(received) +
-                        expected + " bytes)");
+        return DataLoss(what + ": server closed the connection mid-body (after " + std::to_string(received) + expected +
+                        " bytes)");
       }
       return ErrorStatus(conn, ec, what + ": reading the response body");
     }
@@ -487,8 +484,7 @@ StatusOr<Response> Client::Stream(const ClientRequest& request, const BodyCallba
   return impl_->Call(request, &on_data, cancel);
 }
 
-StatusOr<Response> Client::StreamLines(const ClientRequest& request, const BodyCallback& on_line,
-                                       CancelToken* cancel) {
+StatusOr<Response> Client::StreamLines(const ClientRequest& request, const BodyCallback& on_line, CancelToken* cancel) {
   std::string pending;
   bool keep_going = true;
   BodyCallback splitter = [&](std::string_view data) {

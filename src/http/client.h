@@ -92,14 +92,12 @@ class Client {
   // truncated response), kResourceExhausted (body over the limit), kInvalidArgument (bad URL).
   StatusOr<Response> Do(const ClientRequest& request);
   StatusOr<Response> Get(std::string url, Headers headers = {});
-  StatusOr<Response> Post(std::string url, std::string body, std::string content_type,
-                          Headers headers = {});
+  StatusOr<Response> Post(std::string url, std::string body, std::string content_type, Headers headers = {});
 
   // Streams a 2xx body to `on_data` as it arrives and returns the response with an empty body
   // once it ends; non-2xx bodies are read whole into the returned response instead. Returns
   // kCancelled when `cancel` fires.
-  StatusOr<Response> Stream(const ClientRequest& request, const BodyCallback& on_data,
-                            CancelToken* cancel = nullptr);
+  StatusOr<Response> Stream(const ClientRequest& request, const BodyCallback& on_data, CancelToken* cancel = nullptr);
   // Like Stream(), split into lines ('\n' removed, a trailing '\r' too); a last line without
   // '\n' is delivered when the body ends. For Kubernetes watches (one JSON event per line).
   StatusOr<Response> StreamLines(const ClientRequest& request, const BodyCallback& on_line,

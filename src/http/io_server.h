@@ -16,14 +16,13 @@
 //   void CloseIfExpired(IoClock::time_point);  // enforce its own deadlines
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-
-#include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -243,25 +242,25 @@ class IoServer {
   // io_context is never run again.
   void Accept() {
     std::shared_ptr<Worker> target = workers_[next_worker_++ % workers_.size()];
-    acceptor_->async_accept(target->ioc, [this, target](boost::system::error_code ec,
-                                                        boost::asio::ip::tcp::socket socket) {
-      if (ec == boost::asio::error::operation_aborted || !acceptor_->is_open()) return;
-      if (ec) {
-        // EMFILE and friends: log, back off briefly instead of spinning.
-        mf::log::Warning(protocol_ + " accept failed", {{"error", ec.message()}});
-        auto timer = std::make_shared<boost::asio::steady_timer>(workers_[0]->ioc, std::chrono::milliseconds(50));
-        timer->async_wait([this, timer](boost::system::error_code) {
-          if (acceptor_->is_open()) Accept();
+    acceptor_->async_accept(
+        target->ioc, [this, target](boost::system::error_code ec, boost::asio::ip::tcp::socket socket) {
+          if (ec == boost::asio::error::operation_aborted || !acceptor_->is_open()) return;
+          if (ec) {
+            // EMFILE and friends: log, back off briefly instead of spinning.
+            mf::log::Warning(protocol_ + " accept failed", {{"error", ec.message()}});
+            auto timer = std::make_shared<boost::asio::steady_timer>(workers_[0]->ioc, std::chrono::milliseconds(50));
+            timer->async_wait([this, timer](boost::system::error_code) {
+              if (acceptor_->is_open()) Accept();
+            });
+            return;
+          }
+          counts_->accepted.fetch_add(1, std::memory_order_relaxed);
+          counts_->open.fetch_add(1);
+          boost::asio::post(target->ioc, [this, target, socket = std::move(socket)]() mutable {
+            start_connection_(target, std::move(socket));
+          });
+          Accept();
         });
-        return;
-      }
-      counts_->accepted.fetch_add(1, std::memory_order_relaxed);
-      counts_->open.fetch_add(1);
-      boost::asio::post(target->ioc, [this, target, socket = std::move(socket)]() mutable {
-        start_connection_(target, std::move(socket));
-      });
-      Accept();
-    });
   }
 
   const std::string protocol_;

@@ -43,7 +43,7 @@ struct Request {
   std::string method = "GET";  // as sent: "GET", "POST", ...
   std::string target = "/";    // origin-form: path plus optional "?query"
   Headers headers;
-  std::string body;            // decoded: a gzip/deflate body arrives here inflated
+  std::string body;  // decoded: a gzip/deflate body arrives here inflated
   // Set by the server: the incoming x-request-id or a fresh one; echoed in the response.
   std::string request_id;
   std::string remote_address;  // "ip:port" of the peer (server side only)
@@ -59,8 +59,7 @@ struct Response {
   std::string body;
 
   // A body with its Content-Type.
-  static Response Text(int status, std::string body,
-                       std::string_view content_type = "text/plain; charset=utf-8");
+  static Response Text(int status, std::string body, std::string_view content_type = "text/plain; charset=utf-8");
   static Response Json(int status, std::string body);
   // {"error": "<message>"} with the HTTP status TF Serving uses for the code.
   static Response FromStatus(const Status& status);

@@ -8,9 +8,7 @@
 namespace mf::http {
 
 Handler Sync(std::function<Response(const Request&)> fn) {
-  return [fn = std::move(fn)](Request request, Responder responder) {
-    responder.Respond(fn(request));
-  };
+  return [fn = std::move(fn)](Request request, Responder responder) { responder.Respond(fn(request)); };
 }
 
 Router& Router::Add(std::string method, std::string path, Handler handler) {
@@ -53,8 +51,8 @@ Handler Router::AsHandler() const {
     }
     if (table->catch_all) return table->catch_all(std::move(request), std::move(responder));
     if (path_known) {
-      responder.Respond(Response::Json(
-          405, "{\"error\": \"method " + request.method + " is not allowed on this path\"}"));
+      responder.Respond(
+          Response::Json(405, "{\"error\": \"method " + request.method + " is not allowed on this path\"}"));
       return;
     }
     responder.Respond(Response::FromStatus(NotFound("no handler for path " + std::string(path))));
@@ -63,8 +61,7 @@ Handler Router::AsHandler() const {
 
 Handler MetricsHandler() {
   return Sync([](const Request&) {
-    return Response::Text(200, metrics::RenderText(*metrics::DefaultRegistry()),
-                          metrics::kTextContentType);
+    return Response::Text(200, metrics::RenderText(*metrics::DefaultRegistry()), metrics::kTextContentType);
   });
 }
 

@@ -1,21 +1,11 @@
 // The Beast server: the shared io skeleton (http/io_server.h) hands each connection to one io
-// thread (round robin); a Session then lives on that thread only. Cross-thread entry points (Responder, Stream) post to the
-// session's io_context, so session state needs no lock; only a stream's chunk queue, which
-// producers fill from their own threads, has a mutex. With TLS configured a session wraps its
-// socket in an OpenSSL stream and handshakes first; every read and write of the HTTP exchange
-// goes through AsyncReadSome / AsyncWrite, which pick the plain socket or the TLS stream, so the
-// plain path is the same code with one branch.
+// thread (round robin); a Session then lives on that thread only. Cross-thread entry points (Responder, Stream) post to
+// the session's io_context, so session state needs no lock; only a stream's chunk queue, which producers fill from
+// their own threads, has a mutex. With TLS configured a session wraps its socket in an OpenSSL stream and handshakes
+// first; every read and write of the HTTP exchange goes through AsyncReadSome / AsyncWrite, which pick the plain socket
+// or the TLS stream, so the plain path is the same code with one branch.
 #include "http/server.h"
 
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/ssl/context.hpp>
-#include <boost/asio/ssl/stream.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
 #include <openssl/err.h>
 #include <openssl/x509.h>
 #include <prometheus/counter.h>
@@ -25,9 +15,18 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <csignal>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -100,7 +99,7 @@ bool UsableRequestId(std::string_view id) {
 }
 
 uint32_t MethodIndex(std::string_view m) {
-  static constexpr std::array<std::string_view, 7> kKnown = {"GET", "POST", "PUT", "DELETE",
+  static constexpr std::array<std::string_view, 7> kKnown = {"GET",   "POST", "PUT",    "DELETE",
                                                              "PATCH", "HEAD", "OPTIONS"};
   for (uint32_t i = 0; i < kKnown.size(); ++i) {
     if (kKnown[i] == m) return i;
@@ -109,7 +108,7 @@ uint32_t MethodIndex(std::string_view m) {
 }
 
 std::string_view MethodLabel(uint32_t index) {
-  static constexpr std::array<std::string_view, 8> kLabels = {"GET",  "POST", "PUT",     "DELETE",
+  static constexpr std::array<std::string_view, 8> kLabels = {"GET",   "POST", "PUT",     "DELETE",
                                                               "PATCH", "HEAD", "OPTIONS", "OTHER"};
   return kLabels[index];
 }
@@ -197,9 +196,7 @@ class Session : public std::enable_shared_from_this<Session> {
     state_ = State::kWriting;
     deadline_ = Clock::now() + core_->options.write_timeout;
     std::array<asio::const_buffer, 2> buffers = {asio::buffer(head_), asio::buffer(body_)};
-    AsyncWrite(buffers, [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->OnResponseWritten(ec);
-    });
+    AsyncWrite(buffers, [self = shared_from_this()](beast::error_code ec, size_t) { self->OnResponseWritten(ec); });
   }
 
   // --- streaming (the chunk queue is shared with producer threads) ---
@@ -225,9 +222,8 @@ class Session : public std::enable_shared_from_this<Session> {
     LogAndCount();
     stream_writing_ = true;
     deadline_ = Clock::now() + core_->options.write_timeout;
-    AsyncWrite(asio::buffer(head_), [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->OnStreamWritten(ec, 0, false);
-    });
+    AsyncWrite(asio::buffer(head_),
+               [self = shared_from_this()](beast::error_code ec, size_t) { self->OnStreamWritten(ec, 0, false); });
     WatchForPeerGone();
   }
 
@@ -308,9 +304,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void ReadMore() {
     // Beast's parser is fed by hand (put) rather than through async_read: one read system call
     // and no composed operation per request on the hot path.
-    AsyncReadSome(buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t n) {
-      self->OnRead(ec, n);
-    });
+    AsyncReadSome(buffer_.prepare(kReadChunk),
+                  [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnRead(ec, n); });
   }
 
   void OnRead(beast::error_code ec, size_t n) {
@@ -378,8 +373,7 @@ class Session : public std::enable_shared_from_this<Session> {
     head_request_ = request.method == "HEAD";
     if (mf::log::Enabled(mf::log::Level::kDebug)) target_ = request.target;
     auto incoming_id = request.headers.Get("x-request-id");
-    request_id_ = incoming_id && UsableRequestId(*incoming_id) ? std::string(*incoming_id)
-                                                               : mf::log::NewRequestId();
+    request_id_ = incoming_id && UsableRequestId(*incoming_id) ? std::string(*incoming_id) : mf::log::NewRequestId();
     request.request_id = request_id_;
     request.remote_address = remote_;
     core_->requests.fetch_add(1, std::memory_order_relaxed);
@@ -588,7 +582,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   std::shared_ptr<Worker> worker_;  // first member: keeps the io_context alive for the socket
   std::shared_ptr<Core> core_;
-  tcp::socket socket_;                          // moved into tls_ when TLS is on
+  tcp::socket socket_;  // moved into tls_ when TLS is on
   std::optional<ssl::stream<tcp::socket>> tls_;
   beast::flat_buffer buffer_;
   wire::RequestReader reader_;

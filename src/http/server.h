@@ -97,14 +97,14 @@ Handler MetricsHandler();
 
 struct ServerOptions {
   std::string address = "0.0.0.0";
-  uint16_t port = 0;                  // 0 picks a free port; see Server::port()
-  int io_threads = 0;                 // 0: one per hardware thread
-  size_t max_header_bytes = 64 * 1024;          // larger: 431
-  size_t max_body_bytes = 64 * 1024 * 1024;     // larger (before or after gzip decoding): 413
+  uint16_t port = 0;                                // 0 picks a free port; see Server::port()
+  int io_threads = 0;                               // 0: one per hardware thread
+  size_t max_header_bytes = 64 * 1024;              // larger: 431
+  size_t max_body_bytes = 64 * 1024 * 1024;         // larger (before or after gzip decoding): 413
   std::chrono::milliseconds read_timeout{30'000};   // to receive one whole request: else 408
   std::chrono::milliseconds idle_timeout{75'000};   // keep-alive connection with no request
   std::chrono::milliseconds write_timeout{60'000};  // to write one response (or stream chunk)
-  bool decode_request_bodies = true;  // inflate Content-Encoding: gzip / deflate
+  bool decode_request_bodies = true;                // inflate Content-Encoding: gzip / deflate
   std::string server_header = "modelfleet";
   // Added to every response that does not set the same field itself (e.g. CORS headers).
   Headers response_headers;

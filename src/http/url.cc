@@ -31,11 +31,13 @@ StatusOr<Url> ParseUrl(std::string_view url) {
   std::string_view port_text;
   if (authority.starts_with("[")) {
     size_t close = authority.find(']');
-    if (close == std::string_view::npos) return InvalidArgument("URL '" + std::string(url) + "' has an unclosed IPv6 bracket");
+    if (close == std::string_view::npos)
+      return InvalidArgument("URL '" + std::string(url) + "' has an unclosed IPv6 bracket");
     out.host = std::string(authority.substr(1, close - 1));
     std::string_view after = authority.substr(close + 1);
     if (!after.empty()) {
-      if (after.front() != ':') return InvalidArgument("URL '" + std::string(url) + "' has junk after the IPv6 address");
+      if (after.front() != ':')
+        return InvalidArgument("URL '" + std::string(url) + "' has junk after the IPv6 address");
       port_text = after.substr(1);
     }
   } else {

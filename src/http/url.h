@@ -10,10 +10,10 @@
 namespace mf::http {
 
 struct Url {
-  bool tls = false;     // https
-  std::string host;     // without brackets for IPv6 literals
-  uint16_t port = 0;    // explicit or the scheme's default
-  std::string target;   // "/path?query", "/" when the URL has no path
+  bool tls = false;    // https
+  std::string host;    // without brackets for IPv6 literals
+  uint16_t port = 0;   // explicit or the scheme's default
+  std::string target;  // "/path?query", "/" when the URL has no path
   // "host:port" as the Host header wants it (brackets for IPv6, port omitted when default).
   std::string HostHeader() const;
 };

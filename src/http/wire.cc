@@ -15,12 +15,12 @@ void ConfigureParser(const Limits& limits, RequestParser* parser) {
 
 Rejection RejectionForParseError(boost::beast::error_code ec, const Limits& limits) {
   if (ec == bhttp::error::header_limit) {
-    return {431, "request header is larger than the server's limit of " +
-                     std::to_string(limits.max_header_bytes) + " bytes"};
+    return {431, "request header is larger than the server's limit of " + std::to_string(limits.max_header_bytes) +
+                     " bytes"};
   }
   if (ec == bhttp::error::body_limit || ec == bhttp::error::buffer_overflow) {
-    return {413, "request body is larger than the server's limit of " +
-                     std::to_string(limits.max_body_bytes) + " bytes"};
+    return {413,
+            "request body is larger than the server's limit of " + std::to_string(limits.max_body_bytes) + " bytes"};
   }
   return {400, "malformed HTTP request: " + ec.message()};
 }
@@ -47,8 +47,8 @@ Coding ContentCoding(const BeastRequest& m) {
 std::optional<Rejection> CheckHeader(const BeastRequest& header) {
   if (ContentCoding(header) == Coding::kUnsupported) {
     auto v = header[bhttp::field::content_encoding];
-    return Rejection{415, "unsupported Content-Encoding '" + std::string(v.data(), v.size()) +
-                              "': send identity, gzip or deflate"};
+    return Rejection{
+        415, "unsupported Content-Encoding '" + std::string(v.data(), v.size()) + "': send identity, gzip or deflate"};
   }
   auto expect = header.find(bhttp::field::expect);
   if (expect != header.end() &&
@@ -161,8 +161,7 @@ void AppendContentLength(size_t length, std::string* out) {
 
 bool AppendStatusAndHeaders(const Response& response, std::string* out) {
   if (response.status < 100 || response.status > 999) return false;
-  char code[4] = {static_cast<char>('0' + response.status / 100),
-                  static_cast<char>('0' + response.status / 10 % 10),
+  char code[4] = {static_cast<char>('0' + response.status / 100), static_cast<char>('0' + response.status / 10 % 10),
                   static_cast<char>('0' + response.status % 10), ' '};
   out->append("HTTP/1.1 ", 9);
   out->append(code, 4);
@@ -171,8 +170,7 @@ bool AppendStatusAndHeaders(const Response& response, std::string* out) {
   for (const auto& [name, value] : response.headers.fields()) {
     if (!IsValidHeaderField(name, value)) return false;
     if (EqualsIgnoreCase(name, "Content-Length") || EqualsIgnoreCase(name, "Transfer-Encoding") ||
-        EqualsIgnoreCase(name, "Connection") || EqualsIgnoreCase(name, "Date") ||
-        EqualsIgnoreCase(name, "Server")) {
+        EqualsIgnoreCase(name, "Connection") || EqualsIgnoreCase(name, "Date") || EqualsIgnoreCase(name, "Server")) {
       continue;
     }
     AppendHeader(name, value, out);

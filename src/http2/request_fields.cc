@@ -25,7 +25,8 @@ bool ValidName(std::string_view name) {
 }
 
 bool ValidValue(std::string_view value) {
-  if (!value.empty() && (value.front() == ' ' || value.front() == '\t' || value.back() == ' ' || value.back() == '\t')) {
+  if (!value.empty() &&
+      (value.front() == ' ' || value.front() == '\t' || value.back() == ' ' || value.back() == '\t')) {
     return false;
   }
   // One pass, no memchr per character (what find_first_of on a set does).

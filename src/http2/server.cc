@@ -255,7 +255,7 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
   bool received_bytes_ = false;
   bool receiving_ = false;
   int answers_while_receiving_ = 0;  // in the read being handled
-  int flush_at_ = 1;                  // Flush() when answers_while_receiving_ reaches it
+  int flush_at_ = 1;                 // Flush() when answers_while_receiving_ reaches it
   bool writing_ = false;
   bool flushing_ = false;
   bool flush_again_ = false;

@@ -21,8 +21,8 @@
 #include <string>
 
 #include "common/status.h"
-#include "http2/message.h"
 #include "http2/h2_server_session.h"
+#include "http2/message.h"
 
 namespace mf::http2 {
 

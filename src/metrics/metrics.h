@@ -3,12 +3,12 @@
 // `_seconds` histograms, base units).
 #pragma once
 
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
 
 namespace mf::metrics {
 

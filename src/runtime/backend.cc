@@ -28,7 +28,8 @@ const KernelRegistry& CpuKernels() {
 
 StatusOr<const KernelRegistry*> KernelsFor(Backend backend) {
   switch (backend) {
-    case Backend::kCpu: return &cpu::CpuKernels();
+    case Backend::kCpu:
+      return &cpu::CpuKernels();
     case Backend::kCuda:
 #ifdef MODELFLEET_HAVE_CUDA
       return &cuda::CudaKernels();
@@ -40,18 +41,26 @@ StatusOr<const KernelRegistry*> KernelsFor(Backend backend) {
 }
 
 bool BackendFromName(std::string_view name, Backend* backend) {
-  if (name == "cpu") *backend = Backend::kCpu;
-  else if (name == "cuda") *backend = Backend::kCuda;
-  else return false;
+  if (name == "cpu")
+    *backend = Backend::kCpu;
+  else if (name == "cuda")
+    *backend = Backend::kCuda;
+  else
+    return false;
   return true;
 }
 
 bool PrecisionFromName(std::string_view name, Precision* precision) {
-  if (name == "fp32") *precision = Precision::kFp32;
-  else if (name == "tf32") *precision = Precision::kTf32;
-  else if (name == "fp16") *precision = Precision::kFp16;
-  else if (name == "bf16") *precision = Precision::kBf16;
-  else return false;
+  if (name == "fp32")
+    *precision = Precision::kFp32;
+  else if (name == "tf32")
+    *precision = Precision::kTf32;
+  else if (name == "fp16")
+    *precision = Precision::kFp16;
+  else if (name == "bf16")
+    *precision = Precision::kBf16;
+  else
+    return false;
   return true;
 }
 

@@ -21,7 +21,8 @@ StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Create(Graph graph, cons
     for (size_t k = 0; k < inputs.size(); ++k) {
       if (inputs[k] == kNoValue) continue;
       last_use[static_cast<size_t>(inputs[k])] = static_cast<int>(i);
-      if (g.values[static_cast<size_t>(inputs[k])].constant) plan->readers_[static_cast<size_t>(inputs[k])].push_back({i, k});
+      if (g.values[static_cast<size_t>(inputs[k])].constant)
+        plan->readers_[static_cast<size_t>(inputs[k])].push_back({i, k});
     }
   }
   std::unordered_set<int> keep(g.outputs.begin(), g.outputs.end());
@@ -43,7 +44,8 @@ size_t ExecutionPlan::CountConstantBytes() const {
   size_t bytes = 0;
   for (size_t v = 0; v < graph_.values.size(); ++v) {
     const Tensor* constant = graph_.values[v].constant.get();
-    if (constant && uses[v] > 0 && constant->raw_data() && counted.insert(constant).second) bytes += constant->byte_size();
+    if (constant && uses[v] > 0 && constant->raw_data() && counted.insert(constant).second)
+      bytes += constant->byte_size();
   }
   return bytes;
 }
@@ -84,7 +86,8 @@ Status ExecutionPlan::WarmUp(const std::vector<const Tensor*>& inputs, std::vect
   // packed copies of all the weights never coexist, only those of one node.
   Status s = RunSteps(inputs, outputs, peak_bytes, [this](const Step& step, std::vector<const Tensor*>& frame) {
     for (int v : graph_.nodes[step.node].inputs) {
-      if (v != kNoValue && DropIfOwned(v)) frame[static_cast<size_t>(v)] = graph_.values[static_cast<size_t>(v)].constant.get();
+      if (v != kNoValue && DropIfOwned(v))
+        frame[static_cast<size_t>(v)] = graph_.values[static_cast<size_t>(v)].constant.get();
     }
   });
   DropConstantsKernelsOwn();
@@ -113,7 +116,9 @@ Status ExecutionPlan::RunSteps(const std::vector<const Tensor*>& inputs, std::ve
     in.clear();
     for (int v : node.inputs) {
       const Tensor* t = v == kNoValue ? nullptr : ptr[static_cast<size_t>(v)];
-      if (v != kNoValue && !t) return Internal(Graph::Describe(node) + ": input '" + g.values[static_cast<size_t>(v)].name + "' was not computed");
+      if (v != kNoValue && !t)
+        return Internal(Graph::Describe(node) + ": input '" + g.values[static_cast<size_t>(v)].name +
+                        "' was not computed");
       in.push_back(t);
     }
     out.clear();

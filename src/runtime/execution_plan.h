@@ -43,9 +43,9 @@ class ExecutionPlan {
 
  private:
   struct Step {
-    size_t node;                      // index into graph_.nodes
+    size_t node;  // index into graph_.nodes
     std::unique_ptr<Kernel> kernel;
-    std::vector<int> release;         // values whose last reader is this step
+    std::vector<int> release;  // values whose last reader is this step
   };
   ExecutionPlan() = default;
   using AfterStep = std::function<void(const Step&, std::vector<const Tensor*>& frame)>;

@@ -12,10 +12,9 @@ struct NpyType {
   DataType dtype;
 };
 constexpr NpyType kTypes[] = {
-    {"<f4", DataType::kFloat32}, {"<f8", DataType::kFloat64}, {"<f2", DataType::kFloat16},
-    {"|i1", DataType::kInt8},    {"<i2", DataType::kInt16},   {"<i4", DataType::kInt32},
-    {"<i8", DataType::kInt64},   {"|u1", DataType::kUInt8},   {"<u2", DataType::kUInt16},
-    {"<u4", DataType::kUInt32},  {"<u8", DataType::kUInt64},  {"|b1", DataType::kBool},
+    {"<f4", DataType::kFloat32}, {"<f8", DataType::kFloat64}, {"<f2", DataType::kFloat16}, {"|i1", DataType::kInt8},
+    {"<i2", DataType::kInt16},   {"<i4", DataType::kInt32},   {"<i8", DataType::kInt64},   {"|u1", DataType::kUInt8},
+    {"<u2", DataType::kUInt16},  {"<u4", DataType::kUInt32},  {"<u8", DataType::kUInt64},  {"|b1", DataType::kBool},
 };
 
 // The value of `key` in the header dict, up to the next ',' or '}' at nesting depth 0.
@@ -49,7 +48,8 @@ StatusOr<Tensor> ParseNpy(std::string_view bytes) {
   int major = static_cast<unsigned char>(bytes[6]);
   size_t header_len, offset;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+    header_len =
+        static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
     offset = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) return InvalidArgument(".npy file is truncated");
@@ -65,7 +65,8 @@ StatusOr<Tensor> ParseNpy(std::string_view bytes) {
   MF_ASSIGN_OR_RETURN(std::string fortran, DictValue(header, "fortran_order"));
   MF_ASSIGN_OR_RETURN(std::string shape_str, DictValue(header, "shape"));
   if (fortran != "False") return InvalidArgument(".npy arrays in Fortran order are not supported");
-  if (descr.size() < 2 || (descr.front() != '\'' && descr.front() != '"')) return InvalidArgument("npy descr is malformed");
+  if (descr.size() < 2 || (descr.front() != '\'' && descr.front() != '"'))
+    return InvalidArgument("npy descr is malformed");
   descr = descr.substr(1, descr.size() - 2);
   if (descr == "<b1") descr = "|b1";
   if (descr == "<i1") descr = "|i1";
@@ -144,7 +145,8 @@ std::string SerializeNpy(const Tensor& t) {
 Status WriteNpyFile(const std::string& path, const Tensor& t) {
   std::ofstream out(path, std::ios::binary);
   std::string bytes = SerializeNpy(t);
-  if (!out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()))) return Internal("cannot write '" + path + "'");
+  if (!out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+    return Internal("cannot write '" + path + "'");
   return Status::Ok();
 }
 

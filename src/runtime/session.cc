@@ -192,7 +192,7 @@ StatusOr<std::unique_ptr<Session::Impl>> Session::Build(Graph graph, const Sessi
       impl->arena_bytes = 0;
       // Expected for models whose inputs are shapes or indices; not a load failure.
       log::Info("runtime: warm-up run on zero inputs failed; memory_bytes() counts weights only",
-                   {{"error", s.ToString()}});
+                {{"error", s.ToString()}});
     }
   }
   return impl;

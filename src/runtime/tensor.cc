@@ -38,11 +38,11 @@ struct TypeInfo {
 };
 
 constexpr TypeInfo kTypes[] = {
-    {DataType::kFloat32, 4, "FP32"}, {DataType::kFloat16, 2, "FP16"}, {DataType::kBFloat16, 2, "BF16"},
-    {DataType::kFloat64, 8, "FP64"}, {DataType::kInt8, 1, "INT8"},    {DataType::kInt16, 2, "INT16"},
-    {DataType::kInt32, 4, "INT32"},  {DataType::kInt64, 8, "INT64"},  {DataType::kUInt8, 1, "UINT8"},
+    {DataType::kFloat32, 4, "FP32"},  {DataType::kFloat16, 2, "FP16"},  {DataType::kBFloat16, 2, "BF16"},
+    {DataType::kFloat64, 8, "FP64"},  {DataType::kInt8, 1, "INT8"},     {DataType::kInt16, 2, "INT16"},
+    {DataType::kInt32, 4, "INT32"},   {DataType::kInt64, 8, "INT64"},   {DataType::kUInt8, 1, "UINT8"},
     {DataType::kUInt16, 2, "UINT16"}, {DataType::kUInt32, 4, "UINT32"}, {DataType::kUInt64, 8, "UINT64"},
-    {DataType::kBool, 1, "BOOL"},    {DataType::kString, 0, "BYTES"},
+    {DataType::kBool, 1, "BOOL"},     {DataType::kString, 0, "BYTES"},
 };
 
 const TypeInfo& Info(DataType dtype) { return kTypes[static_cast<size_t>(dtype)]; }
@@ -97,8 +97,10 @@ std::string ShapeToString(const Shape& shape) {
 }
 
 void Tensor::Releaser::operator()(void* p) const {
-  if (release) release(p);
-  else std::free(p);
+  if (release)
+    release(p);
+  else
+    std::free(p);
 }
 
 Tensor Tensor::Adopt(DataType dtype, Shape shape, void* data, Location location, void (*release)(void*)) {

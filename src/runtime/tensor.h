@@ -94,9 +94,13 @@ class Tensor {
   void* raw_data() { return data_.get(); }
   const void* raw_data() const { return data_.get(); }
   template <typename T>
-  T* data() { return static_cast<T*>(raw_data()); }
+  T* data() {
+    return static_cast<T*>(raw_data());
+  }
   template <typename T>
-  const T* data() const { return static_cast<const T*>(raw_data()); }
+  const T* data() const {
+    return static_cast<const T*>(raw_data());
+  }
   std::string_view bytes() const { return {static_cast<const char*>(raw_data()), byte_size()}; }
 
   // Elements of a kString tensor.

@@ -55,8 +55,8 @@ class Pool {
     const size_t pages = length / PageSize();
     std::vector<unsigned char> residency(pages);
     if (::mincore(base, length, residency.data()) != 0) return false;
-    const size_t resident = static_cast<size_t>(std::count_if(residency.begin(), residency.end(),
-                                                              [](unsigned char r) { return (r & 1) != 0; }));
+    const size_t resident = static_cast<size_t>(
+        std::count_if(residency.begin(), residency.end(), [](unsigned char r) { return (r & 1) != 0; }));
     if (resident <= 1) return false;  // the header page alone
     std::lock_guard lock(mu_);
     if (!on_) return false;

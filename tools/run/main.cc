@@ -47,12 +47,24 @@ void PrintTensor(const std::string& name, const Tensor& t, int max_values) {
   for (int64_t i = 0; i < n; ++i) {
     if (i) std::printf(", ");
     switch (t.dtype()) {
-      case mf::runtime::DataType::kFloat32: std::printf("%.6g", t.data<float>()[i]); break;
-      case mf::runtime::DataType::kFloat64: std::printf("%.6g", t.data<double>()[i]); break;
-      case mf::runtime::DataType::kInt64: std::printf("%lld", static_cast<long long>(t.data<int64_t>()[i])); break;
-      case mf::runtime::DataType::kInt32: std::printf("%d", t.data<int32_t>()[i]); break;
-      case mf::runtime::DataType::kBool: std::printf("%s", t.data<bool>()[i] ? "true" : "false"); break;
-      default: std::printf("?"); break;
+      case mf::runtime::DataType::kFloat32:
+        std::printf("%.6g", t.data<float>()[i]);
+        break;
+      case mf::runtime::DataType::kFloat64:
+        std::printf("%.6g", t.data<double>()[i]);
+        break;
+      case mf::runtime::DataType::kInt64:
+        std::printf("%lld", static_cast<long long>(t.data<int64_t>()[i]));
+        break;
+      case mf::runtime::DataType::kInt32:
+        std::printf("%d", t.data<int32_t>()[i]);
+        break;
+      case mf::runtime::DataType::kBool:
+        std::printf("%s", t.data<bool>()[i] ? "true" : "false");
+        break;
+      default:
+        std::printf("?");
+        break;
     }
   }
   std::printf("%s]\n", t.num_elements() > n ? ", ..." : "");
@@ -106,7 +118,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "expected exactly one model path\n%s", flags.Usage().c_str());
     return 2;
   }
-  if (iterations < 1 || warmup < 0 || threads < 0) return Fail(mf::InvalidArgument("--iterations must be >= 1, --warmup and --threads >= 0"));
+  if (iterations < 1 || warmup < 0 || threads < 0)
+    return Fail(mf::InvalidArgument("--iterations must be >= 1, --warmup and --threads >= 0"));
   options.threads = threads;
   options.optimize = !no_optimize;
   if (!mf::runtime::PrecisionFromName(precision_name, &options.precision)) {
@@ -169,9 +182,11 @@ int main(int argc, char** argv) {
   std::sort(ms.begin(), ms.end());
   double sum = 0;
   for (double v : ms) sum += v;
-  auto pct = [&](double p) { return ms[std::min(ms.size() - 1, static_cast<size_t>(p * static_cast<double>(ms.size())))]; };
+  auto pct = [&](double p) {
+    return ms[std::min(ms.size() - 1, static_cast<size_t>(p * static_cast<double>(ms.size())))];
+  };
   std::printf("load %.1f ms, memory %.1f MiB; %d runs: mean %.3f ms, p50 %.3f ms, p90 %.3f ms, min %.3f ms\n", load_ms,
-              static_cast<double>((*session)->memory_bytes()) / (1 << 20), iterations, sum / static_cast<double>(ms.size()),
-              pct(0.5), pct(0.9), ms.front());
+              static_cast<double>((*session)->memory_bytes()) / (1 << 20), iterations,
+              sum / static_cast<double>(ms.size()), pct(0.5), pct(0.9), ms.front());
   return 0;
 }

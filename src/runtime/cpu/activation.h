@@ -23,12 +23,18 @@ struct ActivationParams {
 
 inline float Activate(const ActivationParams& p, float x) {
   switch (p.kind) {
-    case Activation::kNone: return x;
-    case Activation::kRelu: return x > 0.f ? x : 0.f;
-    case Activation::kLeakyRelu: return x >= 0.f ? x : x * p.alpha;
-    case Activation::kSigmoid: return 1.f / (1.f + std::exp(-x));
-    case Activation::kTanh: return std::tanh(x);
-    case Activation::kClip: return x < p.alpha ? p.alpha : (x > p.beta ? p.beta : x);
+    case Activation::kNone:
+      return x;
+    case Activation::kRelu:
+      return x > 0.f ? x : 0.f;
+    case Activation::kLeakyRelu:
+      return x >= 0.f ? x : x * p.alpha;
+    case Activation::kSigmoid:
+      return 1.f / (1.f + std::exp(-x));
+    case Activation::kTanh:
+      return std::tanh(x);
+    case Activation::kClip:
+      return x < p.alpha ? p.alpha : (x > p.beta ? p.beta : x);
   }
   return x;
 }

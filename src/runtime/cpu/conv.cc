@@ -88,11 +88,16 @@ Tag WeightsTag(const ConvParams& p, size_t rank, bool grouped) {
 dnnl::algorithm EltwiseAlgorithm(Activation a) {
   switch (a) {
     case Activation::kRelu:
-    case Activation::kLeakyRelu: return dnnl::algorithm::eltwise_relu;
-    case Activation::kSigmoid: return dnnl::algorithm::eltwise_logistic;
-    case Activation::kTanh: return dnnl::algorithm::eltwise_tanh;
-    case Activation::kClip: return dnnl::algorithm::eltwise_clip;
-    case Activation::kNone: break;
+    case Activation::kLeakyRelu:
+      return dnnl::algorithm::eltwise_relu;
+    case Activation::kSigmoid:
+      return dnnl::algorithm::eltwise_logistic;
+    case Activation::kTanh:
+      return dnnl::algorithm::eltwise_tanh;
+    case Activation::kClip:
+      return dnnl::algorithm::eltwise_clip;
+    case Activation::kNone:
+      break;
   }
   return dnnl::algorithm::undef;
 }
@@ -103,7 +108,7 @@ struct Prepared {
   // NCHW layouts our tensors use; reorders convert between them around the primitive.
   memory::desc src_md, weights_md, dst_md, bias_md, scratch_md, plain_src_md, plain_dst_md, addend_md;
   std::optional<dnnl::reorder> src_reorder, dst_reorder;
-  memory packed_weights;  // set when the weights are constant: one of the kernel's packed copies
+  memory packed_weights;         // set when the weights are constant: one of the kernel's packed copies
   bool weights_reorder = false;  // runtime weights need a reorder into weights_md
   memory::desc user_weights_md;
 };
@@ -137,7 +142,8 @@ class ConvKernel final : public Kernel {
     const Tensor* b = in.size() > 2 ? in[2] : nullptr;
     MF_ASSIGN_OR_RETURN(Geometry geo, ComputeGeometry(p_, x.shape(), w.shape()));
     if (b && (b->rank() != 1 || b->dim(0) != geo.bias[0])) {
-      return InvalidArgument("bias " + ShapeToString(b->shape()) + " does not match " + std::to_string(geo.bias[0]) + " output channels");
+      return InvalidArgument("bias " + ShapeToString(b->shape()) + " does not match " + std::to_string(geo.bias[0]) +
+                             " output channels");
     }
     Shape out_shape(geo.dst.begin(), geo.dst.end());
     if (geo.spatial == 1) out_shape.erase(out_shape.begin() + 2);
@@ -173,7 +179,8 @@ class ConvKernel final : public Kernel {
       // cost a memset of up to megabytes per call).
       std::unique_ptr<uint8_t[]> scratch(new uint8_t[prep->scratch_md.get_size()]);
       memory scratch_mem(prep->scratch_md, eng, scratch.get());
-      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch_mem}};
+      std::unordered_map<int, memory> args{
+          {DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch_mem}};
       memory weights;
       if (prep->packed_weights) {
         weights = prep->packed_weights;
@@ -275,8 +282,10 @@ class ConvKernel final : public Kernel {
       prep->dst_md = dst_md;
       prep->plain_src_md = plain_src;
       prep->plain_dst_md = plain_dst;
-      if (src_md != plain_src) prep->src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plain_src, eng, src_md));
-      if (dst_md != plain_dst) prep->dst_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(eng, dst_md, eng, plain_dst));
+      if (src_md != plain_src)
+        prep->src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plain_src, eng, src_md));
+      if (dst_md != plain_dst)
+        prep->dst_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(eng, dst_md, eng, plain_dst));
       prep->bias_md = bias_md;
       prep->weights_md = weights_md;
       prep->user_weights_md = memory::desc(geo.weights, memory::data_type::f32, WeightsTag(p_, rank, grouped));
@@ -350,7 +359,8 @@ class ConvKernel final : public Kernel {
     ConsumedPages plain_pages(plain_data, bytes);
     const size_t row_bytes = bytes / static_cast<size_t>(dims[0]);
     constexpr size_t kSliceBytes = size_t{1} << 20;
-    const int64_t rows = std::max<int64_t>(block, static_cast<int64_t>(kSliceBytes / std::max<size_t>(row_bytes, 1)) / block * block);
+    const int64_t rows =
+        std::max<int64_t>(block, static_cast<int64_t>(kSliceBytes / std::max<size_t>(row_bytes, 1)) / block * block);
     for (int64_t first = 0; first < dims[0]; first += rows) {
       memory::dims slice = dims, offsets(dims.size(), 0);
       slice[0] = std::min(rows, dims[0] - first);
@@ -455,8 +465,9 @@ StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {
   }
   if (p.fused_sum) MF_RETURN_IF_ERROR(RequireFloat(init, 3));
   const bool weights_constant = init.constant_inputs.size() > 1 && init.constant_inputs[1] != nullptr;
-  return BoundKernel{std::make_unique<ConvKernel>(std::move(p), weights_constant, weights_constant && init.consumable(1)),
-                     {DataType::kFloat32}};
+  return BoundKernel{
+      std::make_unique<ConvKernel>(std::move(p), weights_constant, weights_constant && init.consumable(1)),
+      {DataType::kFloat32}};
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ void ParallelFor(int64_t n, int64_t grain, Fn&& fn) {
     return;
   }
   int64_t chunks = std::min<int64_t>(threads, n / grain);
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static)
+#pragma omp parallel for num_threads(static_cast <int>(chunks)) schedule(static)
   for (int64_t c = 0; c < chunks; ++c) {
     int64_t begin = n * c / chunks, end = n * (c + 1) / chunks;
     fn(begin, end);

@@ -68,7 +68,8 @@ StatusOr<BoundKernel> SliceFactory(const KernelInit& init) {
             for (int d = rank; d-- > 0;) {
               int64_t idx = rem % shape[static_cast<size_t>(d)];
               rem /= shape[static_cast<size_t>(d)];
-              off += (start[static_cast<size_t>(d)] + idx * step[static_cast<size_t>(d)]) * strides[static_cast<size_t>(d)];
+              off += (start[static_cast<size_t>(d)] + idx * step[static_cast<size_t>(d)]) *
+                     strides[static_cast<size_t>(d)];
             }
             po[i] = px[off];
           }
@@ -179,21 +180,25 @@ StatusOr<BoundKernel> ConstantFactory(const KernelInit& init) {
     MF_ASSIGN_OR_RETURN(value, a.GetTensor("value"));
   } else if (a.Has("value_float")) {
     MF_ASSIGN_OR_RETURN(float f, a.GetFloat("value_float", 0.f));
-    MF_ASSIGN_OR_RETURN(Tensor t, Tensor::FromBytes(DataType::kFloat32, {}, {reinterpret_cast<const char*>(&f), sizeof f}));
+    MF_ASSIGN_OR_RETURN(Tensor t,
+                        Tensor::FromBytes(DataType::kFloat32, {}, {reinterpret_cast<const char*>(&f), sizeof f}));
     value = std::make_shared<const Tensor>(std::move(t));
   } else if (a.Has("value_int")) {
     MF_ASSIGN_OR_RETURN(int64_t i, a.GetInt("value_int", 0));
-    MF_ASSIGN_OR_RETURN(Tensor t, Tensor::FromBytes(DataType::kInt64, {}, {reinterpret_cast<const char*>(&i), sizeof i}));
+    MF_ASSIGN_OR_RETURN(Tensor t,
+                        Tensor::FromBytes(DataType::kInt64, {}, {reinterpret_cast<const char*>(&i), sizeof i}));
     value = std::make_shared<const Tensor>(std::move(t));
   } else if (a.Has("value_floats")) {
     MF_ASSIGN_OR_RETURN(std::vector<float> f, a.GetFloats("value_floats", {}));
-    MF_ASSIGN_OR_RETURN(Tensor t, Tensor::FromBytes(DataType::kFloat32, {static_cast<int64_t>(f.size())},
-                                                    {reinterpret_cast<const char*>(f.data()), f.size() * sizeof(float)}));
+    MF_ASSIGN_OR_RETURN(Tensor t,
+                        Tensor::FromBytes(DataType::kFloat32, {static_cast<int64_t>(f.size())},
+                                          {reinterpret_cast<const char*>(f.data()), f.size() * sizeof(float)}));
     value = std::make_shared<const Tensor>(std::move(t));
   } else if (a.Has("value_ints")) {
     MF_ASSIGN_OR_RETURN(std::vector<int64_t> v, a.GetInts("value_ints", {}));
-    MF_ASSIGN_OR_RETURN(Tensor t, Tensor::FromBytes(DataType::kInt64, {static_cast<int64_t>(v.size())},
-                                                    {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t)}));
+    MF_ASSIGN_OR_RETURN(Tensor t,
+                        Tensor::FromBytes(DataType::kInt64, {static_cast<int64_t>(v.size())},
+                                          {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t)}));
     value = std::make_shared<const Tensor>(std::move(t));
   }
   if (!value) return init.Error(StatusCode::kUnimplemented, "needs a value, value_float(s) or value_int(s) attribute");
@@ -235,10 +240,12 @@ StatusOr<BoundKernel> ConstantOfShapeFactory(const KernelInit& init) {
 StatusOr<BoundKernel> RangeFactory(const KernelInit& init) {
   for (size_t i = 0; i < 3; ++i) {
     MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, i));
-    if (init.dtype(i) != init.dtype(0)) return init.Error(StatusCode::kInvalidArgument, "start, limit and delta types differ");
+    if (init.dtype(i) != init.dtype(0))
+      return init.Error(StatusCode::kInvalidArgument, "start, limit and delta types differ");
   }
   DataType t = init.dtype(0);
-  if (!IsNumeric(t)) return init.Error(StatusCode::kUnimplemented, "Range of " + std::string(DataTypeName(t)) + " is not supported");
+  if (!IsNumeric(t))
+    return init.Error(StatusCode::kUnimplemented, "Range of " + std::string(DataTypeName(t)) + " is not supported");
   return Bind(
       [t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         for (size_t i = 0; i < 3; ++i) {
@@ -251,7 +258,8 @@ StatusOr<BoundKernel> RangeFactory(const KernelInit& init) {
           if (delta == 0) return InvalidArgument("Range delta must not be 0");
           double count = std::ceil((limit - start) / delta);
           if (!(count >= 0)) count = 0;  // also catches NaN
-          if (count > static_cast<double>(kMaxTensorBytes)) return ResourceExhausted("Range would produce too many elements");
+          if (count > static_cast<double>(kMaxTensorBytes))
+            return ResourceExhausted("Range would produce too many elements");
           MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(t, {static_cast<int64_t>(count)}));
           T* p = out[0].data<T>();
           T s = in[0]->data<T>()[0], d = in[2]->data<T>()[0];

@@ -86,17 +86,37 @@ Status BinaryBroadcast(const Tensor& a, const Tensor& b, DataType out_dtype, Ten
   return Status::Ok();
 }
 
-enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow, kEqual, kGreater, kLess, kGreaterOrEqual, kLessOrEqual, kMax, kMin, kMod, kFMod };
+enum class BinaryOp {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kEqual,
+  kGreater,
+  kLess,
+  kGreaterOrEqual,
+  kLessOrEqual,
+  kMax,
+  kMin,
+  kMod,
+  kFMod
+};
 
 template <typename T>
 Status RunArithmetic(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   DataType dt = a.dtype();
   switch (op) {
-    case BinaryOp::kAdd: return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return static_cast<T>(x + y); });
-    case BinaryOp::kSub: return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return static_cast<T>(x - y); });
-    case BinaryOp::kMul: return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return static_cast<T>(x * y); });
-    case BinaryOp::kMax: return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return x < y ? y : x; });
-    case BinaryOp::kMin: return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return y < x ? y : x; });
+    case BinaryOp::kAdd:
+      return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return static_cast<T>(x + y); });
+    case BinaryOp::kSub:
+      return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return static_cast<T>(x - y); });
+    case BinaryOp::kMul:
+      return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return static_cast<T>(x * y); });
+    case BinaryOp::kMax:
+      return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return x < y ? y : x; });
+    case BinaryOp::kMin:
+      return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) { return y < x ? y : x; });
     case BinaryOp::kDiv:
       if constexpr (std::is_integral_v<T>) {
         // Integer division by zero (or INT_MIN / -1) is undefined behaviour in C++: refuse it.
@@ -147,9 +167,12 @@ Status RunArithmetic(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out)
       return BinaryBroadcast<T, T>(a, b, dt, out, [](T x, T y) {
         return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
       });
-    case BinaryOp::kEqual: return BinaryBroadcast<T, bool>(a, b, DataType::kBool, out, [](T x, T y) { return x == y; });
-    case BinaryOp::kGreater: return BinaryBroadcast<T, bool>(a, b, DataType::kBool, out, [](T x, T y) { return x > y; });
-    case BinaryOp::kLess: return BinaryBroadcast<T, bool>(a, b, DataType::kBool, out, [](T x, T y) { return x < y; });
+    case BinaryOp::kEqual:
+      return BinaryBroadcast<T, bool>(a, b, DataType::kBool, out, [](T x, T y) { return x == y; });
+    case BinaryOp::kGreater:
+      return BinaryBroadcast<T, bool>(a, b, DataType::kBool, out, [](T x, T y) { return x > y; });
+    case BinaryOp::kLess:
+      return BinaryBroadcast<T, bool>(a, b, DataType::kBool, out, [](T x, T y) { return x < y; });
     case BinaryOp::kGreaterOrEqual:
       return BinaryBroadcast<T, bool>(a, b, DataType::kBool, out, [](T x, T y) { return x >= y; });
     case BinaryOp::kLessOrEqual:
@@ -178,12 +201,13 @@ KernelFactory BinaryFactory(BinaryOp op) {
     DataType ta = init.dtype(0), tb = init.dtype(1);
     bool pow_mixed = op == BinaryOp::kPow && IsNumeric(ta) && IsNumeric(tb);
     if (ta != tb && !pow_mixed) {
-      return init.Error(StatusCode::kInvalidArgument, "input types differ: " + std::string(DataTypeName(ta)) +
-                                                          " and " + std::string(DataTypeName(tb)));
+      return init.Error(StatusCode::kInvalidArgument, "input types differ: " + std::string(DataTypeName(ta)) + " and " +
+                                                          std::string(DataTypeName(tb)));
     }
     bool bool_ok = op == BinaryOp::kEqual && ta == DataType::kBool;
     if (!IsNumeric(ta) && !bool_ok) {
-      return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(ta)) + " is not supported");
+      return init.Error(StatusCode::kUnimplemented,
+                        "element type " + std::string(DataTypeName(ta)) + " is not supported");
     }
     DataType out_type = IsComparison(op) ? DataType::kBool : ta;
     return Bind(
@@ -217,7 +241,8 @@ StatusOr<BoundKernel> ModFactory(const KernelInit& init) {
   MF_ASSIGN_OR_RETURN(int64_t fmod, init.attrs().GetInt("fmod", 0));
   if (fmod != 0 && fmod != 1) return init.Error(StatusCode::kInvalidArgument, "fmod must be 0 or 1");
   if (fmod == 0 && init.has_input(0) &&
-      (init.dtype(0) == DataType::kFloat32 || init.dtype(0) == DataType::kFloat64 || init.dtype(0) == DataType::kFloat16)) {
+      (init.dtype(0) == DataType::kFloat32 || init.dtype(0) == DataType::kFloat64 ||
+       init.dtype(0) == DataType::kFloat16)) {
     return init.Error(StatusCode::kInvalidArgument, "fmod must be 1 for floating-point inputs");
   }
   return BinaryFactory(fmod ? BinaryOp::kFMod : BinaryOp::kMod)(init);
@@ -342,7 +367,8 @@ KernelFactory VariadicFactory(BinaryOp op, bool mean) {
     }
     DataType t = init.dtype(0);
     if (!IsNumeric(t) || (mean && !IsFloat(t))) {
-      return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(t)) + " is not supported");
+      return init.Error(StatusCode::kUnimplemented,
+                        "element type " + std::string(DataTypeName(t)) + " is not supported");
     }
     return Bind(
         [op, mean, t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
@@ -373,7 +399,9 @@ KernelFactory SignedUnaryFactory(bool negate) {
   return [negate](const KernelInit& init) -> StatusOr<BoundKernel> {
     if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input");
     DataType t = init.dtype(0);
-    if (!IsNumeric(t)) return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(t)) + " is not supported");
+    if (!IsNumeric(t))
+      return init.Error(StatusCode::kUnimplemented,
+                        "element type " + std::string(DataTypeName(t)) + " is not supported");
     return Bind(
         [negate, t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
           MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(t, in[0]->shape()));
@@ -409,7 +437,8 @@ KernelFactory LogicalFactory(int op) {
     size_t arity = op == 3 ? 1 : 2;
     if (init.num_inputs() != arity) return init.Error(StatusCode::kInvalidArgument, "wrong number of inputs");
     for (size_t i = 0; i < arity; ++i) {
-      if (!init.has_input(i) || init.dtype(i) != DataType::kBool) return init.Error(StatusCode::kInvalidArgument, "inputs must be bool");
+      if (!init.has_input(i) || init.dtype(i) != DataType::kBool)
+        return init.Error(StatusCode::kInvalidArgument, "inputs must be bool");
     }
     return Bind(
         [op](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
@@ -458,11 +487,16 @@ float Softplus(float x) { return x > 20.f ? x : std::log1p(std::exp(x)); }
 }  // namespace
 
 void RegisterElementwiseKernels(KernelRegistry* r) {
-  const std::pair<const char*, BinaryOp> binary[] = {
-      {"Add", BinaryOp::kAdd}, {"Sub", BinaryOp::kSub}, {"Mul", BinaryOp::kMul}, {"Div", BinaryOp::kDiv},
-      {"Pow", BinaryOp::kPow}, {"Equal", BinaryOp::kEqual}, {"Greater", BinaryOp::kGreater},
-      {"Less", BinaryOp::kLess}, {"GreaterOrEqual", BinaryOp::kGreaterOrEqual},
-      {"LessOrEqual", BinaryOp::kLessOrEqual}};
+  const std::pair<const char*, BinaryOp> binary[] = {{"Add", BinaryOp::kAdd},
+                                                     {"Sub", BinaryOp::kSub},
+                                                     {"Mul", BinaryOp::kMul},
+                                                     {"Div", BinaryOp::kDiv},
+                                                     {"Pow", BinaryOp::kPow},
+                                                     {"Equal", BinaryOp::kEqual},
+                                                     {"Greater", BinaryOp::kGreater},
+                                                     {"Less", BinaryOp::kLess},
+                                                     {"GreaterOrEqual", BinaryOp::kGreaterOrEqual},
+                                                     {"LessOrEqual", BinaryOp::kLessOrEqual}};
   // Opset 7 introduced numpy broadcasting (earlier versions used the `broadcast` attribute).
   for (const auto& [name, op] : binary) r->Register({name, 7, BinaryFactory(op), "numeric"});
   r->Register({"Mod", 10, ModFactory, "numeric"});
@@ -487,7 +521,8 @@ void RegisterElementwiseKernels(KernelRegistry* r) {
   r->Register({"Elu", 6, UnaryFactory([](const KernelInit& init) -> StatusOr<UnaryFn> {
                  MF_ASSIGN_OR_RETURN(float alpha, init.attrs().GetFloat("alpha", 1.f));
                  return UnaryFn([alpha](float x) { return x >= 0.f ? x : alpha * (std::exp(x) - 1.f); });
-               }), "float"});
+               }),
+               "float"});
   r->Register({"Clip", 6, ClipFactory, "float"});
   r->Register({"And", 7, LogicalFactory(0), "bool"});
   r->Register({"Or", 7, LogicalFactory(1), "bool"});
@@ -501,13 +536,16 @@ void RegisterElementwiseKernels(KernelRegistry* r) {
   r->Register({"Selu", 6, UnaryFactory([](const KernelInit& init) -> StatusOr<UnaryFn> {
                  MF_ASSIGN_OR_RETURN(float alpha, init.attrs().GetFloat("alpha", 1.67326319217681884765625f));
                  MF_ASSIGN_OR_RETURN(float gamma, init.attrs().GetFloat("gamma", 1.05070102214813232421875f));
-                 return UnaryFn([alpha, gamma](float x) { return x > 0.f ? gamma * x : gamma * (alpha * std::exp(x) - alpha); });
-               }), "float"});
+                 return UnaryFn(
+                     [alpha, gamma](float x) { return x > 0.f ? gamma * x : gamma * (alpha * std::exp(x) - alpha); });
+               }),
+               "float"});
   r->Register({"HardSigmoid", 6, UnaryFactory([](const KernelInit& init) -> StatusOr<UnaryFn> {
                  MF_ASSIGN_OR_RETURN(float alpha, init.attrs().GetFloat("alpha", 0.2f));
                  MF_ASSIGN_OR_RETURN(float beta, init.attrs().GetFloat("beta", 0.5f));
                  return UnaryFn([alpha, beta](float x) { return std::max(0.f, std::min(1.f, alpha * x + beta)); });
-               }), "float"});
+               }),
+               "float"});
   r->Register({"Where", 9, WhereFactory, "any but string"});
 }
 

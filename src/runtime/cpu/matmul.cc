@@ -58,8 +58,8 @@ StatusOr<BoundKernel> GemmFactory(const KernelInit& init) {
           }
           gemm_beta = 1.f;
         }
-        MF_RETURN_IF_ERROR(Sgemm(trans_a, trans_b, m, n, k, alpha, A.data<float>(), A.dim(1), B.data<float>(),
-                                 B.dim(1), gemm_beta, y, n));
+        MF_RETURN_IF_ERROR(Sgemm(trans_a, trans_b, m, n, k, alpha, A.data<float>(), A.dim(1), B.data<float>(), B.dim(1),
+                                 gemm_beta, y, n));
         ApplyActivation(act, y, m * n);
         return Status::Ok();
       },
@@ -95,8 +95,8 @@ StatusOr<BoundKernel> MatMulFactory(const KernelInit& init) {
               oa += idx * st_a[d];
               ob += idx * st_b[d];
             }
-            MF_RETURN_IF_ERROR(Sgemm(false, false, m, n, k, 1.f, pa + oa * m * k, k, pb + ob * k * n, n, 0.f,
-                                     y + bi * m * n, n));
+            MF_RETURN_IF_ERROR(
+                Sgemm(false, false, m, n, k, 1.f, pa + oa * m * k, k, pb + ob * k * n, n, 0.f, y + bi * m * n, n));
           }
         }
         ApplyActivation(act, y, out[0].num_elements());

@@ -119,9 +119,12 @@ StatusOr<BoundKernel> SoftmaxFactory(const KernelInit& init, bool log) {
         int64_t outer = 1, len = 1, inner = 1;
         for (int i = 0; i < x.rank(); ++i) {
           int64_t d = x.dim(i);
-          if (i < axis) outer *= d;
-          else if (i == axis || legacy) len *= d;
-          else inner *= d;
+          if (i < axis)
+            outer *= d;
+          else if (i == axis || legacy)
+            len *= d;
+          else
+            inner *= d;
         }
         MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, x.shape()));
         const float* px = x.data<float>();

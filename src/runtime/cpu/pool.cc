@@ -64,7 +64,8 @@ Status RunPool(const PoolParams& p, const Tensor& x, Tensor& out) {
             }
             if (!p.is_max) {
               int64_t count = valid;
-              if (p.attrs.count_include_pad) count = ops::PoolPaddedSpan(d0, D) * ops::PoolPaddedSpan(h0, H) * ops::PoolPaddedSpan(w0, W);
+              if (p.attrs.count_include_pad)
+                count = ops::PoolPaddedSpan(d0, D) * ops::PoolPaddedSpan(h0, H) * ops::PoolPaddedSpan(w0, W);
               acc = count > 0 ? acc / static_cast<float>(count) : 0.f;
             }
             dst[(od * H.out + oh) * W.out + ow] = acc;
@@ -104,7 +105,9 @@ using dnnl::memory;
 // oneDNN's padding_r for `d`: the end padding that makes oneDNN's floor-mode output size equal
 // ours. Larger than d.pe when ceil_mode adds a partial last window; clamped at 0 where the floor
 // leaves trailing input unread.
-int64_t DnnlEndPad(const ops::PoolDim& d) { return std::max<int64_t>(0, (d.out - 1) * d.s + (d.k - 1) * d.d + 1 - d.in - d.pb); }
+int64_t DnnlEndPad(const ops::PoolDim& d) {
+  return std::max<int64_t>(0, (d.out - 1) * d.s + (d.k - 1) * d.d + 1 - d.in - d.pb);
+}
 
 // Whether oneDNN's pooling computes exactly the ONNX result for these (H, W) dims. Max pooling
 // ignores padding, so any geometry works. Average pooling without padding counted divides by
@@ -135,7 +138,8 @@ class ChannelsLastPoolKernel final : public Kernel {
 
   Status Run(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) const override {
     const Tensor& x = *in[0];
-    if (x.rank() != 4) return InvalidArgument("a channels-last pool needs a 4-D input, got " + ShapeToString(x.shape()));
+    if (x.rank() != 4)
+      return InvalidArgument("a channels-last pool needs a 4-D input, got " + ShapeToString(x.shape()));
     MF_ASSIGN_OR_RETURN(std::shared_ptr<const Prepared> prep, Prepare(x.shape()));
     if (!prep->pool) return RunWithLoops(*prep, x, out[0]);
     MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, prep->out_shape));
@@ -178,7 +182,8 @@ class ChannelsLastPoolKernel final : public Kernel {
       const Tensor* src = &x;
       if (src_nhwc_) {
         MF_ASSIGN_OR_RETURN(plain_x, Tensor::AllocateUninitialized(DataType::kFloat32, x.shape()));
-        memory from(prep.user_src_md, eng, const_cast<void*>(x.raw_data())), to(prep.plain_src_md, eng, plain_x.raw_data());
+        memory from(prep.user_src_md, eng, const_cast<void*>(x.raw_data())),
+            to(prep.plain_src_md, eng, plain_x.raw_data());
         dnnl::reorder(from, to).execute(stream, from, to);
         stream.wait();
         src = &plain_x;
@@ -280,8 +285,8 @@ StatusOr<BoundKernel> PoolFactory(const KernelInit& init, bool is_max) {
   }
   std::vector<DataType> outs(init.node.outputs.size(), DataType::kInt64);
   outs[0] = DataType::kFloat32;
-  return Bind([p](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return RunPool(p, *in[0], out[0]); },
-              outs);
+  return Bind(
+      [p](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return RunPool(p, *in[0], out[0]); }, outs);
 }
 
 StatusOr<BoundKernel> GlobalPoolFactory(const KernelInit& init, bool is_max) {
@@ -291,7 +296,8 @@ StatusOr<BoundKernel> GlobalPoolFactory(const KernelInit& init, bool is_max) {
     p.is_max = is_max;
     return BoundKernel{std::make_unique<ChannelsLastPoolKernel>(std::move(p), true, true, false), {DataType::kFloat32}};
   }
-  return Bind([is_max](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return RunGlobalPool(is_max, *in[0], out[0]); },
+  return Bind([is_max](const std::vector<const Tensor*>& in,
+                       std::vector<Tensor>& out) { return RunGlobalPool(is_max, *in[0], out[0]); },
               {DataType::kFloat32});
 }
 

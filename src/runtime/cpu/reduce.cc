@@ -19,9 +19,10 @@ Status Reduce(ReduceKind kind, const Tensor& x, const std::vector<bool>& reduced
   MF_ASSIGN_OR_RETURN(out, Tensor::AllocateUninitialized(x.dtype(), std::move(rs.shape)));
   int64_t n_out = out.num_elements();
   using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
-  Acc init = kind == ReduceKind::kMax ? static_cast<Acc>(std::numeric_limits<T>::lowest())
-           : kind == ReduceKind::kMin ? static_cast<Acc>(std::numeric_limits<T>::max())
-           : kind == ReduceKind::kProd ? Acc(1) : Acc(0);
+  Acc init = kind == ReduceKind::kMax    ? static_cast<Acc>(std::numeric_limits<T>::lowest())
+             : kind == ReduceKind::kMin  ? static_cast<Acc>(std::numeric_limits<T>::max())
+             : kind == ReduceKind::kProd ? Acc(1)
+                                         : Acc(0);
   if constexpr (std::is_floating_point_v<T>) {
     if (kind == ReduceKind::kMax) init = -std::numeric_limits<Acc>::infinity();
     if (kind == ReduceKind::kMin) init = std::numeric_limits<Acc>::infinity();
@@ -39,22 +40,32 @@ Status Reduce(ReduceKind kind, const Tensor& x, const std::vector<bool>& reduced
   const T* px = x.data<T>();
   auto combine = [kind](Acc a, Acc v) -> Acc {
     switch (kind) {
-      case ReduceKind::kMax: return v > a ? v : a;
-      case ReduceKind::kMin: return v < a ? v : a;
-      case ReduceKind::kProd: return a * v;
+      case ReduceKind::kMax:
+        return v > a ? v : a;
+      case ReduceKind::kMin:
+        return v < a ? v : a;
+      case ReduceKind::kProd:
+        return a * v;
       case ReduceKind::kSumSquare:
-      case ReduceKind::kL2: return a + v * v;
+      case ReduceKind::kL2:
+        return a + v * v;
       case ReduceKind::kL1:
-        if constexpr (std::is_signed_v<Acc>) return a + (v < 0 ? -v : v);
-        else return a + v;
-      case ReduceKind::kLogSumExp: return a + static_cast<Acc>(std::exp(static_cast<double>(v)));
-      default: return a + v;
+        if constexpr (std::is_signed_v<Acc>)
+          return a + (v < 0 ? -v : v);
+        else
+          return a + v;
+      case ReduceKind::kLogSumExp:
+        return a + static_cast<Acc>(std::exp(static_cast<double>(v)));
+      default:
+        return a + v;
     }
   };
   bool trailing = true;  // reduced axes are exactly the trailing ones: contiguous rows
   for (int i = 0, seen = 0; i < x.rank(); ++i) {
-    if (reduced[static_cast<size_t>(i)]) seen = 1;
-    else if (seen) trailing = false;
+    if (reduced[static_cast<size_t>(i)])
+      seen = 1;
+    else if (seen)
+      trailing = false;
   }
   if (trailing) {
     ParallelFor(n_out, 16, [&](int64_t b, int64_t e) {
@@ -83,7 +94,8 @@ Status Reduce(ReduceKind kind, const Tensor& x, const std::vector<bool>& reduced
     Acc a = acc[static_cast<size_t>(i)];
     if (kind == ReduceKind::kMean) a = count ? static_cast<Acc>(a / static_cast<Acc>(count)) : a;
     if (kind == ReduceKind::kL2) a = static_cast<Acc>(std::sqrt(static_cast<double>(a)));
-    if (kind == ReduceKind::kLogSum || kind == ReduceKind::kLogSumExp) a = static_cast<Acc>(std::log(static_cast<double>(a)));
+    if (kind == ReduceKind::kLogSum || kind == ReduceKind::kLogSumExp)
+      a = static_cast<Acc>(std::log(static_cast<double>(a)));
     po[i] = static_cast<T>(a);
   }
   return Status::Ok();
@@ -95,14 +107,17 @@ KernelFactory ReduceFactory(ReduceKind kind, int64_t axes_input_since) {
     DataType t = init.dtype(0);
     bool float_only = kind == ReduceKind::kLogSum || kind == ReduceKind::kLogSumExp;
     if (!IsNumeric(t) || (float_only && !IsFloat(t))) {
-      return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(t)) + " is not supported");
+      return init.Error(StatusCode::kUnimplemented,
+                        "element type " + std::string(DataTypeName(t)) + " is not supported");
     }
     MF_ASSIGN_OR_RETURN(ops::ReduceAttributes attrs, ops::ReadReduceAttributes(init, axes_input_since));
     return Bind(
         [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
           const Tensor& x = *in[0];
-          MF_ASSIGN_OR_RETURN(std::vector<bool> reduced, ops::ReducedAxes(attrs, in.size() > 1 ? in[1] : nullptr, x.rank()));
-          return DispatchNumeric(x.dtype(), [&](auto tag) { return Reduce<decltype(tag)>(kind, x, reduced, attrs.keepdims, out[0]); });
+          MF_ASSIGN_OR_RETURN(std::vector<bool> reduced,
+                              ops::ReducedAxes(attrs, in.size() > 1 ? in[1] : nullptr, x.rank()));
+          return DispatchNumeric(
+              x.dtype(), [&](auto tag) { return Reduce<decltype(tag)>(kind, x, reduced, attrs.keepdims, out[0]); });
         },
         {t});
   };
@@ -114,7 +129,9 @@ KernelFactory ArgFactory(bool is_max) {
   return [is_max](const KernelInit& init) -> StatusOr<BoundKernel> {
     if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input");
     DataType t = init.dtype(0);
-    if (!IsNumeric(t)) return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(t)) + " is not supported");
+    if (!IsNumeric(t))
+      return init.Error(StatusCode::kUnimplemented,
+                        "element type " + std::string(DataTypeName(t)) + " is not supported");
     MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 0));
     MF_ASSIGN_OR_RETURN(int64_t keepdims, init.attrs().GetInt("keepdims", 1));
     MF_ASSIGN_OR_RETURN(int64_t last, init.attrs().GetInt("select_last_index", 0));

@@ -41,8 +41,7 @@ std::vector<Taps> AxisTaps(const ops::ResizeAttributes& p, const ops::ResizeAxis
     } else {  // cubic
       double f = std::floor(x), s = x - f, c_a = p.cubic_a;
       double c[4] = {((c_a * (s + 1) - 5 * c_a) * (s + 1) + 8 * c_a) * (s + 1) - 4 * c_a,
-                     ((c_a + 2) * s - (c_a + 3)) * s * s + 1,
-                     ((c_a + 2) * (1 - s) - (c_a + 3)) * (1 - s) * (1 - s) + 1,
+                     ((c_a + 2) * s - (c_a + 3)) * s * s + 1, ((c_a + 2) * (1 - s) - (c_a + 3)) * (1 - s) * (1 - s) + 1,
                      ((c_a * (2 - s) - 5 * c_a) * (2 - s) + 8 * c_a) * (2 - s) - 4 * c_a};
       double sum = 0;
       for (int k = 0; k < 4; ++k) {
@@ -59,7 +58,8 @@ std::vector<Taps> AxisTaps(const ops::ResizeAttributes& p, const ops::ResizeAxis
 }
 
 // Resizes axis `axis` of `x` to `out_len` using `taps`.
-StatusOr<Tensor> ResizeAlongAxis(const ops::ResizeAttributes& p, const Tensor& x, int axis, const std::vector<Taps>& taps) {
+StatusOr<Tensor> ResizeAlongAxis(const ops::ResizeAttributes& p, const Tensor& x, int axis,
+                                 const std::vector<Taps>& taps) {
   Shape shape = x.shape();
   int64_t in_len = shape[static_cast<size_t>(axis)];
   shape[static_cast<size_t>(axis)] = static_cast<int64_t>(taps.size());
@@ -108,18 +108,21 @@ StatusOr<BoundKernel> ResizeFactory(const KernelInit& init) {
         std::vector<double> scale_v, roi_v;
         std::vector<int64_t> size_v;
         if (scales && !sizes) {
-          if (scales->dtype() != DataType::kFloat32) return InvalidArgument("Resize scales must be float32, one per dim");
+          if (scales->dtype() != DataType::kFloat32)
+            return InvalidArgument("Resize scales must be float32, one per dim");
           scale_v.assign(scales->data<float>(), scales->data<float>() + scales->num_elements());
         }
         if (sizes && !scales) {
           MF_ASSIGN_OR_RETURN(size_v, ReadInts(*sizes, "sizes"));
         }
         if (roi && roi->num_elements() > 0) {
-          if (roi->dtype() != DataType::kFloat32) return InvalidArgument("Resize roi must be float32 with 2 * rank values");
+          if (roi->dtype() != DataType::kFloat32)
+            return InvalidArgument("Resize roi must be float32 with 2 * rank values");
           roi_v.assign(roi->data<float>(), roi->data<float>() + roi->num_elements());
         }
-        MF_ASSIGN_OR_RETURN(std::vector<ops::ResizeAxis> axes, ops::PlanResize(x.shape(), scales ? &scale_v : nullptr,
-                                                                               sizes ? &size_v : nullptr, roi_v, p.transform));
+        MF_ASSIGN_OR_RETURN(
+            std::vector<ops::ResizeAxis> axes,
+            ops::PlanResize(x.shape(), scales ? &scale_v : nullptr, sizes ? &size_v : nullptr, roi_v, p.transform));
         // Validate the final size before any pass allocates.
         MF_RETURN_IF_ERROR(Tensor::AllocateUninitialized(DataType::kFloat32, ops::ResizeOutputShape(axes)).status());
         Tensor cur = x.Clone();

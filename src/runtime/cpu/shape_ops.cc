@@ -28,7 +28,8 @@ StatusOr<Tensor> CopyWithShape(const Tensor& x, Shape shape) {
 StatusOr<BoundKernel> IdentityFactory(const KernelInit& init) {
   MF_RETURN_IF_ERROR(RequireInput(init, 0));
   std::vector<DataType> outs{init.dtype(0)};
-  bool dropout_mask = init.node.op_type == "Dropout" && init.node.outputs.size() > 1 && init.node.outputs[1] != kNoValue;
+  bool dropout_mask =
+      init.node.op_type == "Dropout" && init.node.outputs.size() > 1 && init.node.outputs[1] != kNoValue;
   if (init.node.op_type == "Dropout") {
     if (init.num_inputs() > 2 && init.constant_inputs[2] == nullptr && init.has_input(2)) {
       return init.Error(StatusCode::kUnimplemented, "a non-constant training_mode is not supported");
@@ -151,7 +152,8 @@ StatusOr<BoundKernel> SplitFactory(const KernelInit& init) {
           size_t row = static_cast<size_t>(split[k]) * inner_bytes;
           for (int64_t o = 0; o < outer; ++o) {
             std::memcpy(static_cast<char*>(out[k].raw_data()) + static_cast<size_t>(o) * row,
-                        static_cast<const char*>(x.raw_data()) + (static_cast<size_t>(o * dim + start)) * inner_bytes, row);
+                        static_cast<const char*>(x.raw_data()) + (static_cast<size_t>(o * dim + start)) * inner_bytes,
+                        row);
           }
           start += split[k];
         }

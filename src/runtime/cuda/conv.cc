@@ -81,11 +81,11 @@ cudnnMathType_t MathFor(Precision precision, cudnnMathType_t ranked) {
 // cuDNN refused the fused call for this configuration (every later run takes the general path).
 struct ForwardPlan {
   Shape out_shape;
-  TensorView src_view;       // the input as it arrives
-  bool pad_input = false;    // asymmetric pads: cuDNN reads a zero-padded copy
-  Shape padded_shape;        // element count of that copy
-  TensorView padded_box;     // where the input lands inside the copy
-  int64_t padded_offset = 0; // elements from the copy's start to the box
+  TensorView src_view;        // the input as it arrives
+  bool pad_input = false;     // asymmetric pads: cuDNN reads a zero-padded copy
+  Shape padded_shape;         // element count of that copy
+  TensorView padded_box;      // where the input lands inside the copy
+  int64_t padded_offset = 0;  // elements from the copy's start to the box
   TensorView out_view, addend_view;
   bool addend_same_shape = false;
   TensorDesc x, y, bias, z;
@@ -100,9 +100,9 @@ struct ForwardPlan {
 
 struct TransposePlan {
   Shape out_shape;
-  Shape full_shape;          // what cuDNN computes (symmetric pads)
-  bool crop = false;         // the output is a box of full_shape (and maybe zero past its end)
-  bool zero_fill = false;    // part of the output lies outside what cuDNN computes
+  Shape full_shape;        // what cuDNN computes (symmetric pads)
+  bool crop = false;       // the output is a box of full_shape (and maybe zero past its end)
+  bool zero_fill = false;  // part of the output lies outside what cuDNN computes
   TensorView full_box, out_box;
   int64_t full_offset = 0, out_offset = 0;
   TensorView out_view;
@@ -135,7 +135,8 @@ class ConvKernel final : public Kernel {
     const Tensor* addend = p_.fused_sum && in.size() > 3 ? in[3] : nullptr;
     MF_ASSIGN_OR_RETURN(ConvGeometry geo, ops::ComputeConvGeometry(p_, x.shape(), w.shape()));
     if (b && (b->rank() != 1 || b->dim(0) != geo.m)) {
-      return InvalidArgument("bias " + ShapeToString(b->shape()) + " does not match " + std::to_string(geo.m) + " output channels");
+      return InvalidArgument("bias " + ShapeToString(b->shape()) + " does not match " + std::to_string(geo.m) +
+                             " output channels");
     }
     Shape out_shape = ops::ConvOutputShape(geo);
     if (addend) {
@@ -162,11 +163,14 @@ class ConvKernel final : public Kernel {
   bool OwnsCopyOfInput(size_t index) const override { return index == 1 && packed_weights_.num_elements() > 0; }
 
  private:
-  const void* Weights(const Tensor& w) const { return packed_weights_.num_elements() ? packed_weights_.raw_data() : w.raw_data(); }
+  const void* Weights(const Tensor& w) const {
+    return packed_weights_.num_elements() ? packed_weights_.raw_data() : w.raw_data();
+  }
 
   // Bias, a residual not already summed, and the activation, on the finished convolution.
   // `plan_y` describes the output for cuDNN's bias add (nullptr: build one here).
-  Status Epilogue(const ConvGeometry& geo, const Tensor* b, const Tensor* addend, const TensorDesc* plan_y, Tensor& y) const {
+  Status Epilogue(const ConvGeometry& geo, const Tensor* b, const Tensor* addend, const TensorDesc* plan_y,
+                  Tensor& y) const {
     if (b) {
       TensorDesc y_desc, b_desc;
       std::vector<int64_t> dims = Promote(geo.out, geo.spatial, 1);
@@ -179,7 +183,8 @@ class ConvKernel final : public Kernel {
       bd[1] = geo.m;
       MF_RETURN_IF_ERROR(SetTensorDesc(&b_desc, p_.dtype, {bd, DenseStrides(bd, false)}));
       const float one = 1.f;
-      MF_CUDNN_RETURN_IF_ERROR(cudnnAddTensor(Current().cudnn, &one, b_desc.get(), b->raw_data(), &one, plan_y->get(), y.raw_data()));
+      MF_CUDNN_RETURN_IF_ERROR(
+          cudnnAddTensor(Current().cudnn, &one, b_desc.get(), b->raw_data(), &one, plan_y->get(), y.raw_data()));
     }
     if (addend) {
       if (addend->shape() == y.shape()) {
@@ -223,9 +228,9 @@ class ConvKernel final : public Kernel {
       const void* z = summed ? addend->raw_data() : y.raw_data();
       const float alpha2 = summed ? 1.f : 0.f;
       cudnnStatus_t s = cudnnConvolutionBiasActivationForward(
-          ctx.cudnn, &one, plan->x.get(), src, plan->w.get(), Weights(w), plan->conv.get(), plan->algo, workspace.raw_data(),
-          plan->workspace, &alpha2, summed ? plan->z.get() : plan->y.get(), z, plan->bias.get(), bias,
-          plan->relu.get(), plan->y.get(), y.raw_data());
+          ctx.cudnn, &one, plan->x.get(), src, plan->w.get(), Weights(w), plan->conv.get(), plan->algo,
+          workspace.raw_data(), plan->workspace, &alpha2, summed ? plan->z.get() : plan->y.get(), z, plan->bias.get(),
+          bias, plan->relu.get(), plan->y.get(), y.raw_data());
       if (s == CUDNN_STATUS_SUCCESS) return Status::Ok();
       if (s != CUDNN_STATUS_NOT_SUPPORTED) return CudnnError(s, "cudnnConvolutionBiasActivationForward");
       // This algorithm/layout has no fused kernel: remember it and take the general path.
@@ -235,9 +240,9 @@ class ConvKernel final : public Kernel {
     if (summed) {
       MF_RETURN_IF_ERROR(CopyBox(p_.dtype, plan->addend_view, addend->raw_data(), plan->out_view, y.raw_data()));
     }
-    MF_CUDNN_RETURN_IF_ERROR(cudnnConvolutionForward(ctx.cudnn, &one, plan->x.get(), src, plan->w.get(), Weights(w),
-                                                     plan->conv.get(), plan->algo, workspace.raw_data(), plan->workspace,
-                                                     summed ? &one : &zero, plan->y.get(), y.raw_data()));
+    MF_CUDNN_RETURN_IF_ERROR(cudnnConvolutionForward(
+        ctx.cudnn, &one, plan->x.get(), src, plan->w.get(), Weights(w), plan->conv.get(), plan->algo,
+        workspace.raw_data(), plan->workspace, summed ? &one : &zero, plan->y.get(), y.raw_data()));
     return Epilogue(geo, b, summed ? nullptr : addend, &plan->y, y);
   }
 
@@ -252,9 +257,9 @@ class ConvKernel final : public Kernel {
       dst = full.raw_data();
     }
     const float one = 1.f, zero = 0.f;
-    MF_CUDNN_RETURN_IF_ERROR(cudnnConvolutionBackwardData(ctx.cudnn, &one, plan->w.get(), Weights(w), plan->dy.get(),
-                                                          x.raw_data(), plan->conv.get(), plan->algo, workspace.raw_data(),
-                                                          plan->workspace, &zero, plan->dx.get(), dst));
+    MF_CUDNN_RETURN_IF_ERROR(cudnnConvolutionBackwardData(
+        ctx.cudnn, &one, plan->w.get(), Weights(w), plan->dy.get(), x.raw_data(), plan->conv.get(), plan->algo,
+        workspace.raw_data(), plan->workspace, &zero, plan->dx.get(), dst));
     if (plan->crop) {
       if (plan->zero_fill) MF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(y.raw_data(), 0, y.byte_size(), ctx.stream));
       MF_RETURN_IF_ERROR(CopyBox(p_.dtype, plan->full_box, Advance(full.raw_data(), plan->full_offset, p_.dtype),
@@ -323,15 +328,16 @@ class ConvKernel final : public Kernel {
                   (!addend || (plan->addend_same_shape && p_.addend_nhwc == p_.dst_nhwc));
     if (plan->fused) {
       MF_CUDNN_RETURN_IF_ERROR(cudnnCreateActivationDescriptor(plan->relu.out()));
-      MF_CUDNN_RETURN_IF_ERROR(cudnnSetActivationDescriptor(plan->relu.get(), CUDNN_ACTIVATION_RELU,
-                                                            CUDNN_NOT_PROPAGATE_NAN, 0.0));
+      MF_CUDNN_RETURN_IF_ERROR(
+          cudnnSetActivationDescriptor(plan->relu.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
     }
     MF_RETURN_IF_ERROR(ChooseForwardAlgo(plan.get()));
     return Remember(forward_, key, std::move(plan));
   }
 
   Status ChooseForwardAlgo(ForwardPlan* plan) const {
-    MF_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(plan->conv.get(), MathFor(p_.precision, CUDNN_TENSOR_OP_MATH)));
+    MF_CUDNN_RETURN_IF_ERROR(
+        cudnnSetConvolutionMathType(plan->conv.get(), MathFor(p_.precision, CUDNN_TENSOR_OP_MATH)));
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int returned = 0;
     MF_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(Current().cudnn, plan->x.get(), plan->w.get(),
@@ -401,7 +407,8 @@ class ConvKernel final : public Kernel {
     // ONNX ConvTranspose weights [C, M/g, k...] are the forward convolution's [K, C/g, k...].
     MF_RETURN_IF_ERROR(SetFilter(&plan->w, p_.dtype, false, Dims(w_shape[0], w_shape[1], k)));
     MF_RETURN_IF_ERROR(SetConv(&plan->conv, p_, pads, st, dl));
-    MF_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(plan->conv.get(), MathFor(p_.precision, CUDNN_TENSOR_OP_MATH)));
+    MF_CUDNN_RETURN_IF_ERROR(
+        cudnnSetConvolutionMathType(plan->conv.get(), MathFor(p_.precision, CUDNN_TENSOR_OP_MATH)));
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int returned = 0;
     MF_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
@@ -418,7 +425,8 @@ class ConvKernel final : public Kernel {
       MF_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(plan->conv.get(), MathFor(p_.precision, perf[i].mathType)));
       found = true;
     }
-    if (!found) return Unimplemented("cuDNN has no transposed convolution algorithm for this shape within the workspace");
+    if (!found)
+      return Unimplemented("cuDNN has no transposed convolution algorithm for this shape within the workspace");
     return Remember(transpose_, key, std::move(plan));
   }
 
@@ -444,8 +452,8 @@ class ConvKernel final : public Kernel {
 Status RequireDeviceFloat(const KernelInit& init, size_t i, DataType dtype) {
   if (!init.has_input(i)) return init.Error(StatusCode::kInvalidArgument, "input " + std::to_string(i) + " is missing");
   if (init.dtype(i) != dtype || !IsDeviceFloat(dtype)) {
-    return init.Error(StatusCode::kUnimplemented,
-                      "element type " + std::string(DataTypeName(init.dtype(i))) + " of input " + std::to_string(i) + " on the GPU");
+    return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(init.dtype(i))) +
+                                                      " of input " + std::to_string(i) + " on the GPU");
   }
   return Status::Ok();
 }

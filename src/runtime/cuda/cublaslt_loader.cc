@@ -8,12 +8,15 @@
 namespace mf::runtime::cuda {
 
 // X(name): every cuBLASLt function the backend calls.
+// Unformatted: clang-format 14 re-indents an X-macro list differently on every run.
+// clang-format off
 #define MF_CUBLASLT_FUNCTIONS(X)                                                                       \
   X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtMatmul) X(cublasLtMatmulAlgoGetHeuristic)             \
-  X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)         \
-  X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                               \
+  X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)           \
+  X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                                 \
   X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) \
   X(cublasLtMatrixLayoutSetAttribute)
+// clang-format on
 
 struct Library {
   std::string error;  // empty when every function resolved
@@ -35,8 +38,8 @@ const Library& Lib() {
       l.error = std::string("cannot load libcublasLt: ") + (why ? why : "not found");
       return l;
     }
-#define MF_RESOLVE(name)                                                              \
-  l.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));                 \
+#define MF_RESOLVE(name)                                              \
+  l.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name)); \
   if (!l.name && l.error.empty()) l.error = "libcublasLt has no symbol " #name;
     MF_CUBLASLT_FUNCTIONS(MF_RESOLVE)
 #undef MF_RESOLVE
@@ -80,7 +83,9 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute, cudaDataType_t scale) {
   return Call(L().cublasLtMatmulDescCreate, desc, compute, scale);
 }
-cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) { return Call(L().cublasLtMatmulDescDestroy, desc); }
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+  return Call(L().cublasLtMatmulDescDestroy, desc);
+}
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
                                               const void* buf, size_t size) {
   return Call(L().cublasLtMatmulDescSetAttribute, desc, attr, buf, size);

@@ -50,19 +50,32 @@ Status ConvertFrom(const From* in, const Tensor& from, Tensor* to) {
     return CudaError(cudaGetLastError(), "convert");
   };
   switch (to->dtype()) {
-    case DataType::kFloat32: return launch(to->data<float>());
-    case DataType::kFloat16: return launch(to->data<__half>());
-    case DataType::kFloat64: return launch(to->data<double>());
-    case DataType::kInt8: return launch(to->data<int8_t>());
-    case DataType::kInt16: return launch(to->data<int16_t>());
-    case DataType::kInt32: return launch(to->data<int32_t>());
-    case DataType::kInt64: return launch(to->data<int64_t>());
-    case DataType::kUInt8: return launch(to->data<uint8_t>());
-    case DataType::kUInt16: return launch(to->data<uint16_t>());
-    case DataType::kUInt32: return launch(to->data<uint32_t>());
-    case DataType::kUInt64: return launch(to->data<uint64_t>());
-    case DataType::kBool: return launch(to->data<bool>());
-    default: return Unimplemented("conversion to " + std::string(DataTypeName(to->dtype())) + " on the GPU");
+    case DataType::kFloat32:
+      return launch(to->data<float>());
+    case DataType::kFloat16:
+      return launch(to->data<__half>());
+    case DataType::kFloat64:
+      return launch(to->data<double>());
+    case DataType::kInt8:
+      return launch(to->data<int8_t>());
+    case DataType::kInt16:
+      return launch(to->data<int16_t>());
+    case DataType::kInt32:
+      return launch(to->data<int32_t>());
+    case DataType::kInt64:
+      return launch(to->data<int64_t>());
+    case DataType::kUInt8:
+      return launch(to->data<uint8_t>());
+    case DataType::kUInt16:
+      return launch(to->data<uint16_t>());
+    case DataType::kUInt32:
+      return launch(to->data<uint32_t>());
+    case DataType::kUInt64:
+      return launch(to->data<uint64_t>());
+    case DataType::kBool:
+      return launch(to->data<bool>());
+    default:
+      return Unimplemented("conversion to " + std::string(DataTypeName(to->dtype())) + " on the GPU");
   }
 }
 
@@ -71,12 +84,23 @@ __global__ void ActivationKernel(T* data, int64_t n, Activation act) {
   MF_GRID_STRIDE_LOOP(i, n) {
     float x = static_cast<float>(Load(data, i));
     switch (act.kind) {
-      case Activation::kRelu: x = x > 0.f ? x : 0.f; break;
-      case Activation::kLeakyRelu: x = x >= 0.f ? x : act.alpha * x; break;
-      case Activation::kSigmoid: x = 1.f / (1.f + expf(-x)); break;
-      case Activation::kTanh: x = tanhf(x); break;
-      case Activation::kClip: x = fminf(fmaxf(x, act.alpha), act.beta); break;
-      case Activation::kNone: break;
+      case Activation::kRelu:
+        x = x > 0.f ? x : 0.f;
+        break;
+      case Activation::kLeakyRelu:
+        x = x >= 0.f ? x : act.alpha * x;
+        break;
+      case Activation::kSigmoid:
+        x = 1.f / (1.f + expf(-x));
+        break;
+      case Activation::kTanh:
+        x = tanhf(x);
+        break;
+      case Activation::kClip:
+        x = fminf(fmaxf(x, act.alpha), act.beta);
+        break;
+      case Activation::kNone:
+        break;
     }
     Store(data, i, x);
   }
@@ -112,14 +136,29 @@ Status CublasError(cublasStatus_t status, const char* what) {
   // cublasGetStatusName lives in libcublas, which we do not link: name the usual ones here.
   const char* name = "CUBLAS_STATUS_UNKNOWN";
   switch (status) {
-    case CUBLAS_STATUS_NOT_INITIALIZED: name = "CUBLAS_STATUS_NOT_INITIALIZED"; break;
-    case CUBLAS_STATUS_ALLOC_FAILED: name = "CUBLAS_STATUS_ALLOC_FAILED"; break;
-    case CUBLAS_STATUS_INVALID_VALUE: name = "CUBLAS_STATUS_INVALID_VALUE"; break;
-    case CUBLAS_STATUS_ARCH_MISMATCH: name = "CUBLAS_STATUS_ARCH_MISMATCH"; break;
-    case CUBLAS_STATUS_EXECUTION_FAILED: name = "CUBLAS_STATUS_EXECUTION_FAILED"; break;
-    case CUBLAS_STATUS_INTERNAL_ERROR: name = "CUBLAS_STATUS_INTERNAL_ERROR"; break;
-    case CUBLAS_STATUS_NOT_SUPPORTED: name = "CUBLAS_STATUS_NOT_SUPPORTED"; break;
-    default: break;
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      name = "CUBLAS_STATUS_NOT_INITIALIZED";
+      break;
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      name = "CUBLAS_STATUS_ALLOC_FAILED";
+      break;
+    case CUBLAS_STATUS_INVALID_VALUE:
+      name = "CUBLAS_STATUS_INVALID_VALUE";
+      break;
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+      name = "CUBLAS_STATUS_ARCH_MISMATCH";
+      break;
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      name = "CUBLAS_STATUS_EXECUTION_FAILED";
+      break;
+    case CUBLAS_STATUS_INTERNAL_ERROR:
+      name = "CUBLAS_STATUS_INTERNAL_ERROR";
+      break;
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      name = "CUBLAS_STATUS_NOT_SUPPORTED";
+      break;
+    default:
+      break;
   }
   std::string message = std::string(what) + ": " + name + " (" + std::to_string(static_cast<int>(status)) + ")";
   if (status == CUBLAS_STATUS_ALLOC_FAILED) return ResourceExhausted("GPU out of memory: " + message);
@@ -139,10 +178,14 @@ StatusOr<Tensor> AllocateDevice(DataType dtype, Shape shape) {
 
 const char* FaultText(Fault fault) {
   switch (fault) {
-    case Fault::kNone: return "no fault";
-    case Fault::kDivisionByZero: return "integer division by zero";
-    case Fault::kDivisionOverflow: return "integer division overflows";
-    case Fault::kIndexOutOfRange: return "an index is out of range";
+    case Fault::kNone:
+      return "no fault";
+    case Fault::kDivisionByZero:
+      return "integer division by zero";
+    case Fault::kDivisionOverflow:
+      return "integer division overflows";
+    case Fault::kIndexOutOfRange:
+      return "an index is out of range";
   }
   return "an unknown device fault";
 }
@@ -188,24 +231,37 @@ Status ConvertOnDevice(const Tensor& from, Tensor* to) {
   if (from.num_elements() != to->num_elements()) return Internal("ConvertOnDevice: element counts differ");
   if (from.dtype() == to->dtype()) {
     if (!from.byte_size()) return Status::Ok();
-    return CudaError(cudaMemcpyAsync(to->raw_data(), from.raw_data(), from.byte_size(), cudaMemcpyDeviceToDevice,
-                                     Current().stream),
-                     "copy");
+    return CudaError(
+        cudaMemcpyAsync(to->raw_data(), from.raw_data(), from.byte_size(), cudaMemcpyDeviceToDevice, Current().stream),
+        "copy");
   }
   switch (from.dtype()) {
-    case DataType::kFloat32: return ConvertFrom(from.data<float>(), from, to);
-    case DataType::kFloat16: return ConvertFrom(from.data<__half>(), from, to);
-    case DataType::kFloat64: return ConvertFrom(from.data<double>(), from, to);
-    case DataType::kInt8: return ConvertFrom(from.data<int8_t>(), from, to);
-    case DataType::kInt16: return ConvertFrom(from.data<int16_t>(), from, to);
-    case DataType::kInt32: return ConvertFrom(from.data<int32_t>(), from, to);
-    case DataType::kInt64: return ConvertFrom(from.data<int64_t>(), from, to);
-    case DataType::kUInt8: return ConvertFrom(from.data<uint8_t>(), from, to);
-    case DataType::kUInt16: return ConvertFrom(from.data<uint16_t>(), from, to);
-    case DataType::kUInt32: return ConvertFrom(from.data<uint32_t>(), from, to);
-    case DataType::kUInt64: return ConvertFrom(from.data<uint64_t>(), from, to);
-    case DataType::kBool: return ConvertFrom(from.data<bool>(), from, to);
-    default: return Unimplemented("conversion from " + std::string(DataTypeName(from.dtype())) + " on the GPU");
+    case DataType::kFloat32:
+      return ConvertFrom(from.data<float>(), from, to);
+    case DataType::kFloat16:
+      return ConvertFrom(from.data<__half>(), from, to);
+    case DataType::kFloat64:
+      return ConvertFrom(from.data<double>(), from, to);
+    case DataType::kInt8:
+      return ConvertFrom(from.data<int8_t>(), from, to);
+    case DataType::kInt16:
+      return ConvertFrom(from.data<int16_t>(), from, to);
+    case DataType::kInt32:
+      return ConvertFrom(from.data<int32_t>(), from, to);
+    case DataType::kInt64:
+      return ConvertFrom(from.data<int64_t>(), from, to);
+    case DataType::kUInt8:
+      return ConvertFrom(from.data<uint8_t>(), from, to);
+    case DataType::kUInt16:
+      return ConvertFrom(from.data<uint16_t>(), from, to);
+    case DataType::kUInt32:
+      return ConvertFrom(from.data<uint32_t>(), from, to);
+    case DataType::kUInt64:
+      return ConvertFrom(from.data<uint64_t>(), from, to);
+    case DataType::kBool:
+      return ConvertFrom(from.data<bool>(), from, to);
+    default:
+      return Unimplemented("conversion from " + std::string(DataTypeName(from.dtype())) + " on the GPU");
   }
 }
 
@@ -214,13 +270,20 @@ StatusOr<Activation> ActivationFromNode(const Node& node) {
   act.alpha = node.fused_alpha;
   act.beta = node.fused_beta;
   const std::string& a = node.fused_activation;
-  if (a.empty()) act.kind = Activation::kNone;
-  else if (a == "Relu") act.kind = Activation::kRelu;
-  else if (a == "LeakyRelu") act.kind = Activation::kLeakyRelu;
-  else if (a == "Sigmoid") act.kind = Activation::kSigmoid;
-  else if (a == "Tanh") act.kind = Activation::kTanh;
-  else if (a == "Clip") act.kind = Activation::kClip;
-  else return Unimplemented(Graph::Describe(node) + ": fused activation " + a + " on the GPU");
+  if (a.empty())
+    act.kind = Activation::kNone;
+  else if (a == "Relu")
+    act.kind = Activation::kRelu;
+  else if (a == "LeakyRelu")
+    act.kind = Activation::kLeakyRelu;
+  else if (a == "Sigmoid")
+    act.kind = Activation::kSigmoid;
+  else if (a == "Tanh")
+    act.kind = Activation::kTanh;
+  else if (a == "Clip")
+    act.kind = Activation::kClip;
+  else
+    return Unimplemented(Graph::Describe(node) + ": fused activation " + a + " on the GPU");
   return act;
 }
 
@@ -242,7 +305,8 @@ StatusOr<Broadcast> MakeBroadcast(const Shape& in, const Shape& out) {
     return Unimplemented("tensors of rank " + std::to_string(out.size()) + " on the GPU (at most " +
                          std::to_string(kMaxDims) + ")");
   }
-  if (in.size() > out.size()) return InvalidArgument("cannot broadcast " + ShapeToString(in) + " to " + ShapeToString(out));
+  if (in.size() > out.size())
+    return InvalidArgument("cannot broadcast " + ShapeToString(in) + " to " + ShapeToString(out));
   Broadcast b;
   b.rank = static_cast<int>(out.size());
   int64_t stride = 1;

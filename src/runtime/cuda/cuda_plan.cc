@@ -81,7 +81,7 @@ struct Context {
   }
 };
 
-constexpr int kMaxContexts = 4;      // runs in flight at once per model
+constexpr int kMaxContexts = 4;        // runs in flight at once per model
 constexpr size_t kMaxSignatures = 16;  // captured graphs kept per context (LRU)
 
 enum class Mode : uint8_t { kEager, kCapture };
@@ -95,7 +95,7 @@ void KeepBuffer(void*) {}  // a view of memory someone else owns
 class CudaPlan::Impl {
  public:
   SessionOptions options;
-  Graph graph;                     // value dtypes are the model's (host) types
+  Graph graph;                         // value dtypes are the model's (host) types
   std::vector<DataType> device_dtype;  // per value: its type in device memory
   std::vector<Step> steps;
   std::vector<std::shared_ptr<const Tensor>> device_constants;  // per value (nullptr: none)
@@ -126,9 +126,7 @@ class CudaPlan::Impl {
 
 namespace {
 
-DataType Lower(DataType t, Precision precision) {
-  return t == DataType::kFloat32 ? DeviceFloatType(precision) : t;
-}
+DataType Lower(DataType t, Precision precision) { return t == DataType::kFloat32 ? DeviceFloatType(precision) : t; }
 
 // The values of one run: each may have a host copy, a device copy or both.
 struct Frame {
@@ -188,7 +186,8 @@ Status CudaPlan::Impl::Bind(bool allow_channels_last) {
           step.own_copy.assign(node.inputs.size(), false);
           for (size_t k = 0; k < node.inputs.size(); ++k) {
             int in = node.inputs[k];
-            step.own_copy[k] = in != kNoValue && g.values[static_cast<size_t>(in)].constant && step.kernel->OwnsCopyOfInput(k);
+            step.own_copy[k] =
+                in != kNoValue && g.values[static_cast<size_t>(in)].constant && step.kernel->OwnsCopyOfInput(k);
           }
           for (int o : node.outputs) {
             if (o == kNoValue) continue;
@@ -219,8 +218,12 @@ Status CudaPlan::Impl::Bind(bool allow_channels_last) {
       step.kernel = std::move(bound.kernel);
     }
     switch (step.where) {
-      case Where::kDevice: ++placement.device; break;
-      case Where::kShapeHost: ++placement.host; break;
+      case Where::kDevice:
+        ++placement.device;
+        break;
+      case Where::kShapeHost:
+        ++placement.host;
+        break;
       case Where::kFallback:
         ++placement.fallback;
         if (std::find(placement.fallback_ops.begin(), placement.fallback_ops.end(), node.op_type) ==
@@ -304,9 +307,11 @@ StatusOr<std::unique_ptr<Context>> CudaPlan::Impl::Acquire() const {
     MF_CUDNN_RETURN_IF_ERROR(cudnnSetStream(ctx->run.cudnn, ctx->run.stream));
     MF_CUBLAS_RETURN_IF_ERROR(cublasLtCreate(&ctx->run.cublaslt));
     ctx->run.workspace_bytes = kWorkspaceBytes;
-    MF_CUDA_RETURN_IF_ERROR(cudaHostAlloc(reinterpret_cast<void**>(&ctx->fault_host), sizeof(int), cudaHostAllocMapped));
+    MF_CUDA_RETURN_IF_ERROR(
+        cudaHostAlloc(reinterpret_cast<void**>(&ctx->fault_host), sizeof(int), cudaHostAllocMapped));
     *ctx->fault_host = 0;
-    MF_CUDA_RETURN_IF_ERROR(cudaHostGetDevicePointer(reinterpret_cast<void**>(&ctx->run.fault_word), ctx->fault_host, 0));
+    MF_CUDA_RETURN_IF_ERROR(
+        cudaHostGetDevicePointer(reinterpret_cast<void**>(&ctx->run.fault_word), ctx->fault_host, 0));
     return Status::Ok();
   }();
   if (!made.ok()) {
@@ -336,8 +341,8 @@ std::string CudaPlan::Impl::Signature(const std::vector<const Tensor*>& inputs) 
   return key;
 }
 
-Status CudaPlan::Impl::Execute(Context& ctx, const std::vector<const Tensor*>& inputs, Mode mode,
-                               Captured* captured, std::vector<Tensor>* outputs) const {
+Status CudaPlan::Impl::Execute(Context& ctx, const std::vector<const Tensor*>& inputs, Mode mode, Captured* captured,
+                               std::vector<Tensor>* outputs) const {
   const Graph& g = graph;
   cudaStream_t stream = ctx.run.stream;
   Frame f(g.values.size());
@@ -392,7 +397,8 @@ Status CudaPlan::Impl::Execute(Context& ctx, const std::vector<const Tensor*>& i
     if (f.host[v]) return f.host[v];
     const Tensor* dev = f.device[v];
     if (!dev) return Internal("value '" + g.values[v].name + "' was not computed");
-    if (mode == Mode::kCapture) return Internal("a captured run read device value '" + g.values[v].name + "' on the host");
+    if (mode == Mode::kCapture)
+      return Internal("a captured run read device value '" + g.values[v].name + "' on the host");
     Tensor converted;
     if (dev->dtype() != g.values[v].dtype) {
       MF_ASSIGN_OR_RETURN(converted, AllocateDevice(g.values[v].dtype, dev->shape()));
@@ -401,7 +407,8 @@ Status CudaPlan::Impl::Execute(Context& ctx, const std::vector<const Tensor*>& i
     }
     MF_ASSIGN_OR_RETURN(Tensor host, Tensor::AllocateUninitialized(dev->dtype(), dev->shape()));
     if (host.byte_size()) {
-      MF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host.raw_data(), dev->raw_data(), host.byte_size(), cudaMemcpyDeviceToHost, stream));
+      MF_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(host.raw_data(), dev->raw_data(), host.byte_size(), cudaMemcpyDeviceToHost, stream));
     }
     MF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
     f.host_owned[v] = std::move(host);
@@ -461,7 +468,8 @@ Status CudaPlan::Impl::Execute(Context& ctx, const std::vector<const Tensor*>& i
       MF_ASSIGN_OR_RETURN(const Tensor* host, to_host(v));
       // A downloaded output this run owns is handed over, unless another output names it again.
       const bool owned = host == &f.host_owned[v];
-      if (owned && std::count(g.outputs.begin() + static_cast<std::ptrdiff_t>(o) + 1, g.outputs.end(), g.outputs[o]) == 0) {
+      if (owned &&
+          std::count(g.outputs.begin() + static_cast<std::ptrdiff_t>(o) + 1, g.outputs.end(), g.outputs[o]) == 0) {
         outputs->push_back(std::move(f.host_owned[v]));
         f.host[v] = nullptr;
       } else {

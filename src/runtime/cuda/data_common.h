@@ -37,7 +37,8 @@ inline Status RequireDeviceFloat(const KernelInit& init, size_t i) {
 // INTERNAL unless `t` (when present) is in host memory: the slots a KernelDef lists in
 // host_inputs, which the shared rules of runtime/ops read directly.
 inline Status RequireHost(const Tensor* t, const char* what) {
-  if (t && t->location() != Location::kHost) return Internal(std::string(what) + " must be a host input of the CUDA kernel");
+  if (t && t->location() != Location::kHost)
+    return Internal(std::string(what) + " must be a host input of the CUDA kernel");
   return Status::Ok();
 }
 
@@ -66,9 +67,12 @@ inline StatusOr<std::vector<double>> ReadFloats(const Tensor& t, const char* wha
 template <typename Fn>
 Status DispatchDeviceFloat(DataType dtype, Fn&& fn) {
   switch (dtype) {
-    case DataType::kFloat32: return fn(float{});
-    case DataType::kFloat16: return fn(__half{});
-    default: return Unimplemented("element type " + std::string(DataTypeName(dtype)) + " is not supported on the GPU");
+    case DataType::kFloat32:
+      return fn(float{});
+    case DataType::kFloat16:
+      return fn(__half{});
+    default:
+      return Unimplemented("element type " + std::string(DataTypeName(dtype)) + " is not supported on the GPU");
   }
 }
 

@@ -131,7 +131,8 @@ StatusOr<BoundKernel> GatherElementsFactory(const KernelInit& init) {
         int64_t n = idx.num_elements();
         if (n == 0) return Status::Ok();
         if (dim == 0) return InvalidArgument("GatherElements indices select from an empty dim");
-        if (data.rank() > kMaxDims) return Unimplemented("GatherElements of rank " + std::to_string(data.rank()) + " on the GPU");
+        if (data.rank() > kMaxDims)
+          return Unimplemented("GatherElements of rank " + std::to_string(data.rank()) + " on the GPU");
         ElementsPlan p;
         p.rank = data.rank();
         p.axis = axis;
@@ -144,9 +145,11 @@ StatusOr<BoundKernel> GatherElementsFactory(const KernelInit& init) {
         return DispatchBySize(data.dtype(), [&](auto tag) -> Status {
           using T = decltype(tag);
           if (idx.dtype() == DataType::kInt64) {
-            GatherElementsKernel<<<BlocksFor(n), kThreads, 0, s>>>(data.data<T>(), idx.data<int64_t>(), out[0].data<T>(), n, dim, p, CurrentFaultSink());
+            GatherElementsKernel<<<BlocksFor(n), kThreads, 0, s>>>(data.data<T>(), idx.data<int64_t>(),
+                                                                   out[0].data<T>(), n, dim, p, CurrentFaultSink());
           } else {
-            GatherElementsKernel<<<BlocksFor(n), kThreads, 0, s>>>(data.data<T>(), idx.data<int32_t>(), out[0].data<T>(), n, dim, p, CurrentFaultSink());
+            GatherElementsKernel<<<BlocksFor(n), kThreads, 0, s>>>(data.data<T>(), idx.data<int32_t>(),
+                                                                   out[0].data<T>(), n, dim, p, CurrentFaultSink());
           }
           MF_CUDA_RETURN_IF_LAUNCH_FAILED();
           return Status::Ok();
@@ -207,7 +210,8 @@ StatusOr<BoundKernel> PadFactory(const KernelInit& init) {
         uint64_t value_bits = 0;
         const Tensor* cv = in.size() > 2 ? in[2] : nullptr;
         if (cv && cv->num_elements() > 0) {
-          if (cv->location() != Location::kHost) return Internal("Pad constant_value must be a host input of the CUDA kernel");
+          if (cv->location() != Location::kHost)
+            return Internal("Pad constant_value must be a host input of the CUDA kernel");
           if (cv->dtype() == x.dtype()) {
             std::memcpy(&value_bits, cv->raw_data(), ElementSize(x.dtype()));
           } else if (cv->dtype() == DataType::kFloat32 && x.dtype() == DataType::kFloat16) {

@@ -54,8 +54,8 @@ StatusOr<BoundKernel> ConcatFactory(const KernelInit& init) {
         std::vector<int64_t> out_strides = RowMajorStrides(shape);
         int64_t offset = 0;  // along the axis
         for (const Tensor* t : in) {
-          MF_RETURN_IF_ERROR(StridedCopy(t->dtype(), t->raw_data(), out[0].raw_data(), t->shape(), RowMajorStrides(t->shape()),
-                                         out_strides, 0, offset * out_strides[axis]));
+          MF_RETURN_IF_ERROR(StridedCopy(t->dtype(), t->raw_data(), out[0].raw_data(), t->shape(),
+                                         RowMajorStrides(t->shape()), out_strides, 0, offset * out_strides[axis]));
           offset += t->shape()[axis];
         }
         return Status::Ok();
@@ -115,7 +115,8 @@ StatusOr<BoundKernel> SliceFactory(const KernelInit& init) {
           base += plan.start[d] * strides[d];
           src_strides[d] = plan.step[d] * strides[d];
         }
-        return StridedCopy(x.dtype(), x.raw_data(), out[0].raw_data(), shape, src_strides, RowMajorStrides(shape), base, 0);
+        return StridedCopy(x.dtype(), x.raw_data(), out[0].raw_data(), shape, src_strides, RowMajorStrides(shape), base,
+                           0);
       },
       {init.dtype(0)});
 }

@@ -122,8 +122,9 @@ StatusOr<BoundKernel> ResizeFactory(const KernelInit& init) {
           if (!r.ok()) return InvalidArgument("Resize roi must be float32 with 2 * rank values");
           roi_v = std::move(*r);
         }
-        MF_ASSIGN_OR_RETURN(std::vector<ResizeAxis> axes, ops::PlanResize(x.shape(), scales ? &scale_v : nullptr,
-                                                                          sizes ? &size_v : nullptr, roi_v, plan.transform));
+        MF_ASSIGN_OR_RETURN(
+            std::vector<ResizeAxis> axes,
+            ops::PlanResize(x.shape(), scales ? &scale_v : nullptr, sizes ? &size_v : nullptr, roi_v, plan.transform));
         MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(x.dtype(), ops::ResizeOutputShape(axes)));
         ResizePlan p = plan;
         p.rank = rank;

@@ -102,7 +102,8 @@ Status Launch(const CopyPlan& p, const void* src_v, void* dst_v, int64_t n) {
 Status StridedCopy(DataType dtype, const void* src, void* dst, std::vector<int64_t> dims,
                    std::vector<int64_t> src_strides, std::vector<int64_t> dst_strides, int64_t src_base,
                    int64_t dst_base) {
-  if (src_strides.size() != dims.size() || dst_strides.size() != dims.size()) return Internal("StridedCopy: rank mismatch");
+  if (src_strides.size() != dims.size() || dst_strides.size() != dims.size())
+    return Internal("StridedCopy: rank mismatch");
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   if (n == 0) return Status::Ok();
@@ -141,9 +142,9 @@ Status StridedCopy(DataType dtype, const void* src, void* dst, std::vector<int64
   const int64_t max_pitch = (int64_t{1} << 31) - 1;
   if (cd.size() == 2 && cs[1] == 1 && cdst[1] == 1 && cs[0] >= cd[1] && cdst[0] >= cd[1] &&
       cs[0] * static_cast<int64_t>(elem) <= max_pitch && cdst[0] * static_cast<int64_t>(elem) <= max_pitch) {
-    MF_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d, static_cast<size_t>(cdst[0]) * elem, s, static_cast<size_t>(cs[0]) * elem,
-                                              static_cast<size_t>(cd[1]) * elem, static_cast<size_t>(cd[0]),
-                                              cudaMemcpyDeviceToDevice, stream));
+    MF_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d, static_cast<size_t>(cdst[0]) * elem, s,
+                                              static_cast<size_t>(cs[0]) * elem, static_cast<size_t>(cd[1]) * elem,
+                                              static_cast<size_t>(cd[0]), cudaMemcpyDeviceToDevice, stream));
     return Status::Ok();
   }
   CopyPlan p;

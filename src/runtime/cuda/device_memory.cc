@@ -57,7 +57,9 @@ Status SetGpuMemoryFraction(int device, double fraction) {
   cudaMemPool_t pool = nullptr;
   if (s.ok()) s = CudaError(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
   uint64_t threshold = limit == 0 ? UINT64_MAX : limit;
-  if (s.ok()) s = CudaError(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), "cudaMemPoolSetAttribute");
+  if (s.ok())
+    s = CudaError(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
+                  "cudaMemPoolSetAttribute");
   cudaSetDevice(previous);
   MF_RETURN_IF_ERROR(s);
   Budget& b = Get();

@@ -22,19 +22,31 @@ inline unsigned BlocksFor(int64_t n, int threads = kThreads) {
 // Arithmetic in float for half (the hardware has no half transcendental functions we trust to
 // ONNX tolerances), native otherwise.
 template <typename T>
-struct Compute { using type = T; };
+struct Compute {
+  using type = T;
+};
 template <>
-struct Compute<__half> { using type = float; };
+struct Compute<__half> {
+  using type = float;
+};
 
 template <typename T>
-__device__ __forceinline__ typename Compute<T>::type Load(const T* p, int64_t i) { return p[i]; }
+__device__ __forceinline__ typename Compute<T>::type Load(const T* p, int64_t i) {
+  return p[i];
+}
 template <>
-__device__ __forceinline__ float Load<__half>(const __half* p, int64_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ float Load<__half>(const __half* p, int64_t i) {
+  return __half2float(p[i]);
+}
 
 template <typename T, typename V>
-__device__ __forceinline__ void Store(T* p, int64_t i, V v) { p[i] = static_cast<T>(v); }
+__device__ __forceinline__ void Store(T* p, int64_t i, V v) {
+  p[i] = static_cast<T>(v);
+}
 template <typename V>
-__device__ __forceinline__ void Store(__half* p, int64_t i, V v) { p[i] = __float2half(static_cast<float>(v)); }
+__device__ __forceinline__ void Store(__half* p, int64_t i, V v) {
+  p[i] = __float2half(static_cast<float>(v));
+}
 
 // Maps a linear index of the output to the linear index of one broadcast input. Strides are 0
 // along broadcast dims. Built on the host, passed by value to kernels.
@@ -58,7 +70,7 @@ struct Broadcast {
 // the shapes do not broadcast or exceed kMaxDims.
 StatusOr<Broadcast> MakeBroadcast(const Shape& in, const Shape& out);
 
-#define MF_GRID_STRIDE_LOOP(i, n) \
+#define MF_GRID_STRIDE_LOOP(i, n)                                                        \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 

@@ -4,9 +4,7 @@
 
 namespace mf::runtime::cuda {
 
-cudnnDataType_t CudnnType(DataType dtype) {
-  return dtype == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-}
+cudnnDataType_t CudnnType(DataType dtype) { return dtype == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT; }
 
 std::vector<int64_t> DenseStrides(const std::vector<int64_t>& dims, bool nhwc) {
   std::vector<int64_t> strides(dims.size(), 1);

@@ -57,7 +57,8 @@ Status CopyBox(DataType dtype, const TensorView& view_src, const void* src, cons
 // dst[i] = (accumulate ? dst[i] : 0) + scale * src[broadcast(i)] over the dense row-major
 // tensor `dst_shape`, for kFloat32/kFloat16 on Current().stream. `src` broadcasts to `dst_shape`
 // with numpy rules (INVALID_ARGUMENT otherwise). dnn_kernels.cu.
-Status BroadcastAxpy(DataType dtype, const Tensor& src, float scale, bool accumulate, const Shape& dst_shape, void* dst);
+Status BroadcastAxpy(DataType dtype, const Tensor& src, float scale, bool accumulate, const Shape& dst_shape,
+                     void* dst);
 
 // MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (pool.cu); called by RegisterConvKernels.
 void RegisterPoolKernels(KernelRegistry* registry);

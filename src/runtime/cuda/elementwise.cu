@@ -22,8 +22,24 @@ using elementwise::TypeName;
 // ---- Float unary operators (float32 and float16, computed in float) ----
 
 enum class UnaryOp : uint8_t {
-  kRelu, kLeakyRelu, kElu, kSelu, kSigmoid, kHardSigmoid, kTanh, kSoftplus, kErf, kExp, kLog, kSqrt,
-  kReciprocal, kFloor, kCeil, kRound, kSin, kCos,
+  kRelu,
+  kLeakyRelu,
+  kElu,
+  kSelu,
+  kSigmoid,
+  kHardSigmoid,
+  kTanh,
+  kSoftplus,
+  kErf,
+  kExp,
+  kLog,
+  kSqrt,
+  kReciprocal,
+  kFloor,
+  kCeil,
+  kRound,
+  kSin,
+  kCos,
 };
 
 struct UnaryParams {
@@ -35,24 +51,42 @@ struct UnaryParams {
 // The CPU kernels' formulas (activation.h and elementwise.cc), in float.
 __device__ __forceinline__ float ApplyUnary(const UnaryParams& p, float x) {
   switch (p.op) {
-    case UnaryOp::kRelu: return x > 0.f ? x : 0.f;
-    case UnaryOp::kLeakyRelu: return x >= 0.f ? x : x * p.alpha;
-    case UnaryOp::kElu: return x >= 0.f ? x : p.alpha * (expf(x) - 1.f);
-    case UnaryOp::kSelu: return x > 0.f ? p.beta * x : p.beta * (p.alpha * expf(x) - p.alpha);
-    case UnaryOp::kSigmoid: return 1.f / (1.f + expf(-x));
-    case UnaryOp::kHardSigmoid: return fmaxf(0.f, fminf(1.f, p.alpha * x + p.beta));
-    case UnaryOp::kTanh: return tanhf(x);
-    case UnaryOp::kSoftplus: return x > 20.f ? x : log1pf(expf(x));
-    case UnaryOp::kErf: return erff(x);
-    case UnaryOp::kExp: return expf(x);
-    case UnaryOp::kLog: return logf(x);
-    case UnaryOp::kSqrt: return sqrtf(x);
-    case UnaryOp::kReciprocal: return 1.f / x;
-    case UnaryOp::kFloor: return floorf(x);
-    case UnaryOp::kCeil: return ceilf(x);
-    case UnaryOp::kRound: return rintf(x);  // half to even, as ONNX specifies
-    case UnaryOp::kSin: return sinf(x);
-    case UnaryOp::kCos: return cosf(x);
+    case UnaryOp::kRelu:
+      return x > 0.f ? x : 0.f;
+    case UnaryOp::kLeakyRelu:
+      return x >= 0.f ? x : x * p.alpha;
+    case UnaryOp::kElu:
+      return x >= 0.f ? x : p.alpha * (expf(x) - 1.f);
+    case UnaryOp::kSelu:
+      return x > 0.f ? p.beta * x : p.beta * (p.alpha * expf(x) - p.alpha);
+    case UnaryOp::kSigmoid:
+      return 1.f / (1.f + expf(-x));
+    case UnaryOp::kHardSigmoid:
+      return fmaxf(0.f, fminf(1.f, p.alpha * x + p.beta));
+    case UnaryOp::kTanh:
+      return tanhf(x);
+    case UnaryOp::kSoftplus:
+      return x > 20.f ? x : log1pf(expf(x));
+    case UnaryOp::kErf:
+      return erff(x);
+    case UnaryOp::kExp:
+      return expf(x);
+    case UnaryOp::kLog:
+      return logf(x);
+    case UnaryOp::kSqrt:
+      return sqrtf(x);
+    case UnaryOp::kReciprocal:
+      return 1.f / x;
+    case UnaryOp::kFloor:
+      return floorf(x);
+    case UnaryOp::kCeil:
+      return ceilf(x);
+    case UnaryOp::kRound:
+      return rintf(x);  // half to even, as ONNX specifies
+    case UnaryOp::kSin:
+      return sinf(x);
+    case UnaryOp::kCos:
+      return cosf(x);
   }
   return x;
 }
@@ -145,30 +179,42 @@ KernelFactory NegAbsFactory(bool negate) {
     if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input");
     const DataType t = init.dtype(0);
     switch (t) {
-      case DataType::kFloat32: case DataType::kFloat16: case DataType::kFloat64: case DataType::kInt8:
-      case DataType::kInt16: case DataType::kInt32: case DataType::kInt64: break;
-      default: return init.Error(StatusCode::kUnimplemented, "element type " + TypeName(t) + " is not supported on the GPU");
+      case DataType::kFloat32:
+      case DataType::kFloat16:
+      case DataType::kFloat64:
+      case DataType::kInt8:
+      case DataType::kInt16:
+      case DataType::kInt32:
+      case DataType::kInt64:
+        break;
+      default:
+        return init.Error(StatusCode::kUnimplemented, "element type " + TypeName(t) + " is not supported on the GPU");
     }
     return Bind(
         [negate, t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
           MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(t, in[0]->shape()));
           switch (t) {
-            case DataType::kFloat32: return LaunchNegAbs<float>(*in[0], out[0], negate);
-            case DataType::kFloat16: return LaunchNegAbs<__half>(*in[0], out[0], negate);
-            case DataType::kFloat64: return LaunchNegAbs<double>(*in[0], out[0], negate);
-            case DataType::kInt8: return LaunchNegAbs<int8_t>(*in[0], out[0], negate);
-            case DataType::kInt16: return LaunchNegAbs<int16_t>(*in[0], out[0], negate);
-            case DataType::kInt32: return LaunchNegAbs<int32_t>(*in[0], out[0], negate);
-            default: return LaunchNegAbs<int64_t>(*in[0], out[0], negate);
+            case DataType::kFloat32:
+              return LaunchNegAbs<float>(*in[0], out[0], negate);
+            case DataType::kFloat16:
+              return LaunchNegAbs<__half>(*in[0], out[0], negate);
+            case DataType::kFloat64:
+              return LaunchNegAbs<double>(*in[0], out[0], negate);
+            case DataType::kInt8:
+              return LaunchNegAbs<int8_t>(*in[0], out[0], negate);
+            case DataType::kInt16:
+              return LaunchNegAbs<int16_t>(*in[0], out[0], negate);
+            case DataType::kInt32:
+              return LaunchNegAbs<int32_t>(*in[0], out[0], negate);
+            default:
+              return LaunchNegAbs<int64_t>(*in[0], out[0], negate);
           }
         },
         {t});
   };
 }
 
-__global__ void NotKernel(const bool* x, bool* y, int64_t n) {
-  MF_GRID_STRIDE_LOOP(i, n) y[i] = !x[i];
-}
+__global__ void NotKernel(const bool* x, bool* y, int64_t n) { MF_GRID_STRIDE_LOOP(i, n) y[i] = !x[i]; }
 
 StatusOr<BoundKernel> NotFactory(const KernelInit& init) {
   if (init.num_inputs() != 1) return init.Error(StatusCode::kInvalidArgument, "wrong number of inputs");
@@ -206,9 +252,12 @@ StatusOr<float> ReadBound(const Tensor& t) {
   if (t.location() != Location::kHost) return Internal("Clip min/max must be host tensors");
   if (t.num_elements() != 1) return InvalidArgument("Clip min/max must be scalars");
   switch (t.dtype()) {
-    case DataType::kFloat32: return t.data<float>()[0];
-    case DataType::kFloat16: return __half2float(t.data<__half>()[0]);
-    default: return InvalidArgument("Clip min/max must be float, not " + TypeName(t.dtype()));
+    case DataType::kFloat32:
+      return t.data<float>()[0];
+    case DataType::kFloat16:
+      return __half2float(t.data<__half>()[0]);
+    default:
+      return InvalidArgument("Clip min/max must be float, not " + TypeName(t.dtype()));
   }
 }
 
@@ -256,7 +305,8 @@ StatusOr<BoundKernel> ClipFactory(const KernelInit& init) {
 StatusOr<BoundKernel> IdentityFactory(const KernelInit& init) {
   if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input 0");
   const DataType t = init.dtype(0);
-  if (t == DataType::kString) return init.Error(StatusCode::kUnimplemented, "string tensors cannot live in device memory");
+  if (t == DataType::kString)
+    return init.Error(StatusCode::kUnimplemented, "string tensors cannot live in device memory");
   std::vector<DataType> outs{t};
   const Node& node = init.node;
   const bool dropout_mask = node.op_type == "Dropout" && node.outputs.size() > 1 && node.outputs[1] != kNoValue;
@@ -306,19 +356,32 @@ StatusOr<BoundKernel> CastFactory(const KernelInit& init) {
 
 void RegisterElementwiseKernels(KernelRegistry* r) {
   namespace ew = elementwise;
-  const std::pair<const char*, BinaryOp> binary[] = {
-      {"Add", BinaryOp::kAdd}, {"Sub", BinaryOp::kSub}, {"Mul", BinaryOp::kMul}, {"Div", BinaryOp::kDiv},
-      {"Pow", BinaryOp::kPow}, {"Equal", BinaryOp::kEqual}, {"Greater", BinaryOp::kGreater},
-      {"Less", BinaryOp::kLess}, {"GreaterOrEqual", BinaryOp::kGreaterOrEqual},
-      {"LessOrEqual", BinaryOp::kLessOrEqual}};
+  const std::pair<const char*, BinaryOp> binary[] = {{"Add", BinaryOp::kAdd},
+                                                     {"Sub", BinaryOp::kSub},
+                                                     {"Mul", BinaryOp::kMul},
+                                                     {"Div", BinaryOp::kDiv},
+                                                     {"Pow", BinaryOp::kPow},
+                                                     {"Equal", BinaryOp::kEqual},
+                                                     {"Greater", BinaryOp::kGreater},
+                                                     {"Less", BinaryOp::kLess},
+                                                     {"GreaterOrEqual", BinaryOp::kGreaterOrEqual},
+                                                     {"LessOrEqual", BinaryOp::kLessOrEqual}};
   // Opset 7 introduced numpy broadcasting (earlier versions used the `broadcast` attribute).
-  for (const auto& [name, op] : binary) r->Register({name, 7, ew::BinaryFactory(op), "float, float16, double, int32, int64", {}});
-  const std::pair<const char*, UnaryMaker> unary[] = {
-      {"Relu", Plain<UnaryOp::kRelu>}, {"LeakyRelu", LeakyRelu}, {"Elu", Elu}, {"Selu", Selu},
-      {"Sigmoid", Plain<UnaryOp::kSigmoid>}, {"HardSigmoid", HardSigmoid}, {"Tanh", Plain<UnaryOp::kTanh>},
-      {"Sqrt", Plain<UnaryOp::kSqrt>}, {"Exp", Plain<UnaryOp::kExp>}, {"Log", Plain<UnaryOp::kLog>},
-      {"Reciprocal", Plain<UnaryOp::kReciprocal>}, {"Floor", Plain<UnaryOp::kFloor>},
-      {"Ceil", Plain<UnaryOp::kCeil>}};
+  for (const auto& [name, op] : binary)
+    r->Register({name, 7, ew::BinaryFactory(op), "float, float16, double, int32, int64", {}});
+  const std::pair<const char*, UnaryMaker> unary[] = {{"Relu", Plain<UnaryOp::kRelu>},
+                                                      {"LeakyRelu", LeakyRelu},
+                                                      {"Elu", Elu},
+                                                      {"Selu", Selu},
+                                                      {"Sigmoid", Plain<UnaryOp::kSigmoid>},
+                                                      {"HardSigmoid", HardSigmoid},
+                                                      {"Tanh", Plain<UnaryOp::kTanh>},
+                                                      {"Sqrt", Plain<UnaryOp::kSqrt>},
+                                                      {"Exp", Plain<UnaryOp::kExp>},
+                                                      {"Log", Plain<UnaryOp::kLog>},
+                                                      {"Reciprocal", Plain<UnaryOp::kReciprocal>},
+                                                      {"Floor", Plain<UnaryOp::kFloor>},
+                                                      {"Ceil", Plain<UnaryOp::kCeil>}};
   for (const auto& [name, make] : unary) r->Register({name, 6, UnaryFactory(make), "float, float16", {}});
   r->Register({"Erf", 9, UnaryFactory(Plain<UnaryOp::kErf>), "float, float16", {}});
   r->Register({"Round", 11, UnaryFactory(Plain<UnaryOp::kRound>), "float, float16", {}});

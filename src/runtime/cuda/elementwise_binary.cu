@@ -23,16 +23,22 @@ template <typename T>
 __device__ __forceinline__ T ApplySignedInt(BinaryOp op, T x, T y) {
   using U = std::make_unsigned_t<T>;
   switch (op) {
-    case BinaryOp::kAdd: return static_cast<T>(static_cast<U>(x) + static_cast<U>(y));
-    case BinaryOp::kSub: return static_cast<T>(static_cast<U>(x) - static_cast<U>(y));
-    case BinaryOp::kMul: return static_cast<T>(static_cast<U>(x) * static_cast<U>(y));
+    case BinaryOp::kAdd:
+      return static_cast<T>(static_cast<U>(x) + static_cast<U>(y));
+    case BinaryOp::kSub:
+      return static_cast<T>(static_cast<U>(x) - static_cast<U>(y));
+    case BinaryOp::kMul:
+      return static_cast<T>(static_cast<U>(x) * static_cast<U>(y));
     case BinaryOp::kDiv:
       if (y == 0) return T{0};
       if (y == T(-1)) return static_cast<T>(U{0} - static_cast<U>(x));
       return static_cast<T>(x / y);
-    case BinaryOp::kMax: return x < y ? y : x;
-    case BinaryOp::kMin: return y < x ? y : x;
-    default: return T{0};  // Pow and PRelu are refused for integers at bind time
+    case BinaryOp::kMax:
+      return x < y ? y : x;
+    case BinaryOp::kMin:
+      return y < x ? y : x;
+    default:
+      return T{0};  // Pow and PRelu are refused for integers at bind time
   }
 }
 
@@ -41,25 +47,38 @@ template <typename R, typename A, typename B>
 __device__ __forceinline__ R Apply(BinaryOp op, A x, B y) {
   if constexpr (std::is_same_v<R, bool>) {
     switch (op) {
-      case BinaryOp::kEqual: return x == y;
-      case BinaryOp::kLess: return x < y;
-      case BinaryOp::kGreater: return x > y;
-      case BinaryOp::kLessOrEqual: return x <= y;
-      case BinaryOp::kGreaterOrEqual: return x >= y;
-      case BinaryOp::kAnd: return static_cast<bool>(x) && static_cast<bool>(y);
-      case BinaryOp::kOr: return static_cast<bool>(x) || static_cast<bool>(y);
-      case BinaryOp::kXor: return static_cast<bool>(x) != static_cast<bool>(y);
-      default: return false;
+      case BinaryOp::kEqual:
+        return x == y;
+      case BinaryOp::kLess:
+        return x < y;
+      case BinaryOp::kGreater:
+        return x > y;
+      case BinaryOp::kLessOrEqual:
+        return x <= y;
+      case BinaryOp::kGreaterOrEqual:
+        return x >= y;
+      case BinaryOp::kAnd:
+        return static_cast<bool>(x) && static_cast<bool>(y);
+      case BinaryOp::kOr:
+        return static_cast<bool>(x) || static_cast<bool>(y);
+      case BinaryOp::kXor:
+        return static_cast<bool>(x) != static_cast<bool>(y);
+      default:
+        return false;
     }
   } else if constexpr (std::is_integral_v<R>) {
     static_assert(std::is_signed_v<R> && std::is_same_v<A, R> && std::is_same_v<B, R>);
     return ApplySignedInt<R>(op, x, y);
   } else {
     switch (op) {
-      case BinaryOp::kAdd: return static_cast<R>(x + y);
-      case BinaryOp::kSub: return static_cast<R>(x - y);
-      case BinaryOp::kMul: return static_cast<R>(x * y);
-      case BinaryOp::kDiv: return static_cast<R>(x / y);
+      case BinaryOp::kAdd:
+        return static_cast<R>(x + y);
+      case BinaryOp::kSub:
+        return static_cast<R>(x - y);
+      case BinaryOp::kMul:
+        return static_cast<R>(x * y);
+      case BinaryOp::kDiv:
+        return static_cast<R>(x / y);
       case BinaryOp::kPow:
         if constexpr (std::is_same_v<R, double>) {
           return pow(x, static_cast<double>(y));
@@ -69,10 +88,14 @@ __device__ __forceinline__ R Apply(BinaryOp op, A x, B y) {
           return e == 2.f ? x * x : (e == 0.5f ? sqrtf(x) : powf(x, e));
         }
       // The CPU kernel's expressions, so NaN propagates the same way.
-      case BinaryOp::kMax: return x < y ? static_cast<R>(y) : static_cast<R>(x);
-      case BinaryOp::kMin: return y < x ? static_cast<R>(y) : static_cast<R>(x);
-      case BinaryOp::kPRelu: return x < A(0) ? static_cast<R>(y * x) : static_cast<R>(x);
-      default: return R{0};
+      case BinaryOp::kMax:
+        return x < y ? static_cast<R>(y) : static_cast<R>(x);
+      case BinaryOp::kMin:
+        return y < x ? static_cast<R>(y) : static_cast<R>(x);
+      case BinaryOp::kPRelu:
+        return x < A(0) ? static_cast<R>(y * x) : static_cast<R>(x);
+      default:
+        return R{0};
     }
   }
 }
@@ -125,8 +148,8 @@ __global__ void BinaryRepeatA(const TA* a, const TB* b, TR* out, int64_t n, int6
 }
 
 template <typename TA, typename TB, typename TR>
-__global__ void BinaryBroadcast(const TA* a, const TB* b, TR* out, int64_t n, BinaryOp op, Broadcast ba,
-                                Broadcast bb, FaultSink fault) {
+__global__ void BinaryBroadcast(const TA* a, const TB* b, TR* out, int64_t n, BinaryOp op, Broadcast ba, Broadcast bb,
+                                FaultSink fault) {
   MF_GRID_STRIDE_LOOP(i, n) Store(out, i, ApplyChecked<C<TR>>(op, Load(a, ba.Offset(i)), Load(b, bb.Offset(i)), fault));
 }
 
@@ -175,15 +198,21 @@ Status Launch(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
 template <typename Fn>
 Status DispatchNumeric(DataType t, bool allow_bool, Fn&& fn) {
   switch (t) {
-    case DataType::kFloat32: return fn(float{});
-    case DataType::kFloat16: return fn(__half{});
-    case DataType::kFloat64: return fn(double{});
-    case DataType::kInt32: return fn(int32_t{});
-    case DataType::kInt64: return fn(int64_t{});
+    case DataType::kFloat32:
+      return fn(float{});
+    case DataType::kFloat16:
+      return fn(__half{});
+    case DataType::kFloat64:
+      return fn(double{});
+    case DataType::kInt32:
+      return fn(int32_t{});
+    case DataType::kInt64:
+      return fn(int64_t{});
     case DataType::kBool:
       if (allow_bool) return fn(bool{});
       break;
-    default: break;
+    default:
+      break;
   }
   return Unimplemented("element type " + TypeName(t) + " is not supported on the GPU");
 }
@@ -191,10 +220,14 @@ Status DispatchNumeric(DataType t, bool allow_bool, Fn&& fn) {
 template <typename Fn>
 Status DispatchFloatKind(DataType t, Fn&& fn) {
   switch (t) {
-    case DataType::kFloat32: return fn(float{});
-    case DataType::kFloat16: return fn(__half{});
-    case DataType::kFloat64: return fn(double{});
-    default: return Unimplemented("element type " + TypeName(t) + " is not supported on the GPU");
+    case DataType::kFloat32:
+      return fn(float{});
+    case DataType::kFloat16:
+      return fn(__half{});
+    case DataType::kFloat64:
+      return fn(double{});
+    default:
+      return Unimplemented("element type " + TypeName(t) + " is not supported on the GPU");
   }
 }
 
@@ -411,10 +444,14 @@ StatusOr<BoundKernel> WhereFactory(const KernelInit& init) {
         MF_ASSIGN_OR_RETURN(Shape shape, ops::BroadcastShapes(s01, in[2]->shape()));
         MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(t, std::move(shape)));
         switch (width) {
-          case 1: return LaunchWhere<uint8_t>(*in[0], *in[1], *in[2], out[0]);
-          case 2: return LaunchWhere<uint16_t>(*in[0], *in[1], *in[2], out[0]);
-          case 4: return LaunchWhere<uint32_t>(*in[0], *in[1], *in[2], out[0]);
-          default: return LaunchWhere<uint64_t>(*in[0], *in[1], *in[2], out[0]);
+          case 1:
+            return LaunchWhere<uint8_t>(*in[0], *in[1], *in[2], out[0]);
+          case 2:
+            return LaunchWhere<uint16_t>(*in[0], *in[1], *in[2], out[0]);
+          case 4:
+            return LaunchWhere<uint32_t>(*in[0], *in[1], *in[2], out[0]);
+          default:
+            return LaunchWhere<uint64_t>(*in[0], *in[1], *in[2], out[0]);
         }
       },
       {t});

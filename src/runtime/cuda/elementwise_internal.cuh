@@ -11,8 +11,22 @@ namespace mf::runtime::cuda::elementwise {
 // Every two-operand pointwise operator. Arithmetic ones produce the input type; comparisons and
 // logic produce bool.
 enum class BinaryOp : uint8_t {
-  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kPRelu,
-  kEqual, kLess, kGreater, kLessOrEqual, kGreaterOrEqual, kAnd, kOr, kXor,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kMax,
+  kMin,
+  kPRelu,
+  kEqual,
+  kLess,
+  kGreater,
+  kLessOrEqual,
+  kGreaterOrEqual,
+  kAnd,
+  kOr,
+  kXor,
 };
 inline bool ProducesBool(BinaryOp op) { return op >= BinaryOp::kEqual; }
 

@@ -38,10 +38,12 @@ __global__ void SoftmaxRows(const T* x, T* y, int64_t rows, int64_t len, int64_t
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t base = (row / inner) * len * inner + row % inner;
     float mx = -INFINITY;
-    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) mx = fmaxf(mx, static_cast<float>(Load(x, base + j * inner)));
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+      mx = fmaxf(mx, static_cast<float>(Load(x, base + j * inner)));
     mx = BlockReduce<true>(mx, scratch);
     float sum = 0.f;
-    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) sum += expf(static_cast<float>(Load(x, base + j * inner)) - mx);
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+      sum += expf(static_cast<float>(Load(x, base + j * inner)) - mx);
     sum = BlockReduce<false>(sum, scratch);
     if (log) {
       const float shift = mx + logf(sum);
@@ -80,9 +82,12 @@ StatusOr<BoundKernel> SoftmaxFactory(const KernelInit& init, bool log) {
         int64_t outer = 1, len = 1, inner = 1;
         for (int i = 0; i < x.rank(); ++i) {
           const int64_t d = x.dim(i);
-          if (i < axis) outer *= d;
-          else if (i == axis || legacy) len *= d;
-          else inner *= d;
+          if (i < axis)
+            outer *= d;
+          else if (i == axis || legacy)
+            len *= d;
+          else
+            inner *= d;
         }
         MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(t, x.shape()));
         const int64_t rows = outer * inner;

@@ -6,9 +6,9 @@
 // BIAS epilogue (with ReLU fused: RELU_BIAS) when it is an [N] / [1, N] vector added with
 // beta == 1; otherwise the beta * C term, broadcast into the output first when C is not
 // [M, N]. Other fused activations run after the product. A constant 2-D right operand is
-// uploaded once, transposed, so that shared-weight products run in cuBLASLt's "TN" form. The heuristic's algorithm is cached
-// per problem (shapes, transposes, batching, epilogue, pointer alignments); descriptors are
-// built per call (cheap host objects) because the bias pointer differs between runs.
+// uploaded once, transposed, so that shared-weight products run in cuBLASLt's "TN" form. The heuristic's algorithm is
+// cached per problem (shapes, transposes, batching, epilogue, pointer alignments); descriptors are built per call
+// (cheap host objects) because the bias pointer differs between runs.
 #include <map>
 #include <mutex>
 
@@ -72,13 +72,17 @@ class MatmulRunner {
     MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(desc.out(), compute, CUDA_R_32F));
     // Operand swap (see the file comment): cuBLASLt's A is our B and its B is our A.
     cublasOperation_t op_a = p.tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = p.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
-    MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
+    MF_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
+    MF_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
     cublasLtEpilogue_t epilogue = p.bias ? (p.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
                                          : (p.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
-    MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    MF_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
     if (p.bias) {
-      MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)));
+      MF_CUBLAS_RETURN_IF_ERROR(
+          cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)));
     }
     // Column-major views: our B is [n x k] (or [k x n] read transposed), our A [k x m], D [n x m].
     Layout la, lb, lc, ld;
@@ -98,14 +102,17 @@ class MatmulRunner {
   }
 
  private:
-  static Status MakeLayout(Layout* layout, cudaDataType_t type, int64_t rows, int64_t cols, int64_t batch, int64_t stride) {
+  static Status MakeLayout(Layout* layout, cudaDataType_t type, int64_t rows, int64_t cols, int64_t batch,
+                           int64_t stride) {
     MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(layout->out(), type, static_cast<uint64_t>(rows),
                                                          static_cast<uint64_t>(cols), rows));
     if (batch > 1) {
       if (batch > INT32_MAX) return InvalidArgument("MatMul batch of " + std::to_string(batch) + " is too large");
       int32_t count = static_cast<int32_t>(batch);
-      MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutSetAttribute(layout->get(), CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
-      MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutSetAttribute(layout->get(), CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+      MF_CUBLAS_RETURN_IF_ERROR(
+          cublasLtMatrixLayoutSetAttribute(layout->get(), CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+      MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutSetAttribute(
+          layout->get(), CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
     }
     return Status::Ok();
   }
@@ -114,9 +121,14 @@ class MatmulRunner {
                         const Layout& lb, const Layout& lc, const Layout& ld, const void* c) const {
     uint32_t align_a = PointerAlignment(p.b), align_b = PointerAlignment(p.a), align_c = PointerAlignment(c),
              align_d = PointerAlignment(p.d);
-    std::vector<int64_t> key{p.m, p.n, p.k, p.ta, p.tb, p.batch, p.stride_a, p.stride_b, p.stride_d,
-                             static_cast<int64_t>(epilogue), c == p.d, align_a, align_b, align_c, align_d,
-                             p.bias ? PointerAlignment(p.bias) : 0};
+    std::vector<int64_t> key{p.m,        p.n,
+                             p.k,        p.ta,
+                             p.tb,       p.batch,
+                             p.stride_a, p.stride_b,
+                             p.stride_d, static_cast<int64_t>(epilogue),
+                             c == p.d,   align_a,
+                             align_b,    align_c,
+                             align_d,    p.bias ? PointerAlignment(p.bias) : 0};
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = cache_.find(key);
@@ -125,16 +137,21 @@ class MatmulRunner {
     Preference pref;
     MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(pref.out()));
     uint64_t workspace = Current().workspace_bytes;
-    MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
+    MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                                   &workspace, sizeof(workspace)));
     // Algorithms are picked for these alignments; batch offsets inside a buffer can lower them.
-    MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)));
-    MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)));
-    MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(align_c)));
-    MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d)));
+    MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(
+        pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)));
+    MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(
+        pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)));
+    MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(
+        pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(align_c)));
+    MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(
+        pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d)));
     cublasLtMatmulHeuristicResult_t result{};
     int returned = 0;
-    MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoGetHeuristic(Current().cublaslt, desc.get(), la.get(), lb.get(), lc.get(),
-                                                             ld.get(), pref.get(), 1, &result, &returned));
+    MF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoGetHeuristic(Current().cublaslt, desc.get(), la.get(), lb.get(),
+                                                             lc.get(), ld.get(), pref.get(), 1, &result, &returned));
     if (returned == 0 || result.state != CUBLAS_STATUS_SUCCESS) {
       return Unimplemented("cuBLASLt has no algorithm for a " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" +
                            std::to_string(p.k) + " product (batch " + std::to_string(p.batch) + ")");
@@ -156,8 +173,8 @@ class MatmulRunner {
 Status RequireSameDeviceFloat(const KernelInit& init, size_t i, DataType dtype) {
   if (!init.has_input(i)) return init.Error(StatusCode::kInvalidArgument, "input " + std::to_string(i) + " is missing");
   if (init.dtype(i) != dtype || !IsDeviceFloat(dtype)) {
-    return init.Error(StatusCode::kUnimplemented,
-                      "element type " + std::string(DataTypeName(init.dtype(i))) + " of input " + std::to_string(i) + " on the GPU");
+    return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(init.dtype(i))) +
+                                                      " of input " + std::to_string(i) + " on the GPU");
   }
   return Status::Ok();
 }
@@ -180,8 +197,15 @@ class GemmKernel final : public Kernel {
  public:
   GemmKernel(DataType dtype, Precision precision, float alpha, float beta, bool ta, bool tb, Activation act,
              Tensor packed_b, Shape packed_from)
-      : dtype_(dtype), alpha_(alpha), beta_(beta), ta_(ta), tb_(tb), act_(act), runner_(dtype, precision),
-        packed_b_(std::move(packed_b)), packed_from_(std::move(packed_from)) {}
+      : dtype_(dtype),
+        alpha_(alpha),
+        beta_(beta),
+        ta_(ta),
+        tb_(tb),
+        act_(act),
+        runner_(dtype, precision),
+        packed_b_(std::move(packed_b)),
+        packed_from_(std::move(packed_from)) {}
 
   // The constant B is read from its pre-transposed copy (its shape is all Run takes from B).
   bool OwnsCopyOfInput(size_t index) const override { return index == 1 && packed_b_.num_elements() > 0; }
@@ -251,7 +275,10 @@ class GemmKernel final : public Kernel {
 class MatMulKernel final : public Kernel {
  public:
   MatMulKernel(DataType dtype, Precision precision, Activation act, Tensor packed_b, Shape packed_from)
-      : dtype_(dtype), act_(act), runner_(dtype, precision), packed_b_(std::move(packed_b)),
+      : dtype_(dtype),
+        act_(act),
+        runner_(dtype, precision),
+        packed_b_(std::move(packed_b)),
         packed_from_(std::move(packed_from)) {}
 
   // The constant B is read from its pre-transposed copy (its shape is all Run takes from B).
@@ -335,7 +362,7 @@ class MatMulKernel final : public Kernel {
   DataType dtype_;
   Activation act_;
   MatmulRunner runner_;
-  Tensor packed_b_;    // a constant 2-D B [K, N] as [N, K], else empty
+  Tensor packed_b_;  // a constant 2-D B [K, N] as [N, K], else empty
   Shape packed_from_;
 };
 

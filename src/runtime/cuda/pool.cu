@@ -39,15 +39,23 @@ __global__ void PoolKernel(const T* x, T* y, PoolArgs a, int64_t total) {
   MF_GRID_STRIDE_LOOP(i, total) {
     int64_t rem = i, n, c, od, oh, ow;
     if (a.out_nhwc) {
-      c = rem % a.c; rem /= a.c;
-      ow = rem % W.out; rem /= W.out;
-      oh = rem % H.out; rem /= H.out;
-      od = rem % D.out; n = rem / D.out;
+      c = rem % a.c;
+      rem /= a.c;
+      ow = rem % W.out;
+      rem /= W.out;
+      oh = rem % H.out;
+      rem /= H.out;
+      od = rem % D.out;
+      n = rem / D.out;
     } else {
-      ow = rem % W.out; rem /= W.out;
-      oh = rem % H.out; rem /= H.out;
-      od = rem % D.out; rem /= D.out;
-      c = rem % a.c; n = rem / a.c;
+      ow = rem % W.out;
+      rem /= W.out;
+      oh = rem % H.out;
+      rem /= H.out;
+      od = rem % D.out;
+      rem /= D.out;
+      c = rem % a.c;
+      n = rem / a.c;
     }
     int64_t d0 = od * D.s - D.pb, h0 = oh * H.s - H.pb, w0 = ow * W.s - W.pb;
     float acc = a.is_max ? -INFINITY : 0.f;
@@ -174,7 +182,8 @@ Status RunGlobalPool(bool is_max, bool in_nhwc, DataType dtype, const Tensor& x,
 StatusOr<DataType> RequireDeviceFloatInput(const KernelInit& init) {
   if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "input 0 is missing");
   if (!IsDeviceFloat(init.dtype(0))) {
-    return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(init.dtype(0))) + " on the GPU");
+    return init.Error(StatusCode::kUnimplemented,
+                      "element type " + std::string(DataTypeName(init.dtype(0))) + " on the GPU");
   }
   return init.dtype(0);
 }
@@ -191,17 +200,18 @@ StatusOr<BoundKernel> PoolFactory(const KernelInit& init, bool is_max) {
   p.out_nhwc = init.output_nhwc;
   std::vector<DataType> outs(init.node.outputs.size(), DataType::kInt64);
   outs[0] = p.dtype;
-  return Bind([p](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return RunPool(p, *in[0], out[0]); },
-              outs);
+  return Bind(
+      [p](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) { return RunPool(p, *in[0], out[0]); }, outs);
 }
 
 StatusOr<BoundKernel> GlobalPoolFactory(const KernelInit& init, bool is_max) {
   MF_ASSIGN_OR_RETURN(DataType dtype, RequireDeviceFloatInput(init));
   bool in_nhwc = !init.input_nhwc.empty() && init.input_nhwc[0];
-  return Bind([is_max, in_nhwc, dtype](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
-                return RunGlobalPool(is_max, in_nhwc, dtype, *in[0], out[0]);
-              },
-              {dtype});
+  return Bind(
+      [is_max, in_nhwc, dtype](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+        return RunGlobalPool(is_max, in_nhwc, dtype, *in[0], out[0]);
+      },
+      {dtype});
 }
 
 }  // namespace
@@ -209,8 +219,10 @@ StatusOr<BoundKernel> GlobalPoolFactory(const KernelInit& init, bool is_max) {
 void RegisterPoolKernels(KernelRegistry* registry) {
   registry->Register({"MaxPool", 1, [](const KernelInit& i) { return PoolFactory(i, true); }, "float, float16"});
   registry->Register({"AveragePool", 1, [](const KernelInit& i) { return PoolFactory(i, false); }, "float, float16"});
-  registry->Register({"GlobalAveragePool", 1, [](const KernelInit& i) { return GlobalPoolFactory(i, false); }, "float, float16"});
-  registry->Register({"GlobalMaxPool", 1, [](const KernelInit& i) { return GlobalPoolFactory(i, true); }, "float, float16"});
+  registry->Register(
+      {"GlobalAveragePool", 1, [](const KernelInit& i) { return GlobalPoolFactory(i, false); }, "float, float16"});
+  registry->Register(
+      {"GlobalMaxPool", 1, [](const KernelInit& i) { return GlobalPoolFactory(i, true); }, "float, float16"});
 }
 
 }  // namespace mf::runtime::cuda

@@ -28,7 +28,8 @@ enum class ReduceKind : int { kMean, kSum, kMax, kMin, kProd, kSumSquare, kL1, k
 
 // Accumulator: double for every float type, the element type for integers.
 template <typename T>
-using Acc = std::conditional_t<std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, double>, double, T>;
+using Acc =
+    std::conditional_t<std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, double>, double, T>;
 
 template <typename T>
 __device__ __forceinline__ Acc<T> InitialValue(ReduceKind kind) {
@@ -47,16 +48,24 @@ __device__ __forceinline__ Acc<T> InitialValue(ReduceKind kind) {
 template <typename A>
 __device__ __forceinline__ A Combine(ReduceKind kind, A a, A v) {
   switch (kind) {
-    case ReduceKind::kMax: return v > a ? v : a;
-    case ReduceKind::kMin: return v < a ? v : a;
-    case ReduceKind::kProd: return static_cast<A>(a * v);
+    case ReduceKind::kMax:
+      return v > a ? v : a;
+    case ReduceKind::kMin:
+      return v < a ? v : a;
+    case ReduceKind::kProd:
+      return static_cast<A>(a * v);
     case ReduceKind::kSumSquare:
-    case ReduceKind::kL2: return static_cast<A>(a + v * v);
+    case ReduceKind::kL2:
+      return static_cast<A>(a + v * v);
     case ReduceKind::kL1:
-      if constexpr (std::is_signed_v<A>) return static_cast<A>(a + (v < 0 ? -v : v));
-      else return static_cast<A>(a + v);
-    case ReduceKind::kLogSumExp: return static_cast<A>(a + static_cast<A>(exp(static_cast<double>(v))));
-    default: return static_cast<A>(a + v);
+      if constexpr (std::is_signed_v<A>)
+        return static_cast<A>(a + (v < 0 ? -v : v));
+      else
+        return static_cast<A>(a + v);
+    case ReduceKind::kLogSumExp:
+      return static_cast<A>(a + static_cast<A>(exp(static_cast<double>(v))));
+    default:
+      return static_cast<A>(a + v);
   }
 }
 
@@ -64,10 +73,14 @@ __device__ __forceinline__ A Combine(ReduceKind kind, A a, A v) {
 template <typename A>
 __device__ __forceinline__ A Merge(ReduceKind kind, A a, A b) {
   switch (kind) {
-    case ReduceKind::kMax: return b > a ? b : a;
-    case ReduceKind::kMin: return b < a ? b : a;
-    case ReduceKind::kProd: return static_cast<A>(a * b);
-    default: return static_cast<A>(a + b);
+    case ReduceKind::kMax:
+      return b > a ? b : a;
+    case ReduceKind::kMin:
+      return b < a ? b : a;
+    case ReduceKind::kProd:
+      return static_cast<A>(a * b);
+    default:
+      return static_cast<A>(a + b);
   }
 }
 
@@ -142,9 +155,7 @@ __global__ void ReduceBlockKernel(const T* __restrict__ x, T* __restrict__ out, 
   }
 }
 
-bool IsReducibleType(DataType t) {
-  return t != DataType::kString && t != DataType::kBool && t != DataType::kBFloat16;
-}
+bool IsReducibleType(DataType t) { return t != DataType::kString && t != DataType::kBool && t != DataType::kBFloat16; }
 bool IsFloatType(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat64 || t == DataType::kFloat16; }
 
 Status RunReduce(ReduceKind kind, const Tensor& x, const std::vector<bool>& reduced, bool keepdims, Tensor& out) {
@@ -194,7 +205,8 @@ Status RunReduce(ReduceKind kind, const Tensor& x, const std::vector<bool>& redu
       int threads = 32;
       while (threads < 256 && threads < count) threads *= 2;
       unsigned blocks = static_cast<unsigned>(std::min<int64_t>(n_out, 1 << 20));
-      ReduceBlockKernel<T><<<blocks, threads, threads * sizeof(Acc<T>), s>>>(x.data<T>(), out.data<T>(), n_out, count, p, kind);
+      ReduceBlockKernel<T>
+          <<<blocks, threads, threads * sizeof(Acc<T>), s>>>(x.data<T>(), out.data<T>(), n_out, count, p, kind);
     } else {
       ReduceThreadKernel<T><<<BlocksFor(n_out), kThreads, 0, s>>>(x.data<T>(), out.data<T>(), n_out, count, p, kind);
     }
@@ -209,7 +221,8 @@ KernelFactory ReduceFactory(ReduceKind kind, int64_t axes_input_since) {
     DataType t = init.dtype(0);
     bool float_only = kind == ReduceKind::kLogSum || kind == ReduceKind::kLogSumExp;
     if (!IsReducibleType(t) || (float_only && !IsFloatType(t))) {
-      return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(t)) + " is not supported");
+      return init.Error(StatusCode::kUnimplemented,
+                        "element type " + std::string(DataTypeName(t)) + " is not supported");
     }
     MF_ASSIGN_OR_RETURN(ops::ReduceAttributes attrs, ops::ReadReduceAttributes(init, axes_input_since));
     return Bind(
@@ -300,7 +313,9 @@ KernelFactory ArgFactory(bool is_max) {
   return [is_max](const KernelInit& init) -> StatusOr<BoundKernel> {
     if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input");
     DataType t = init.dtype(0);
-    if (!IsReducibleType(t)) return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(t)) + " is not supported");
+    if (!IsReducibleType(t))
+      return init.Error(StatusCode::kUnimplemented,
+                        "element type " + std::string(DataTypeName(t)) + " is not supported");
     MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 0));
     MF_ASSIGN_OR_RETURN(int64_t keepdims, init.attrs().GetInt("keepdims", 1));
     MF_ASSIGN_OR_RETURN(int64_t last, init.attrs().GetInt("select_last_index", 0));
@@ -317,10 +332,11 @@ KernelFactory ArgFactory(bool is_max) {
             using T = decltype(tag);
             if (inner == 1 && len >= 1024) {
               unsigned blocks = static_cast<unsigned>(std::min<int64_t>(n_out, 1 << 20));
-              ArgRowKernel<T><<<blocks, 256, 0, s>>>(x.data<T>(), out[0].data<int64_t>(), n_out, len, is_max, last != 0);
+              ArgRowKernel<T>
+                  <<<blocks, 256, 0, s>>>(x.data<T>(), out[0].data<int64_t>(), n_out, len, is_max, last != 0);
             } else {
-              ArgKernel<T><<<BlocksFor(n_out), kThreads, 0, s>>>(x.data<T>(), out[0].data<int64_t>(), n_out, len, inner, is_max,
-                                                                last != 0);
+              ArgKernel<T><<<BlocksFor(n_out), kThreads, 0, s>>>(x.data<T>(), out[0].data<int64_t>(), n_out, len, inner,
+                                                                 is_max, last != 0);
             }
             MF_CUDA_RETURN_IF_LAUNCH_FAILED();
             return Status::Ok();

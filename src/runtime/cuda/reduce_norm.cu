@@ -150,12 +150,14 @@ StatusOr<BoundKernel> BatchNormFactory(const KernelInit& init) {
   for (size_t i = 0; i < 5; ++i) MF_RETURN_IF_ERROR(RequireDeviceFloat(init, i));
   DataType t = init.dtype(0);
   for (size_t i = 1; i < 5; ++i) {
-    if (init.dtype(i) != t) return init.Error(StatusCode::kUnimplemented, "mixed float types are not supported on the GPU");
+    if (init.dtype(i) != t)
+      return init.Error(StatusCode::kUnimplemented, "mixed float types are not supported on the GPU");
   }
   MF_ASSIGN_OR_RETURN(float eps, ops::ReadBatchNormEpsilon(init));
   bool in_nhwc = !init.input_nhwc.empty() && init.input_nhwc[0];
   if (in_nhwc != init.output_nhwc) {
-    return init.Error(StatusCode::kUnimplemented, "a layout change inside BatchNormalization is not supported on the GPU");
+    return init.Error(StatusCode::kUnimplemented,
+                      "a layout change inside BatchNormalization is not supported on the GPU");
   }
   std::vector<DataType> outs(init.node.outputs.size(), t);
   return Bind(
@@ -171,8 +173,8 @@ StatusOr<BoundKernel> BatchNormFactory(const KernelInit& init) {
         return DispatchDeviceFloat(x.dtype(), [&](auto tag) -> Status {
           using T = decltype(tag);
           BatchNormKernel<T><<<BlocksFor(total), kThreads, 0, s>>>(x.data<T>(), in[1]->data<T>(), in[2]->data<T>(),
-                                                                   in[3]->data<T>(), in[4]->data<T>(), out[0].data<T>(), total,
-                                                                   c, inner, in_nhwc, eps);
+                                                                   in[3]->data<T>(), in[4]->data<T>(), out[0].data<T>(),
+                                                                   total, c, inner, in_nhwc, eps);
           MF_CUDA_RETURN_IF_LAUNCH_FAILED();
           return Status::Ok();
         });

@@ -4,8 +4,7 @@ namespace mf::runtime {
 namespace {
 
 template <typename T>
-StatusOr<T> Get(const std::map<std::string, Attribute>& map, const std::string& name, T dflt,
-                const char* type_name) {
+StatusOr<T> Get(const std::map<std::string, Attribute>& map, const std::string& name, T dflt, const char* type_name) {
   auto it = map.find(name);
   if (it == map.end()) return dflt;
   if (const T* v = std::get_if<T>(&it->second.value)) return *v;

@@ -23,8 +23,8 @@ inline constexpr int kNoValue = -1;
 // One node attribute. Graph-valued attributes (If/Loop bodies) are not supported and never
 // reach the IR: the loader refuses them.
 struct Attribute {
-  std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>,
-               std::vector<std::string>, std::shared_ptr<const Tensor>>
+  std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>, std::vector<std::string>,
+               std::shared_ptr<const Tensor>>
       value;
 };
 
@@ -62,7 +62,7 @@ struct Value {
 };
 
 struct Node {
-  std::string name;     // ONNX node name, or "<op_type>#<index>" when the file has none
+  std::string name;  // ONNX node name, or "<op_type>#<index>" when the file has none
   std::string op_type;
   std::vector<int> inputs;   // kNoValue for omitted optional inputs
   std::vector<int> outputs;  // kNoValue for omitted optional outputs

@@ -33,18 +33,25 @@ StatusOr<Attribute> ConvertAttribute(onnx::AttributeProto& a, const std::string&
   using AP = onnx::AttributeProto;
   if (!a.ref_attr_name().empty()) return Unimplemented("attribute references (functions) are not supported");
   switch (a.type()) {
-    case AP::INT: return Attribute{a.i()};
-    case AP::FLOAT: return Attribute{a.f()};
-    case AP::STRING: return Attribute{a.s()};
-    case AP::INTS: return Attribute{std::vector<int64_t>(a.ints().begin(), a.ints().end())};
-    case AP::FLOATS: return Attribute{std::vector<float>(a.floats().begin(), a.floats().end())};
-    case AP::STRINGS: return Attribute{std::vector<std::string>(a.strings().begin(), a.strings().end())};
+    case AP::INT:
+      return Attribute{a.i()};
+    case AP::FLOAT:
+      return Attribute{a.f()};
+    case AP::STRING:
+      return Attribute{a.s()};
+    case AP::INTS:
+      return Attribute{std::vector<int64_t>(a.ints().begin(), a.ints().end())};
+    case AP::FLOATS:
+      return Attribute{std::vector<float>(a.floats().begin(), a.floats().end())};
+    case AP::STRINGS:
+      return Attribute{std::vector<std::string>(a.strings().begin(), a.strings().end())};
     case AP::TENSOR: {
       MF_ASSIGN_OR_RETURN(Tensor t, TakeTensorFromOnnx(a.mutable_t(), model_dir));
       return Attribute{std::make_shared<const Tensor>(std::move(t))};
     }
     case AP::GRAPH:
-    case AP::GRAPHS: return Unimplemented("graph-valued attributes (control flow) are not supported");
+    case AP::GRAPHS:
+      return Unimplemented("graph-valued attributes (control flow) are not supported");
     default:
       return Unimplemented("attribute type " + std::to_string(static_cast<int>(a.type())) + " is not supported");
   }
@@ -53,7 +60,8 @@ StatusOr<Attribute> ConvertAttribute(onnx::AttributeProto& a, const std::string&
 // Declared element type and shape of a graph input/output (-1 for symbolic or unknown dims).
 Status ReadValueInfo(const onnx::ValueInfoProto& info, Value* v) {
   if (!info.type().has_tensor_type()) {
-    return Unimplemented("graph input/output '" + info.name() + "' is not a tensor (sequences and maps are not supported)");
+    return Unimplemented("graph input/output '" + info.name() +
+                         "' is not a tensor (sequences and maps are not supported)");
   }
   const auto& tt = info.type().tensor_type();
   if (tt.elem_type() != 0) {

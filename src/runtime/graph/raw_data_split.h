@@ -23,8 +23,8 @@ struct ByteSpan {
 };
 
 struct SplitModel {
-  std::string structure;                          // the ModelProto without the split raw_data fields
-  std::unordered_map<int, ByteSpan> raw_data;     // graph.initializer index -> where its raw_data lies
+  std::string structure;                       // the ModelProto without the split raw_data fields
+  std::unordered_map<int, ByteSpan> raw_data;  // graph.initializer index -> where its raw_data lies
 };
 
 // Reads `n` bytes at `offset` of the serialized model into `out`; false on a short read.

@@ -49,12 +49,15 @@ StatusOr<ConvGeometry> ComputeConvGeometry(const ConvAttributes& p, const Shape&
   for (const auto* v : {&p.strides, &p.dilations, &p.pads, &p.output_padding, &p.output_shape}) {
     for (int64_t value : *v) {
       if (value < -kMaxAttr || value > kMaxAttr) {
-        return InvalidArgument("strides/dilations/pads/output_padding/output_shape value " + std::to_string(value) + " is out of range");
+        return InvalidArgument("strides/dilations/pads/output_padding/output_shape value " + std::to_string(value) +
+                               " is out of range");
       }
     }
   }
   for (size_t i = 0; i < x.size(); ++i) {
-    if (x[i] > kMaxAttr || w[i] > kMaxAttr) return InvalidArgument("input " + ShapeToString(x) + " or weights " + ShapeToString(w) + " are too large for a convolution");
+    if (x[i] > kMaxAttr || w[i] > kMaxAttr)
+      return InvalidArgument("input " + ShapeToString(x) + " or weights " + ShapeToString(w) +
+                             " are too large for a convolution");
   }
   ConvGeometry geo;
   geo.spatial = sp;
@@ -63,7 +66,8 @@ StatusOr<ConvGeometry> ComputeConvGeometry(const ConvAttributes& p, const Shape&
   geo.m = m;
   for (size_t i = 0; i < sp; ++i) {
     int64_t in = x[2 + i], k = w[2 + i];
-    if (!p.kernel_shape.empty() && p.kernel_shape[i] != k) return InvalidArgument("kernel_shape does not match the weights");
+    if (!p.kernel_shape.empty() && p.kernel_shape[i] != k)
+      return InvalidArgument("kernel_shape does not match the weights");
     int64_t st = get(p.strides, i, 1), dl = get(p.dilations, i, 1);
     if (st <= 0 || dl <= 0) return InvalidArgument("strides and dilations must be positive");
     int64_t ek = (k - 1) * dl + 1;
@@ -75,7 +79,7 @@ StatusOr<ConvGeometry> ComputeConvGeometry(const ConvAttributes& p, const Shape&
       int64_t want = p.output_shape.empty() ? -1 : p.output_shape[p.output_shape.size() - sp + i];
       if (want >= 0 || (p.auto_pad != "NOTSET" && p.auto_pad != "VALID")) {
         int64_t target = want >= 0 ? want : in * st;
-        int64_t total = st * (in - 1) + op + ek - target;  // negative: the output extends past the end
+        int64_t total = st * (in - 1) + op + ek - target;             // negative: the output extends past the end
         int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor division
         pl = p.auto_pad == "SAME_UPPER" ? half : total - half;
         pr = total - pl;

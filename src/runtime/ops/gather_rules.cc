@@ -22,7 +22,9 @@ StatusOr<GatherPlan> PlanGather(const Shape& data, const Shape& indices, int64_t
 }
 
 StatusOr<int64_t> GatherIndex(int64_t v, int64_t dim) {
-  if (v < -dim || v >= dim) return InvalidArgument("Gather index " + std::to_string(v) + " is out of range for a dim of " + std::to_string(dim));
+  if (v < -dim || v >= dim)
+    return InvalidArgument("Gather index " + std::to_string(v) + " is out of range for a dim of " +
+                           std::to_string(dim));
   return v < 0 ? v + dim : v;
 }
 
@@ -30,7 +32,8 @@ StatusOr<int> GatherElementsAxis(const Shape& data, const Shape& indices, int64_
   MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, static_cast<int>(data.size())));
   if (indices.size() != data.size()) return InvalidArgument("GatherElements indices must have the data's rank");
   for (size_t d = 0; d < data.size(); ++d) {
-    if (static_cast<int>(d) != axis && indices[d] > data[d]) return InvalidArgument("GatherElements indices exceed the data's shape");
+    if (static_cast<int>(d) != axis && indices[d] > data[d])
+      return InvalidArgument("GatherElements indices exceed the data's shape");
   }
   return axis;
 }
@@ -42,7 +45,8 @@ StatusOr<int64_t> GatherElementsIndex(int64_t k, int64_t dim) {
 
 std::vector<int64_t> ReadIndices(const Tensor& t) {
   std::vector<int64_t> v(static_cast<size_t>(t.num_elements()));
-  for (size_t k = 0; k < v.size(); ++k) v[k] = t.dtype() == DataType::kInt64 ? t.data<int64_t>()[k] : t.data<int32_t>()[k];
+  for (size_t k = 0; k < v.size(); ++k)
+    v[k] = t.dtype() == DataType::kInt64 ? t.data<int64_t>()[k] : t.data<int32_t>()[k];
   return v;
 }
 

@@ -11,7 +11,8 @@ Status RequireInput(const KernelInit& init, size_t i) {
 
 Status RequireFixedWidth(const KernelInit& init, size_t i) {
   MF_RETURN_IF_ERROR(RequireInput(init, i));
-  if (init.dtype(i) == DataType::kString) return init.Error(StatusCode::kUnimplemented, "string tensors are not supported");
+  if (init.dtype(i) == DataType::kString)
+    return init.Error(StatusCode::kUnimplemented, "string tensors are not supported");
   return Status::Ok();
 }
 

@@ -34,7 +34,8 @@ StatusOr<MatMulShape> PlanMatMul(const Shape& a, const Shape& b) {
   s.m = sa[sa.size() - 2];
   s.k = sa.back();
   s.n = sb.back();
-  if (s.k != sb[sb.size() - 2]) return InvalidArgument("MatMul inner dims differ: " + ShapeToString(a) + " x " + ShapeToString(b));
+  if (s.k != sb[sb.size() - 2])
+    return InvalidArgument("MatMul inner dims differ: " + ShapeToString(a) + " x " + ShapeToString(b));
   s.batch_a.assign(sa.begin(), sa.end() - 2);
   s.batch_b.assign(sb.begin(), sb.end() - 2);
   MF_ASSIGN_OR_RETURN(s.batch, BroadcastShapes(s.batch_a, s.batch_b));

@@ -10,9 +10,11 @@ StatusOr<float> ReadBatchNormEpsilon(const KernelInit& init) {
   MF_ASSIGN_OR_RETURN(float eps, init.attrs().GetFloat("epsilon", 1e-5f));
   MF_ASSIGN_OR_RETURN(int64_t training, init.attrs().GetInt("training_mode", 0));
   MF_ASSIGN_OR_RETURN(int64_t spatial, init.attrs().GetInt("spatial", 1));
-  if (training || spatial != 1) return init.Error(StatusCode::kUnimplemented, "only inference mode (spatial) is supported");
+  if (training || spatial != 1)
+    return init.Error(StatusCode::kUnimplemented, "only inference mode (spatial) is supported");
   for (size_t i = 1; i < init.node.outputs.size(); ++i) {
-    if (init.node.outputs[i] != kNoValue) return init.Error(StatusCode::kUnimplemented, "training outputs are not supported");
+    if (init.node.outputs[i] != kNoValue)
+      return init.Error(StatusCode::kUnimplemented, "training outputs are not supported");
   }
   return eps;
 }

@@ -26,9 +26,9 @@ StatusOr<PoolAttributes> ReadPoolAttributes(const KernelInit& init) {
 StatusOr<std::array<PoolDim, 3>> PoolGeometry(const PoolAttributes& p, const Shape& x) {
   if (x.size() < 3 || x.size() > 5) return InvalidArgument("pooling input must be 3-D to 5-D, got " + ShapeToString(x));
   size_t sp = x.size() - 2;
-  if (p.kernel.size() != sp) return InvalidArgument("kernel_shape has " + std::to_string(p.kernel.size()) +
-                                                    " dims, the input " + ShapeToString(x) + " has " +
-                                                    std::to_string(sp) + " spatial dims");
+  if (p.kernel.size() != sp)
+    return InvalidArgument("kernel_shape has " + std::to_string(p.kernel.size()) + " dims, the input " +
+                           ShapeToString(x) + " has " + std::to_string(sp) + " spatial dims");
   if ((!p.strides.empty() && p.strides.size() != sp) || (!p.pads.empty() && p.pads.size() != 2 * sp) ||
       (!p.dilations.empty() && p.dilations.size() != sp)) {
     return InvalidArgument("strides/pads/dilations do not match the spatial rank");
@@ -36,7 +36,8 @@ StatusOr<std::array<PoolDim, 3>> PoolGeometry(const PoolAttributes& p, const Sha
   constexpr int64_t kMaxAttr = int64_t{1} << 24;  // keeps size arithmetic far from overflow
   for (const auto* v : {&p.kernel, &p.strides, &p.pads, &p.dilations}) {
     for (int64_t a : *v) {
-      if (a > kMaxAttr || a < -kMaxAttr) return InvalidArgument("kernel_shape/strides/pads/dilations value " + std::to_string(a) + " is out of range");
+      if (a > kMaxAttr || a < -kMaxAttr)
+        return InvalidArgument("kernel_shape/strides/pads/dilations value " + std::to_string(a) + " is out of range");
     }
   }
   std::array<PoolDim, 3> dims;

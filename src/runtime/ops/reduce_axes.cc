@@ -52,8 +52,10 @@ StatusOr<ArgReducePlan> PlanArgReduce(const Shape& x, int64_t axis_attr, bool ke
     if (i > axis) p.inner *= x[i];
   }
   p.shape = x;
-  if (keepdims) p.shape[axis] = 1;
-  else p.shape.erase(p.shape.begin() + p.axis);
+  if (keepdims)
+    p.shape[axis] = 1;
+  else
+    p.shape.erase(p.shape.begin() + p.axis);
   return p;
 }
 

@@ -69,8 +69,10 @@ void RegisterReshapeKernels(KernelRegistry* r, CopyWithShapeFn copy, bool device
   std::vector<int> host = device ? std::vector<int>{1} : std::vector<int>{};
   r->Register({"Reshape", 5, [copy](const KernelInit& i) { return ReshapeFactory(i, copy); }, "any fixed-width", host});
   r->Register({"Flatten", 1, [copy](const KernelInit& i) { return FlattenFactory(i, copy); }, "any fixed-width", {}});
-  r->Register({"Squeeze", 1, [copy](const KernelInit& i) { return SqueezeFactory(i, false, copy); }, "any fixed-width", host});
-  r->Register({"Unsqueeze", 1, [copy](const KernelInit& i) { return SqueezeFactory(i, true, copy); }, "any fixed-width", host});
+  r->Register(
+      {"Squeeze", 1, [copy](const KernelInit& i) { return SqueezeFactory(i, false, copy); }, "any fixed-width", host});
+  r->Register(
+      {"Unsqueeze", 1, [copy](const KernelInit& i) { return SqueezeFactory(i, true, copy); }, "any fixed-width", host});
 }
 
 }  // namespace mf::runtime::ops

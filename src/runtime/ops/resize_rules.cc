@@ -20,10 +20,14 @@ StatusOr<ResizeAttributes> ReadResizeAttributes(const KernelInit& init) {
   if (antialias || policy != "stretch" || a.Has("axes")) {
     return init.Error(StatusCode::kUnimplemented, "antialias, axes and keep_aspect_ratio_policy are not supported");
   }
-  if (mode == "nearest") p.mode = ResizeMode::kNearest;
-  else if (mode == "linear") p.mode = ResizeMode::kLinear;
-  else if (mode == "cubic") p.mode = ResizeMode::kCubic;
-  else return init.Error(StatusCode::kInvalidArgument, "unknown mode '" + mode + "'");
+  if (mode == "nearest")
+    p.mode = ResizeMode::kNearest;
+  else if (mode == "linear")
+    p.mode = ResizeMode::kLinear;
+  else if (mode == "cubic")
+    p.mode = ResizeMode::kCubic;
+  else
+    return init.Error(StatusCode::kInvalidArgument, "unknown mode '" + mode + "'");
   static const std::pair<const char*, CoordinateTransform> kTransforms[] = {
       {"half_pixel", CoordinateTransform::kHalfPixel},
       {"pytorch_half_pixel", CoordinateTransform::kPytorchHalfPixel},
@@ -39,13 +43,18 @@ StatusOr<ResizeAttributes> ReadResizeAttributes(const KernelInit& init) {
     }
   }
   if (!known) {
-    return init.Error(StatusCode::kUnimplemented, "coordinate_transformation_mode '" + transform + "' is not supported");
+    return init.Error(StatusCode::kUnimplemented,
+                      "coordinate_transformation_mode '" + transform + "' is not supported");
   }
   // Any other nearest_mode string means the default, round_prefer_floor.
-  if (nearest_mode == "floor") p.nearest = NearestMode::kFloor;
-  else if (nearest_mode == "ceil") p.nearest = NearestMode::kCeil;
-  else if (nearest_mode == "round_prefer_ceil") p.nearest = NearestMode::kRoundPreferCeil;
-  else p.nearest = NearestMode::kRoundPreferFloor;
+  if (nearest_mode == "floor")
+    p.nearest = NearestMode::kFloor;
+  else if (nearest_mode == "ceil")
+    p.nearest = NearestMode::kCeil;
+  else if (nearest_mode == "round_prefer_ceil")
+    p.nearest = NearestMode::kRoundPreferCeil;
+  else
+    p.nearest = NearestMode::kRoundPreferFloor;
   return p;
 }
 

@@ -15,7 +15,14 @@
 namespace mf::runtime::ops {
 
 enum class ResizeMode { kNearest, kLinear, kCubic };
-enum class CoordinateTransform { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelForNn, kTfCropAndResize };
+enum class CoordinateTransform {
+  kHalfPixel,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfHalfPixelForNn,
+  kTfCropAndResize
+};
 enum class NearestMode { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
 
 struct ResizeAttributes {
@@ -51,12 +58,18 @@ Shape ResizeOutputShape(const std::vector<ResizeAxis>& axes);
 MF_HOST_DEVICE inline double ResizeSourceCoordinate(CoordinateTransform t, const ResizeAxis& a, int64_t x) {
   double scale = a.scale, out_len = static_cast<double>(a.in_len) * a.scale;
   switch (t) {
-    case CoordinateTransform::kHalfPixel: return (x + 0.5) / scale - 0.5;
-    case CoordinateTransform::kPytorchHalfPixel: return out_len > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-    case CoordinateTransform::kAlignCorners: return out_len == 1 ? 0.0 : x * static_cast<double>(a.in_len - 1) / (out_len - 1);
-    case CoordinateTransform::kAsymmetric: return x / scale;
-    case CoordinateTransform::kTfHalfPixelForNn: return (x + 0.5) / scale;
-    case CoordinateTransform::kTfCropAndResize: break;
+    case CoordinateTransform::kHalfPixel:
+      return (x + 0.5) / scale - 0.5;
+    case CoordinateTransform::kPytorchHalfPixel:
+      return out_len > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    case CoordinateTransform::kAlignCorners:
+      return out_len == 1 ? 0.0 : x * static_cast<double>(a.in_len - 1) / (out_len - 1);
+    case CoordinateTransform::kAsymmetric:
+      return x / scale;
+    case CoordinateTransform::kTfHalfPixelForNn:
+      return (x + 0.5) / scale;
+    case CoordinateTransform::kTfCropAndResize:
+      break;
   }
   if (out_len > 1) return a.roi_start * (a.in_len - 1) + x * (a.roi_end - a.roi_start) * (a.in_len - 1) / (out_len - 1);
   return 0.5 * (a.roi_start + a.roi_end) * (a.in_len - 1);
@@ -72,10 +85,18 @@ MF_HOST_DEVICE inline int64_t ResizeNearestIndex(NearestMode mode, const ResizeA
   double f = floor(c);
   int64_t i;
   switch (mode) {
-    case NearestMode::kFloor: i = static_cast<int64_t>(f); break;
-    case NearestMode::kCeil: i = static_cast<int64_t>(ceil(c)); break;
-    case NearestMode::kRoundPreferCeil: i = static_cast<int64_t>(floor(c + 0.5)); break;
-    default: i = c - f == 0.5 ? static_cast<int64_t>(f) : static_cast<int64_t>(round(c)); break;
+    case NearestMode::kFloor:
+      i = static_cast<int64_t>(f);
+      break;
+    case NearestMode::kCeil:
+      i = static_cast<int64_t>(ceil(c));
+      break;
+    case NearestMode::kRoundPreferCeil:
+      i = static_cast<int64_t>(floor(c + 0.5));
+      break;
+    default:
+      i = c - f == 0.5 ? static_cast<int64_t>(f) : static_cast<int64_t>(round(c));
+      break;
   }
   return i < 0 ? 0 : (i >= a.in_len ? a.in_len - 1 : i);
 }

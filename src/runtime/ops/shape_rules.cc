@@ -15,7 +15,8 @@ StatusOr<Shape> ReshapeShape(const Shape& input, int64_t num_elements, const std
   for (size_t i = 0; i < requested.size(); ++i) {
     int64_t d = requested[i];
     if (d == 0 && !allowzero) {
-      if (i >= input.size()) return InvalidArgument("shape dim " + std::to_string(i) + " is 0 but the input has no such dim");
+      if (i >= input.size())
+        return InvalidArgument("shape dim " + std::to_string(i) + " is 0 but the input has no such dim");
       d = input[i];
     }
     if (d == -1) {
@@ -30,7 +31,8 @@ StatusOr<Shape> ReshapeShape(const Shape& input, int64_t num_elements, const std
   }
   if (infer >= 0) {
     if (known == 0 || num_elements % known != 0) {
-      return InvalidArgument("cannot infer the -1 dim reshaping " + ShapeToString(input) + " to " + ShapeToString(requested));
+      return InvalidArgument("cannot infer the -1 dim reshaping " + ShapeToString(input) + " to " +
+                             ShapeToString(requested));
     }
     shape[static_cast<size_t>(infer)] = num_elements / known;
   }
@@ -54,7 +56,8 @@ StatusOr<Shape> SqueezeShape(const Shape& input, const std::vector<int64_t>& axe
   }
   for (int64_t a : axes) {
     MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(a, rank));
-    if (input[static_cast<size_t>(axis)] != 1) return InvalidArgument("cannot squeeze dim " + std::to_string(a) + " of " + ShapeToString(input));
+    if (input[static_cast<size_t>(axis)] != 1)
+      return InvalidArgument("cannot squeeze dim " + std::to_string(a) + " of " + ShapeToString(input));
     drop[static_cast<size_t>(axis)] = true;
   }
   Shape shape;
@@ -82,7 +85,8 @@ StatusOr<std::vector<int64_t>> TransposePerm(const std::vector<int64_t>& perm_at
   if (perm.empty()) {
     for (int i = rank; i-- > 0;) perm.push_back(i);
   }
-  if (static_cast<int>(perm.size()) != rank) return InvalidArgument("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(rank));
+  if (static_cast<int>(perm.size()) != rank)
+    return InvalidArgument("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(rank));
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (int64_t p : perm) {
     if (p < 0 || p >= rank || seen[static_cast<size_t>(p)]) return InvalidArgument("perm is not a permutation");
@@ -102,7 +106,8 @@ StatusOr<ConcatPlan> PlanConcat(const std::vector<const Shape*>& inputs, int64_t
     if (s->size() != first.size()) return InvalidArgument("Concat inputs have different ranks");
     for (size_t i = 0; i < s->size(); ++i) {
       if (i != axis && (*s)[i] != first[i]) {
-        return InvalidArgument("Concat inputs " + ShapeToString(first) + " and " + ShapeToString(*s) + " differ off the axis");
+        return InvalidArgument("Concat inputs " + ShapeToString(first) + " and " + ShapeToString(*s) +
+                               " differ off the axis");
       }
     }
     plan.shape[axis] += (*s)[axis];
@@ -116,13 +121,16 @@ StatusOr<std::vector<int64_t>> SplitSizes(std::vector<int64_t> split, int64_t di
     int64_t chunk = (dim + n - 1) / n;
     for (int64_t i = 0; i < n; ++i) split.push_back(std::max<int64_t>(0, std::min(chunk, dim - chunk * i)));
   }
-  if (split.size() != outputs) return InvalidArgument("split has " + std::to_string(split.size()) + " entries for " + std::to_string(outputs) + " outputs");
+  if (split.size() != outputs)
+    return InvalidArgument("split has " + std::to_string(split.size()) + " entries for " + std::to_string(outputs) +
+                           " outputs");
   int64_t total = 0;
   for (int64_t s : split) {
     if (s < 0) return InvalidArgument("split sizes must not be negative");
     total += s;
   }
-  if (total != dim) return InvalidArgument("split sizes sum to " + std::to_string(total) + ", the axis has " + std::to_string(dim));
+  if (total != dim)
+    return InvalidArgument("split sizes sum to " + std::to_string(total) + ", the axis has " + std::to_string(dim));
   return split;
 }
 

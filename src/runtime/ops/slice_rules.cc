@@ -15,7 +15,8 @@ StatusOr<SlicePlan> PlanSlice(const Shape& input, const std::vector<int64_t>& st
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   }
   if (steps.empty()) steps.assign(starts.size(), 1);
-  if (axes.size() != starts.size() || steps.size() != starts.size()) return InvalidArgument("Slice axes/steps length mismatch");
+  if (axes.size() != starts.size() || steps.size() != starts.size())
+    return InvalidArgument("Slice axes/steps length mismatch");
   int rank = static_cast<int>(input.size());
   SlicePlan plan;
   plan.shape = input;
@@ -76,10 +77,12 @@ StatusOr<Shape> PadShape(const Shape& input, const std::vector<int64_t>& pads, P
   for (size_t i = 0; i < rank; ++i) {
     int64_t begin = pads[i], end = pads[i + rank], dim = input[i];
     int64_t d = 0;
-    if (__builtin_add_overflow(dim, begin, &d) || __builtin_add_overflow(d, end, &d)) return InvalidArgument("pads overflow");
+    if (__builtin_add_overflow(dim, begin, &d) || __builtin_add_overflow(d, end, &d))
+      return InvalidArgument("pads overflow");
     if (d < 0) return InvalidArgument("negative pads remove more than the whole dim");
     if (mode != PadMode::kConstant && dim == 0 && d > 0) {
-      return InvalidArgument(std::string("cannot ") + (mode == PadMode::kEdge ? "edge" : "reflect") + "-pad an empty dim");
+      return InvalidArgument(std::string("cannot ") + (mode == PadMode::kEdge ? "edge" : "reflect") +
+                             "-pad an empty dim");
     }
     if (mode == PadMode::kReflect && (begin >= dim || end >= dim) && (begin > 0 || end > 0)) {
       return InvalidArgument("reflect pads must be smaller than the dim");

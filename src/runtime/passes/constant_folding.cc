@@ -17,7 +17,8 @@ Status FoldConstants(Graph* graph, const KernelRegistry& registry, bool fold) {
       continue;
     }
     std::vector<const Tensor*> inputs;
-    for (int in : node.inputs) inputs.push_back(in == kNoValue ? nullptr : graph->values[static_cast<size_t>(in)].constant.get());
+    for (int in : node.inputs)
+      inputs.push_back(in == kNoValue ? nullptr : graph->values[static_cast<size_t>(in)].constant.get());
     std::vector<Tensor> outputs(node.outputs.size());
     Status s = bound.kernel->Run(inputs, outputs);
     if (!s.ok()) return InvalidArgument(Graph::Describe(node) + ": fails on its constant inputs: " + s.message());

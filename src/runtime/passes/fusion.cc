@@ -161,7 +161,8 @@ void FuseConvAdd(Graph* g) {
   std::vector<bool> removed(g->nodes.size(), false);
   for (size_t i = 0; i < g->nodes.size(); ++i) {
     Node& conv = g->nodes[i];
-    if (conv.op_type != "Conv" || conv.outputs.size() != 1 || conv.fused_sum || !conv.fused_activation.empty()) continue;
+    if (conv.op_type != "Conv" || conv.outputs.size() != 1 || conv.fused_sum || !conv.fused_activation.empty())
+      continue;
     int c = consumer[static_cast<size_t>(conv.outputs[0])];
     if (c < 0 || removed[static_cast<size_t>(c)]) continue;
     const Node& add = g->nodes[static_cast<size_t>(c)];
@@ -169,7 +170,8 @@ void FuseConvAdd(Graph* g) {
     int other = add.inputs[0] == conv.outputs[0] ? add.inputs[1] : add.inputs[0];
     const Value& ov = g->values[static_cast<size_t>(other)];
     // Constant addends are biases (broadcast); the residual must exist before the Conv runs.
-    if (ov.constant || ov.dtype != DataType::kFloat32 || producer[static_cast<size_t>(other)] >= static_cast<int>(i)) continue;
+    if (ov.constant || ov.dtype != DataType::kFloat32 || producer[static_cast<size_t>(other)] >= static_cast<int>(i))
+      continue;
     conv.inputs.resize(3, kNoValue);
     conv.inputs.push_back(other);
     conv.fused_sum = true;

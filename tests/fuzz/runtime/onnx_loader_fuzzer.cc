@@ -10,8 +10,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   mf::runtime::SessionOptions options;
   options.threads = 1;
-  auto session = mf::runtime::Session::LoadFromBytes(
-      std::string_view(reinterpret_cast<const char*>(data), size), "", options);
+  auto session =
+      mf::runtime::Session::LoadFromBytes(std::string_view(reinterpret_cast<const char*>(data), size), "", options);
   if (session.ok()) (void)(*session)->memory_bytes();
   return 0;
 }

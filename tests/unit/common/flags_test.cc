@@ -1,8 +1,8 @@
 #include "common/flags.h"
 
-#include <fstream>
-
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 namespace mf {
 namespace {

@@ -1,6 +1,7 @@
 #include "common/logging.h"
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 namespace mf::log {

@@ -1,7 +1,8 @@
+#include "http/message.h"
+
 #include <gtest/gtest.h>
 
 #include "http/body_codec.h"
-#include "http/message.h"
 #include "http/url.h"
 
 namespace mf::http {

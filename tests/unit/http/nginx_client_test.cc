@@ -35,7 +35,8 @@ class NginxTest : public ::testing::Test {
     std::string d = dir_.string();
     // One self-signed server certificate (its own CA) and one self-signed client certificate.
     std::string gen =
-        "cd " + d + " && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+        "cd " + d +
+        " && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
         "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout server.key -out server.crt >/dev/null 2>&1 && "
         "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=modelfleet-client "
         "-keyout client.key -out client.crt >/dev/null 2>&1";

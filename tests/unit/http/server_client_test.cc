@@ -241,8 +241,8 @@ TEST_F(ServerClientTest, AsyncResponderCompletedFromAnotherThread) {
 
 TEST_F(ServerClientTest, RequestIdsAreHonouredOrGenerated) {
   router_.Add("GET", "/id", Sync([](const Request& r) {
-    return Response::Text(200, r.request_id + "|" + mf::log::CurrentRequestId());
-  }));
+                return Response::Text(200, r.request_id + "|" + mf::log::CurrentRequestId());
+              }));
   StartServer();
   Client client;
   Headers h;
@@ -273,8 +273,10 @@ TEST_F(ServerClientTest, RouterExactPrefixCatchAllAnd404And405) {
   server_->Stop();
 
   Router with_catch_all;
-  with_catch_all.SetCatchAll(Sync([](const Request& r) { return Response::Text(200, "all:" + std::string(r.path())); }));
-  server_ = std::make_unique<Server>(ServerOptions{.address = "127.0.0.1", .io_threads = 1}, with_catch_all.AsHandler());
+  with_catch_all.SetCatchAll(
+      Sync([](const Request& r) { return Response::Text(200, "all:" + std::string(r.path())); }));
+  server_ =
+      std::make_unique<Server>(ServerOptions{.address = "127.0.0.1", .io_threads = 1}, with_catch_all.AsHandler());
   ASSERT_TRUE(server_->Start().ok());
   EXPECT_EQ(client.Get(Url("/anything/here?x=1"))->body, "all:/anything/here");
 }
@@ -413,7 +415,8 @@ TEST(ClientAgainstBrokenServers, BodyDelimitedByCloseIsRead) {
 
 TEST(ClientAgainstBrokenServers, ChunkedBodyIsAssembled) {
   testing::ScriptedServer peer(
-      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n6\r\n "
+      "world\r\n0\r\n\r\n");
   Client client;
   auto r = client.Get("http://127.0.0.1:" + std::to_string(peer.port()) + "/");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -435,7 +438,11 @@ TEST_F(ServerClientTest, StreamIsReadChunkByChunk) {
   int seen = 0;
   std::thread producer;
   router_.Add("GET", "/watch", [&](Request, Responder responder) {
-    auto stream = responder.StartStream(200, [] { Headers h; h.Set("Content-Type", "application/json"); return h; }());
+    auto stream = responder.StartStream(200, [] {
+      Headers h;
+      h.Set("Content-Type", "application/json");
+      return h;
+    }());
     producer = std::thread([&, stream] {
       for (int i = 0; i < 5; ++i) {
         stream->Write("{\"event\":" + std::to_string(i) + "}\n");
@@ -493,11 +500,17 @@ TEST_F(ServerClientTest, CancelledWatchIsNoticedByTheServer) {
   ClientRequest req;
   req.url = Url("/watch");
   int lines = 0;
-  auto r = client.StreamLines(req, [&](std::string_view) {
-    lines++;
-    std::thread([&] { std::this_thread::sleep_for(50ms); cancel.Cancel(); }).detach();
-    return true;
-  }, &cancel);
+  auto r = client.StreamLines(
+      req,
+      [&](std::string_view) {
+        lines++;
+        std::thread([&] {
+          std::this_thread::sleep_for(50ms);
+          cancel.Cancel();
+        }).detach();
+        return true;
+      },
+      &cancel);
   EXPECT_EQ(r.status().code(), StatusCode::kCancelled) << r.status().ToString();
   EXPECT_EQ(lines, 1);
   EXPECT_EQ(peer_gone.get_future().wait_for(5s), std::future_status::ready);
@@ -557,7 +570,10 @@ TEST_F(ServerClientTest, NonSuccessStreamBodyIsReturnedWhole) {
   ClientRequest req;
   req.url = Url("/w");
   int calls = 0;
-  auto r = client.Stream(req, [&](std::string_view) { calls++; return true; });
+  auto r = client.Stream(req, [&](std::string_view) {
+    calls++;
+    return true;
+  });
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 410);
   EXPECT_EQ(r->body, "{\"reason\":\"Expired\"}");
@@ -607,7 +623,12 @@ TEST_F(ServerClientTest, DrainEndsStreamsAndHonoursDeadline) {
     ClientRequest req;
     req.url = Url("/watch");
     int n = 0;
-    return std::make_pair(c.StreamLines(req, [&](std::string_view) { n++; return true; }), n);
+    return std::make_pair(c.StreamLines(req,
+                                        [&](std::string_view) {
+                                          n++;
+                                          return true;
+                                        }),
+                          n);
   });
   auto stuck = std::async(std::launch::async, [&] {
     Client c;
@@ -638,10 +659,10 @@ TEST_F(ServerClientTest, HeadHasLengthButNoBody) {
 
 TEST_F(ServerClientTest, InvalidResponseHeaderBecomes500) {
   router_.Add("GET", "/bad", Sync([](const Request&) {
-    Response r = Response::Text(200, "x");
-    r.headers.Set("X-Injected", "a\r\nSet-Cookie: evil=1");
-    return r;
-  }));
+                Response r = Response::Text(200, "x");
+                r.headers.Set("X-Injected", "a\r\nSet-Cookie: evil=1");
+                return r;
+              }));
   StartServer();
   Client client;
   auto r = client.Get(Url("/bad"));

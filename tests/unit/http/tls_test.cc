@@ -24,8 +24,8 @@ struct Pki {
 Pki MakePki(std::vector<std::string> dns = {"localhost"}, std::vector<std::string> ips = {"127.0.0.1"}) {
   auto ca = CreateCertificateAuthority("test-ca", std::chrono::hours(24));
   EXPECT_TRUE(ca.ok()) << ca.status().ToString();
-  auto serving = IssueServingCertificate(*ca, {.common_name = "test-server", .dns_names = dns, .ip_addresses = ips,
-                                               .validity = std::chrono::hours(24)});
+  auto serving = IssueServingCertificate(
+      *ca, {.common_name = "test-server", .dns_names = dns, .ip_addresses = ips, .validity = std::chrono::hours(24)});
   EXPECT_TRUE(serving.ok()) << serving.status().ToString();
   return {*ca, *serving};
 }
@@ -139,12 +139,19 @@ TEST_F(TlsTest, StreamsArriveChunkByChunkAndADepartedPeerIsNoticed) {
   Client client(Trusting());
   CancelToken cancel;
   std::vector<std::string> lines;
-  auto r = client.StreamLines({.url = Url("/watch")}, [&](std::string_view line) {
-    lines.emplace_back(line);
-    if (lines.size() == 1) stream->Write("second\n");
-    if (lines.size() == 2) std::thread([&] { std::this_thread::sleep_for(50ms); cancel.Cancel(); }).detach();
-    return true;
-  }, &cancel);
+  auto r = client.StreamLines(
+      {.url = Url("/watch")},
+      [&](std::string_view line) {
+        lines.emplace_back(line);
+        if (lines.size() == 1) stream->Write("second\n");
+        if (lines.size() == 2)
+          std::thread([&] {
+            std::this_thread::sleep_for(50ms);
+            cancel.Cancel();
+          }).detach();
+        return true;
+      },
+      &cancel);
   EXPECT_EQ(r.status().code(), StatusCode::kCancelled) << r.status().ToString();
   EXPECT_EQ(lines, (std::vector<std::string>{"first", "second"}));
   EXPECT_EQ(peer_gone.get_future().wait_for(5s), std::future_status::ready);
@@ -227,7 +234,9 @@ TEST(TlsConfigTest, StartRefusesUnusableCertificatesAndKeys) {
   Pki pki = MakePki();
   Pki other = MakePki();
   auto start = [](std::string cert, std::string key) {
-    Server server({.address = "127.0.0.1", .io_threads = 1, .tls_certificate_chain_pem = std::move(cert),
+    Server server({.address = "127.0.0.1",
+                   .io_threads = 1,
+                   .tls_certificate_chain_pem = std::move(cert),
                    .tls_private_key_pem = std::move(key)},
                   Sync([](const Request&) { return Response::Text(200, ""); }));
     return server.Start();
@@ -245,12 +254,16 @@ TEST(TlsConfigTest, ClientRefusesBadPemAndMixedCertificateSources) {
   Client bad_ca({.ca_pem = "not pem"});
   EXPECT_EQ(bad_ca.tls_status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(bad_ca.Get("https://127.0.0.1:1/").status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(bad_ca.Get("http://127.0.0.1:1/").status().code() != StatusCode::kFailedPrecondition);  // plain http unaffected
+  EXPECT_TRUE(bad_ca.Get("http://127.0.0.1:1/").status().code() !=
+              StatusCode::kFailedPrecondition);  // plain http unaffected
   Pki pki = MakePki();
-  Client mixed({.client_cert_file = "/nonexistent.crt", .client_key_file = "/nonexistent.key",
-                .client_cert_pem = pki.serving.certificate_pem, .client_key_pem = pki.serving.private_key_pem});
+  Client mixed({.client_cert_file = "/nonexistent.crt",
+                .client_key_file = "/nonexistent.key",
+                .client_cert_pem = pki.serving.certificate_pem,
+                .client_key_pem = pki.serving.private_key_pem});
   EXPECT_EQ(mixed.Get("https://127.0.0.1:1/").status().code(), StatusCode::kFailedPrecondition);
-  Client good({.ca_pem = pki.ca.certificate_pem, .client_cert_pem = pki.serving.certificate_pem,
+  Client good({.ca_pem = pki.ca.certificate_pem,
+               .client_cert_pem = pki.serving.certificate_pem,
                .client_key_pem = pki.serving.private_key_pem});
   EXPECT_TRUE(good.tls_status().ok()) << good.tls_status().ToString();
 }

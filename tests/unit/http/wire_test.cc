@@ -1,11 +1,12 @@
 // The server's request-reading path without sockets: Beast's parser under our limits, fed in
 // arbitrary pieces, plus body decoding. Also built with ASan+UBSan (http_wire_sanitized_test).
+#include "http/wire.h"
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/buffer.hpp>
 
 #include "http/body_codec.h"
-#include "http/wire.h"
 
 namespace mf::http::wire {
 namespace {
@@ -92,18 +93,18 @@ TEST(RequestReaderTest, LimitsGive431And413) {
 TEST(RequestReaderTest, GzipBodyIsInflatedAndEncodingHeaderDropped) {
   std::string plain(5000, 'q');
   std::string gz = GzipCompress(plain);
-  Outcome o = Read("POST / HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(gz.size()) +
-                       "\r\n\r\n" + gz,
-                   1000, {.max_body_bytes = 8000});
+  Outcome o = Read(
+      "POST / HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(gz.size()) + "\r\n\r\n" + gz,
+      1000, {.max_body_bytes = 8000});
   ASSERT_EQ(o.rejected_status, 0) << o.rejection;
   ASSERT_EQ(o.requests.size(), 1u);
   EXPECT_EQ(o.requests[0].body, plain);
   EXPECT_FALSE(o.requests[0].headers.Has("Content-Encoding"));
   EXPECT_EQ(o.requests[0].headers.Get("Content-Length"), "5000");
 
-  o = Read("POST / HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(gz.size()) + "\r\n\r\n" +
-               gz,
-           1000, {.max_body_bytes = 4000});
+  o = Read(
+      "POST / HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(gz.size()) + "\r\n\r\n" + gz,
+      1000, {.max_body_bytes = 4000});
   EXPECT_EQ(o.rejected_status, 413);
 }
 

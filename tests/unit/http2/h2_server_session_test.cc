@@ -192,7 +192,11 @@ std::string RawFrame(uint8_t type, uint8_t flags, int32_t stream, std::string_vi
 // HPACK for POST /x over http, :authority a (static entries and one literal, no Huffman), then
 // `extra`, already encoded.
 std::string PostBlock(std::string_view extra = {}) {
-  return std::string("\x83\x86\x04\x02/x\x01\x01" "a", 9) + std::string(extra);
+  return std::string(
+             "\x83\x86\x04\x02/x\x01\x01"
+             "a",
+             9) +
+         std::string(extra);
 }
 
 // A literal field without indexing, new name (RFC 7541 6.2.2), lengths under 127.
@@ -249,16 +253,17 @@ TEST(Http2SessionFrames, PingIsAcknowledgedWithItsPayload) {
 
 TEST(Http2SessionFrames, MalformedRequestsAreResetAndTheConnectionLivesOn) {
   const std::pair<int32_t, std::string> malformed[] = {
-      {1, Literal("X-Upper", "v")},                // uppercase name
-      {3, Literal("connection", "close")},         // HTTP/1.1 hop field
-      {5, Literal("te", "gzip")},                  // te other than trailers
-      {7, Literal("x", "a\nb")},                   // newline in a value
-      {9, Literal(":weird", "1")},                 // unknown pseudo-header
-      {11, Literal("content-length", "5")},        // but no body follows
+      {1, Literal("X-Upper", "v")},          // uppercase name
+      {3, Literal("connection", "close")},   // HTTP/1.1 hop field
+      {5, Literal("te", "gzip")},            // te other than trailers
+      {7, Literal("x", "a\nb")},             // newline in a value
+      {9, Literal(":weird", "1")},           // unknown pseudo-header
+      {11, Literal("content-length", "5")},  // but no body follows
   };
   RawClient client;
   for (const auto& [id, extra] : malformed) {
-    ASSERT_TRUE(client.Send(RawFrame(frame::kHeaders, frame::kEndHeaders | frame::kEndStream, id, PostBlock(extra))).ok());
+    ASSERT_TRUE(
+        client.Send(RawFrame(frame::kHeaders, frame::kEndHeaders | frame::kEndStream, id, PostBlock(extra))).ok());
     EXPECT_TRUE(RawClient::Has(client.Read(), frame::kRstStream, id, kProtocolError)) << "stream " << id;
   }
   // No :path at all (static :method POST, :scheme http only).
@@ -275,12 +280,14 @@ TEST(Http2SessionFrames, PaddedHeaderBlockAcrossContinuationsWithTrailers) {
   RawClient client;
   const std::string block = PostBlock(Literal("content-length", "2"));
   // PADDED (2 bytes of padding) and PRIORITY (5 bytes), the block split in three.
-  std::string first = std::string(1, '\x02') + std::string("\x00\x00\x00\x00\x0f", 5) + block.substr(0, 4) + std::string(2, '\0');
-  ASSERT_TRUE(client.Send(RawFrame(frame::kHeaders, frame::kPadded | frame::kPriorityFlag, 1, first) +
-                          RawFrame(frame::kContinuation, 0, 1, block.substr(4, 5)) +
-                          RawFrame(frame::kContinuation, frame::kEndHeaders, 1, block.substr(9)) +
-                          RawFrame(frame::kData, 0, 1, "hi") +
-                          RawFrame(frame::kHeaders, frame::kEndHeaders | frame::kEndStream, 1, Literal("x-sum", "7")))
+  std::string first =
+      std::string(1, '\x02') + std::string("\x00\x00\x00\x00\x0f", 5) + block.substr(0, 4) + std::string(2, '\0');
+  ASSERT_TRUE(client
+                  .Send(RawFrame(frame::kHeaders, frame::kPadded | frame::kPriorityFlag, 1, first) +
+                        RawFrame(frame::kContinuation, 0, 1, block.substr(4, 5)) +
+                        RawFrame(frame::kContinuation, frame::kEndHeaders, 1, block.substr(9)) +
+                        RawFrame(frame::kData, 0, 1, "hi") +
+                        RawFrame(frame::kHeaders, frame::kEndHeaders | frame::kEndStream, 1, Literal("x-sum", "7")))
                   .ok());
   ASSERT_EQ(client.recorder().requests.count(1), 1u);
   const Request& r = client.recorder().requests[1];
@@ -317,7 +324,8 @@ TEST(Http2SessionFrames, MalformedPaddingOrPriorityEndsTheConnectionWithItsCode)
       {"HEADERS too short for its priority",
        RawFrame(frame::kHeaders, frame::kPriorityFlag | frame::kEndHeaders, 1, "abcd"), kFrameSizeError},
       {"HEADERS padding past the block",
-       RawFrame(frame::kHeaders, frame::kPadded | frame::kEndHeaders, 1, std::string(1, char(PostBlock().size() + 1)) + PostBlock()),
+       RawFrame(frame::kHeaders, frame::kPadded | frame::kEndHeaders, 1,
+                std::string(1, char(PostBlock().size() + 1)) + PostBlock()),
        kProtocolError},
   };
   for (const Case& c : cases) {
@@ -330,9 +338,10 @@ TEST(Http2SessionFrames, MalformedPaddingOrPriorityEndsTheConnectionWithItsCode)
   RawClient client;
   client.Read();
   const std::string block = PostBlock();
-  EXPECT_TRUE(client.Send(RawFrame(frame::kHeaders, frame::kPadded | frame::kPriorityFlag | frame::kEndHeaders, 1,
-                                   std::string(1, '\x02') + std::string(5, '\0') + block + "pp") +
-                          RawFrame(frame::kData, frame::kPadded | frame::kEndStream, 1, std::string("\x02xpp", 4)))
+  EXPECT_TRUE(client
+                  .Send(RawFrame(frame::kHeaders, frame::kPadded | frame::kPriorityFlag | frame::kEndHeaders, 1,
+                                 std::string(1, '\x02') + std::string(5, '\0') + block + "pp") +
+                        RawFrame(frame::kData, frame::kPadded | frame::kEndStream, 1, std::string("\x02xpp", 4)))
                   .ok());
   ASSERT_EQ(client.recorder().requests.count(1), 1u);
   EXPECT_EQ(client.recorder().requests[1].body, "x");
@@ -343,7 +352,9 @@ TEST(Http2SessionFrames, StreamsBeyondTheLimitAreRefused) {
   options.max_concurrent_streams = 1;
   RawClient client(options);
   const uint8_t flags = frame::kEndHeaders | frame::kEndStream;
-  ASSERT_TRUE(client.Send(RawFrame(frame::kHeaders, flags, 1, PostBlock()) + RawFrame(frame::kHeaders, flags, 3, PostBlock())).ok());
+  ASSERT_TRUE(
+      client.Send(RawFrame(frame::kHeaders, flags, 1, PostBlock()) + RawFrame(frame::kHeaders, flags, 3, PostBlock()))
+          .ok());
   EXPECT_TRUE(RawClient::Has(client.Read(), frame::kRstStream, 3, kRefusedStream));
   EXPECT_EQ(client.recorder().requests.size(), 1u);
   client.server().Send(1, {.status = 200, .end = true});  // frees the slot
@@ -354,8 +365,9 @@ TEST(Http2SessionFrames, StreamsBeyondTheLimitAreRefused) {
 TEST(Http2SessionFrames, ResponseBodyWaitsForThePeersWindow) {
   RawClient client;
   // SETTINGS_INITIAL_WINDOW_SIZE = 10: each stream may receive 10 bytes until updated.
-  ASSERT_TRUE(client.Send(RawFrame(frame::kSettings, 0, 0, std::string("\x00\x04\x00\x00\x00\x0a", 6)) +
-                          RawFrame(frame::kHeaders, frame::kEndHeaders | frame::kEndStream, 1, PostBlock()))
+  ASSERT_TRUE(client
+                  .Send(RawFrame(frame::kSettings, 0, 0, std::string("\x00\x04\x00\x00\x00\x0a", 6)) +
+                        RawFrame(frame::kHeaders, frame::kEndHeaders | frame::kEndStream, 1, PostBlock()))
                   .ok());
   client.Read();
   client.server().Send(1, {.status = 200, .data = std::string(25, 'z'), .end = true});
@@ -407,7 +419,8 @@ TEST(Http2SessionFrames, ClientThatKeepsResettingStreamsIsToldToCalmDown) {
   const std::string cancel("\x00\x00\x00\x08", 4);  // CANCEL
   std::string burst;
   for (int32_t id = 1; id < 2 * 900; id += 2) {
-    burst += RawFrame(frame::kHeaders, frame::kEndHeaders, id, PostBlock()) + RawFrame(frame::kRstStream, 0, id, cancel);
+    burst +=
+        RawFrame(frame::kHeaders, frame::kEndHeaders, id, PostBlock()) + RawFrame(frame::kRstStream, 0, id, cancel);
   }
   ASSERT_TRUE(client.Send(burst).ok());  // 900 resets: within the burst
   client.Read();

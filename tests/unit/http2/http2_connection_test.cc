@@ -50,7 +50,8 @@ class RawSocket {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     char buffer[4096];
     while (!done(*received)) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       pollfd readable{.fd = fd_, .events = POLLIN, .revents = 0};
       if (left.count() <= 0 || poll(&readable, 1, static_cast<int>(left.count())) != 1) return false;
       ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
@@ -102,9 +103,10 @@ std::string Get(uint8_t stream) {
 
 class Http2ConnectionTest : public ::testing::Test {
  protected:
-  void Start(ServerOptions options, Handler handler = [](Request, std::shared_ptr<ResponseStream> stream) {
-    stream->Send({.status = 200, .data = "ok", .end = true});
-  }) {
+  void Start(
+      ServerOptions options, Handler handler = [](Request, std::shared_ptr<ResponseStream> stream) {
+        stream->Send({.status = 200, .data = "ok", .end = true});
+      }) {
     options.address = "127.0.0.1";
     options.io_threads = 1;
     server_ = std::make_unique<Server>(options, std::move(handler));

@@ -147,7 +147,9 @@ TEST(HttpTransportConfigTest, HttpsWithTheKubeconfigsCaDataAndNothingElse) {
   http::Router router;
   router.Add("GET", "/api/v1/namespaces/ml/configmaps/x",
              http::Sync([](const http::Request&) { return http::Response::Json(200, ConfigMap("x", "1").dump()); }));
-  http::Server server({.address = "127.0.0.1", .io_threads = 1, .tls_certificate_chain_pem = serving->certificate_pem,
+  http::Server server({.address = "127.0.0.1",
+                       .io_threads = 1,
+                       .tls_certificate_chain_pem = serving->certificate_pem,
                        .tls_private_key_pem = serving->private_key_pem},
                       router.AsHandler());
   ASSERT_TRUE(server.Start().ok());

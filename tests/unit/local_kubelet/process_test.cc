@@ -1,14 +1,13 @@
 // Process groups: output capture, exit codes, and that stopping a container kills its children.
-#include <signal.h>
-#include <unistd.h>
+#include "tools/local/kubelet/process.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <thread>
-
-#include "tools/local/kubelet/process.h"
 
 namespace mf::local {
 namespace {
@@ -39,7 +38,9 @@ class ProcessTest : public ::testing::Test {
 
 TEST_F(ProcessTest, CapturesOutputEnvAndExitCode) {
   SpawnSpec spec{{"sh", "-c", "echo out $GREETING; echo err >&2; pwd; exit 7"},
-                 {{"PATH", "/usr/bin:/bin"}, {"GREETING", "hi"}}, dir_, dir_ / "c.log"};
+                 {{"PATH", "/usr/bin:/bin"}, {"GREETING", "hi"}},
+                 dir_,
+                 dir_ / "c.log"};
   auto pid = SpawnProcessGroup(spec);
   ASSERT_TRUE(pid.ok()) << pid.status().ToString();
   EXPECT_EQ(WaitExit(*pid), 7);
@@ -56,7 +57,9 @@ TEST_F(ProcessTest, MissingProgramIsAnError) {
 TEST_F(ProcessTest, StopKillsTheWholeGroupIncludingIgnoringChildren) {
   // The child ignores SIGTERM, so only the SIGKILL after the grace period removes it.
   SpawnSpec spec{{"sh", "-c", "sh -c 'trap \"\" TERM; echo $$; exec sleep 100' & wait"},
-                 {{"PATH", "/usr/bin:/bin"}}, dir_, dir_ / "c.log"};
+                 {{"PATH", "/usr/bin:/bin"}},
+                 dir_,
+                 dir_ / "c.log"};
   auto pid = SpawnProcessGroup(spec);
   ASSERT_TRUE(pid.ok());
   pid_t child = 0;

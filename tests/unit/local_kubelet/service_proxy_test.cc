@@ -1,17 +1,17 @@
 // The userspace Service proxy: which Services get a VIP and which backends each port has, and
 // that connections to VIP:port reach ready backends round robin.
+#include "tools/local/kubelet/service_proxy.h"
+
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
 #include "tools/local/kubelet/service_hosts.h"
-#include "tools/local/kubelet/service_proxy.h"
 
 namespace mf::local {
 namespace {
@@ -29,13 +29,15 @@ Json Endpoints(const std::string& name, Json subsets) {
 TEST(PlanServiceProxyTest, PortsMapToEndpointPortsByName) {
   std::vector<Json> services = {
       Service("web", {{"selector", {{"app", "web"}}},
-                      {"ports", Json::array({{{"name", "http"}, {"port", 80}}, {{"name", "grpc"}, {"port", 81}},
+                      {"ports", Json::array({{{"name", "http"}, {"port", 80}},
+                                             {{"name", "grpc"}, {"port", 81}},
                                              {{"name", "dns"}, {"port", 53}, {"protocol", "UDP"}}})}}),
       Service("headless", {{"clusterIP", "None"}, {"ports", Json::array({{{"port", 2222}}})}}),
       Service("nohost", {{"ports", Json::array({{{"port", 9}}})}})};
   std::vector<Json> endpoints = {Endpoints(
       "web", Json::array({{{"addresses", Json::array({{{"ip", "127.0.1.9"}}, {{"ip", "127.0.1.2"}}})},
-                           {"ports", Json::array({{{"name", "http"}, {"port", 8000}}, {{"name", "grpc"}, {"port", 9000}}})}}}))};
+                           {"ports",
+                            Json::array({{{"name", "http"}, {"port", 8000}}, {{"name", "grpc"}, {"port", 9000}}})}}}))};
   EXPECT_FALSE(IsProxiedService(services[1]));
   auto plan = PlanServiceProxy(services, endpoints, {{"ml/web", "127.128.0.1"}, {"ml/nohost", "127.128.0.2"}});
   ASSERT_EQ(plan.size(), 2u);
@@ -48,7 +50,8 @@ TEST(PlanServiceProxyTest, PortsMapToEndpointPortsByName) {
 }
 
 TEST(HostsFileTest, ProxiedServicesResolveToTheirVip) {
-  std::vector<Json> endpoints = {Endpoints("web", Json::array({{{"addresses", Json::array({{{"ip", "127.0.1.3"}}})}}}))};
+  std::vector<Json> endpoints = {
+      Endpoints("web", Json::array({{{"addresses", Json::array({{{"ip", "127.0.1.3"}}})}}}))};
   std::string text = BuildHostsFile("ml", endpoints, {{"ml/web", "127.128.0.7"}, {"ml/empty", "127.128.0.8"}});
   EXPECT_NE(text.find("127.128.0.7 web\n"), std::string::npos) << text;
   EXPECT_NE(text.find("127.128.0.7 web.ml.svc.cluster.local\n"), std::string::npos);

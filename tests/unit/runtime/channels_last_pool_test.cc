@@ -72,7 +72,8 @@ std::string ConvPoolConv(const PoolCase& c, int64_t channels) {
 
 Tensor RandomImage(int64_t n, int64_t h, int64_t w, uint32_t seed) {
   std::vector<float> v = RandomValues(static_cast<size_t>(n * 3 * h * w), seed);
-  auto t = Tensor::FromBytes(DataType::kFloat32, {n, 3, h, w}, {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)});
+  auto t = Tensor::FromBytes(DataType::kFloat32, {n, 3, h, w},
+                             {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)});
   EXPECT_TRUE(t.ok());
   return std::move(t).value();
 }
@@ -122,7 +123,8 @@ const PoolCase kCases[] = {
     {"global_avg", "GlobalAveragePool", {}, {}, {}, {}, 0, 0, ""},
 };
 
-INSTANTIATE_TEST_SUITE_P(Pools, ChannelsLastPoolTest, ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Values(16, 24, 32)),
+INSTANTIATE_TEST_SUITE_P(Pools, ChannelsLastPoolTest,
+                         ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Values(16, 24, 32)),
                          [](const auto& info) {
                            return std::get<0>(info.param).name + "_c" + std::to_string(std::get<1>(info.param));
                          });
@@ -169,13 +171,15 @@ TEST(ChannelsLastPassTest, GraphInputsAndOutputsStayPlain) {
   auto fast = Session::LoadFromBytes(b.Serialize(), "", SessionOptions{});
   ASSERT_TRUE(slow.ok() && fast.ok());
   std::vector<float> v = RandomValues(16 * 64, 42);
-  auto x = Tensor::FromBytes(DataType::kFloat32, {1, 16, 8, 8}, {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)});
+  auto x = Tensor::FromBytes(DataType::kFloat32, {1, 16, 8, 8},
+                             {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)});
   ASSERT_TRUE(x.ok());
   std::vector<Tensor> r1, r2;
   ASSERT_TRUE((*slow)->Run({&*x}, &r1).ok());
   ASSERT_TRUE((*fast)->Run({&*x}, &r2).ok());
   ASSERT_EQ(r1[0].shape(), r2[0].shape());
-  for (int64_t i = 0; i < r1[0].num_elements(); ++i) ASSERT_NEAR(r1[0].data<float>()[i], r2[0].data<float>()[i], 1e-4) << i;
+  for (int64_t i = 0; i < r1[0].num_elements(); ++i)
+    ASSERT_NEAR(r1[0].data<float>()[i], r2[0].data<float>()[i], 1e-4) << i;
 }
 
 }  // namespace

@@ -25,11 +25,13 @@ class ModelBuilder {
     Declare(graph()->add_input(), name, dims, elem);
     return *this;
   }
-  ModelBuilder& Output(const std::string& name, const std::vector<int64_t>& dims = {}, int elem = onnx::TensorProto::FLOAT) {
+  ModelBuilder& Output(const std::string& name, const std::vector<int64_t>& dims = {},
+                       int elem = onnx::TensorProto::FLOAT) {
     Declare(graph()->add_output(), name, dims, elem);
     return *this;
   }
-  ModelBuilder& Initializer(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values) {
+  ModelBuilder& Initializer(const std::string& name, const std::vector<int64_t>& dims,
+                            const std::vector<float>& values) {
     auto* t = graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::FLOAT);
@@ -37,7 +39,8 @@ class ModelBuilder {
     for (float v : values) t->add_float_data(v);
     return *this;
   }
-  ModelBuilder& Int64Initializer(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& values) {
+  ModelBuilder& Int64Initializer(const std::string& name, const std::vector<int64_t>& dims,
+                                 const std::vector<int64_t>& values) {
     auto* t = graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::INT64);
@@ -78,8 +81,10 @@ class ModelBuilder {
     auto* shape = tt->mutable_shape();
     for (int64_t d : dims) {
       auto* dim = shape->add_dim();
-      if (d < 0) dim->set_dim_param("batch");
-      else dim->set_dim_value(d);
+      if (d < 0)
+        dim->set_dim_param("batch");
+      else
+        dim->set_dim_value(d);
     }
   }
   onnx::ModelProto model_;

@@ -77,18 +77,30 @@ double At(const Tensor& t, int64_t i) {
 
 double ElementAsDouble(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DataType::kFloat32: return At<float>(t, i);
-    case DataType::kFloat64: return At<double>(t, i);
-    case DataType::kInt8: return At<int8_t>(t, i);
-    case DataType::kInt16: return At<int16_t>(t, i);
-    case DataType::kInt32: return At<int32_t>(t, i);
-    case DataType::kInt64: return At<int64_t>(t, i);
-    case DataType::kUInt8: return At<uint8_t>(t, i);
-    case DataType::kUInt16: return At<uint16_t>(t, i);
-    case DataType::kUInt32: return At<uint32_t>(t, i);
-    case DataType::kUInt64: return At<uint64_t>(t, i);
-    case DataType::kBool: return At<bool>(t, i);
-    default: return NAN;
+    case DataType::kFloat32:
+      return At<float>(t, i);
+    case DataType::kFloat64:
+      return At<double>(t, i);
+    case DataType::kInt8:
+      return At<int8_t>(t, i);
+    case DataType::kInt16:
+      return At<int16_t>(t, i);
+    case DataType::kInt32:
+      return At<int32_t>(t, i);
+    case DataType::kInt64:
+      return At<int64_t>(t, i);
+    case DataType::kUInt8:
+      return At<uint8_t>(t, i);
+    case DataType::kUInt16:
+      return At<uint16_t>(t, i);
+    case DataType::kUInt32:
+      return At<uint32_t>(t, i);
+    case DataType::kUInt64:
+      return At<uint64_t>(t, i);
+    case DataType::kBool:
+      return At<bool>(t, i);
+    default:
+      return NAN;
   }
 }
 

@@ -104,8 +104,8 @@ TEST(RawDataSplitTest, TheLastRawDataWinsAsInProtobuf) {
   head.add_dims(512);
   const std::string big = Floats(512, 1.0f);  // 2 KiB: split
   for (bool big_last : {false, true}) {
-    const std::string tensor = head.SerializeAsString() +
-                               (big_last ? Field(9, "abcd") + Field(9, big) : Field(9, big) + Field(9, "abcd"));
+    const std::string tensor =
+        head.SerializeAsString() + (big_last ? Field(9, "abcd") + Field(9, big) : Field(9, big) + Field(9, "abcd"));
     const std::string bytes = Field(7, Field(5, tensor));
     auto split = Split(bytes);
     if (big_last) {
@@ -150,10 +150,11 @@ TEST(RawDataSplitTest, MalformedOrUnusualInputFallsBackToAWholeParse) {
   for (size_t cut : {size_t{1}, size_t{7}, bytes.size() / 2, bytes.size() - 1}) {
     EXPECT_FALSE(Split(bytes.substr(0, cut)).has_value()) << "cut at " << cut;
   }
-  EXPECT_FALSE(Split(bytes + "\x0b").has_value());                  // a group start (wire type 3)
-  EXPECT_FALSE(Split(bytes + "\x0f").has_value());                  // wire type 7
-  EXPECT_FALSE(Split(bytes + std::string("\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 11)).has_value());  // varint > 64 bits
-  EXPECT_FALSE(Split(bytes, /*cap=*/16).has_value());                // structure larger than allowed
+  EXPECT_FALSE(Split(bytes + "\x0b").has_value());  // a group start (wire type 3)
+  EXPECT_FALSE(Split(bytes + "\x0f").has_value());  // wire type 7
+  EXPECT_FALSE(
+      Split(bytes + std::string("\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 11)).has_value());  // varint > 64 bits
+  EXPECT_FALSE(Split(bytes, /*cap=*/16).has_value());  // structure larger than allowed
 }
 
 TEST(RawDataSplitTest, AFileLoadReadsTheWeightsInPlaceAndEqualsAWholeParse) {

@@ -1,5 +1,7 @@
 // Session behaviour the server relies on: input validation, any batch size on symbolic dims,
 // concurrent Run() calls, graph rewrites that do not change results, memory accounting.
+#include "runtime/session.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,7 +9,6 @@
 #include <thread>
 
 #include "runtime/npy.h"
-#include "runtime/session.h"
 #include "tests/unit/runtime/model_builder.h"
 
 namespace mf::runtime {
@@ -155,7 +156,8 @@ TEST(SessionTest, ConcurrentRunsMatchSerialRuns) {
     int64_t batch = 1 + t % 3;
     inputs.push_back(FloatTensor({batch, 3, 8, 8}, RandomValues(static_cast<size_t>(batch) * 192, 100 + t)));
   }
-  for (int t = 0; t < kThreads; ++t) ASSERT_TRUE((*s)->Run({&inputs[static_cast<size_t>(t)]}, &expected[static_cast<size_t>(t)]).ok());
+  for (int t = 0; t < kThreads; ++t)
+    ASSERT_TRUE((*s)->Run({&inputs[static_cast<size_t>(t)]}, &expected[static_cast<size_t>(t)]).ok());
   std::vector<std::thread> threads;
   std::atomic<int> mismatches{0};
   for (int t = 0; t < kThreads; ++t) {

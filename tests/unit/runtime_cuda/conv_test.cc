@@ -14,7 +14,9 @@
 namespace mf::runtime::testing {
 namespace {
 
-std::vector<float> Values(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements()); }
+std::vector<float> Values(const Tensor& t) {
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements());
+}
 
 void StringAttr(onnx::NodeProto* n, const std::string& name, const std::string& v) {
   auto* a = n->add_attribute();
@@ -45,14 +47,14 @@ void SetAttrs(onnx::NodeProto* n, const IntAttrs& ints, const std::string& auto_
 
 struct ConvCase {
   std::string op = "Conv";
-  Shape x;                  // run-time input shape
+  Shape x;  // run-time input shape
   Shape w;
   bool bias = true;
   IntAttrs ints;
   std::string auto_pad;
   bool symbolic_batch = false;
-  std::string then;         // an activation node after the conv ("Relu", "LeakyRelu", ...), fused by the optimizer
-  bool residual = false;    // Add(conv, residual input) before `then`
+  std::string then;       // an activation node after the conv ("Relu", "LeakyRelu", ...), fused by the optimizer
+  bool residual = false;  // Add(conv, residual input) before `then`
 };
 
 int64_t OutChannels(const ConvCase& c) {
@@ -113,14 +115,17 @@ TEST(CudaConvTest, Basic3x3WithBias) {
 
 TEST(CudaConvTest, StridesDilationsNoBias) {
   MF_SKIP_WITHOUT_GPU();
-  ExpectConvMatches({.x = {1, 4, 17, 15}, .w = {6, 4, 3, 3}, .bias = false,
+  ExpectConvMatches({.x = {1, 4, 17, 15},
+                     .w = {6, 4, 3, 3},
+                     .bias = false,
                      .ints = {{"strides", {2, 2}}, {"dilations", {2, 1}}, {"pads", {2, 1, 2, 1}}}});
 }
 
 TEST(CudaConvTest, GroupedAndDepthwise) {
   MF_SKIP_WITHOUT_GPU();
   ExpectConvMatches({.x = {2, 8, 10, 10}, .w = {12, 2, 3, 3}, .ints = {{"group", {4}}, {"pads", {1, 1, 1, 1}}}});
-  ExpectConvMatches({.x = {2, 16, 12, 12}, .w = {16, 1, 3, 3},
+  ExpectConvMatches({.x = {2, 16, 12, 12},
+                     .w = {16, 1, 3, 3},
                      .ints = {{"group", {16}}, {"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}}});
 }
 
@@ -130,7 +135,8 @@ TEST(CudaConvTest, AutoPadSameUpperLowerAndValid) {
   for (int64_t size : {8, 9}) {
     for (const char* pad : {"SAME_UPPER", "SAME_LOWER", "VALID"}) {
       SCOPED_TRACE(std::string(pad) + " size " + std::to_string(size));
-      ExpectConvMatches({.x = {1, 3, size, size + 1}, .w = {4, 3, 3, 3}, .ints = {{"strides", {2, 2}}}, .auto_pad = pad});
+      ExpectConvMatches(
+          {.x = {1, 3, size, size + 1}, .w = {4, 3, 3, 3}, .ints = {{"strides", {2, 2}}}, .auto_pad = pad});
       ExpectConvMatches({.x = {1, 3, size, size}, .w = {4, 3, 2, 2}, .auto_pad = pad});
     }
   }
@@ -172,7 +178,8 @@ TEST(CudaConvTest, ResidualSumBeforeActivation) {
 
 TEST(CudaConvTest, SymbolicAndEmptyBatch) {
   MF_SKIP_WITHOUT_GPU();
-  ConvCase c{.x = {3, 3, 8, 8}, .w = {4, 3, 3, 3}, .ints = {{"pads", {1, 1, 1, 1}}}, .symbolic_batch = true, .then = "Relu"};
+  ConvCase c{
+      .x = {3, 3, 8, 8}, .w = {4, 3, 3, 3}, .ints = {{"pads", {1, 1, 1, 1}}}, .symbolic_batch = true, .then = "Relu"};
   std::string model = ConvModel(c);
   for (int64_t batch : {3, 1, 5, 0}) {
     SCOPED_TRACE("batch " + std::to_string(batch));
@@ -232,23 +239,38 @@ TEST(CudaConvTest, ResNetBlockChain) {
 TEST(CudaConvTransposeTest, StridesOutputPaddingAndPads) {
   MF_SKIP_WITHOUT_GPU();
   ExpectConvMatches({.op = "ConvTranspose", .x = {2, 4, 5, 6}, .w = {4, 3, 3, 3}, .ints = {{"strides", {2, 2}}}});
-  ExpectConvMatches({.op = "ConvTranspose", .x = {1, 4, 5, 5}, .w = {4, 2, 3, 3},
+  ExpectConvMatches({.op = "ConvTranspose",
+                     .x = {1, 4, 5, 5},
+                     .w = {4, 2, 3, 3},
                      .ints = {{"strides", {2, 2}}, {"output_padding", {1, 1}}, {"pads", {1, 1, 1, 1}}}});
   // Asymmetric pads: cuDNN computes the symmetric result and the kernel copies the box out.
-  ExpectConvMatches({.op = "ConvTranspose", .x = {1, 3, 4, 4}, .w = {3, 2, 4, 4}, .bias = false,
+  ExpectConvMatches({.op = "ConvTranspose",
+                     .x = {1, 3, 4, 4},
+                     .w = {3, 2, 4, 4},
+                     .bias = false,
                      .ints = {{"strides", {2, 2}}, {"pads", {0, 2, 1, 1}}}});
 }
 
 TEST(CudaConvTransposeTest, AutoPadOutputShapeGroupsDilations) {
   MF_SKIP_WITHOUT_GPU();
-  ExpectConvMatches({.op = "ConvTranspose", .x = {1, 4, 5, 5}, .w = {4, 2, 3, 3}, .ints = {{"strides", {2, 2}}},
+  ExpectConvMatches({.op = "ConvTranspose",
+                     .x = {1, 4, 5, 5},
+                     .w = {4, 2, 3, 3},
+                     .ints = {{"strides", {2, 2}}},
                      .auto_pad = "SAME_UPPER"});
-  ExpectConvMatches({.op = "ConvTranspose", .x = {1, 4, 5, 5}, .w = {4, 2, 3, 3}, .ints = {{"strides", {2, 2}}},
+  ExpectConvMatches({.op = "ConvTranspose",
+                     .x = {1, 4, 5, 5},
+                     .w = {4, 2, 3, 3},
+                     .ints = {{"strides", {2, 2}}},
                      .auto_pad = "SAME_LOWER"});
   // An output_shape larger than the natural size extends the end with bias-only values.
-  ExpectConvMatches({.op = "ConvTranspose", .x = {1, 2, 3, 3}, .w = {2, 2, 3, 3},
+  ExpectConvMatches({.op = "ConvTranspose",
+                     .x = {1, 2, 3, 3},
+                     .w = {2, 2, 3, 3},
                      .ints = {{"strides", {2, 2}}, {"output_shape", {7, 8}}}});
-  ExpectConvMatches({.op = "ConvTranspose", .x = {2, 6, 4, 5}, .w = {6, 2, 3, 3},
+  ExpectConvMatches({.op = "ConvTranspose",
+                     .x = {2, 6, 4, 5},
+                     .w = {6, 2, 3, 3},
                      .ints = {{"group", {3}}, {"dilations", {2, 2}}, {"pads", {1, 1, 1, 1}}}});
   ExpectConvMatches({.op = "ConvTranspose", .x = {2, 3, 7}, .w = {3, 4, 3}, .ints = {{"strides", {3}}}});
 }
@@ -276,25 +298,35 @@ void ExpectPoolMatches(const PoolCase& c) {
 
 TEST(CudaPoolTest, MaxPoolVariants) {
   MF_SKIP_WITHOUT_GPU();
-  ExpectPoolMatches({"MaxPool", {2, 8, 16, 16}, {{"kernel_shape", {3, 3}}, {"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}}});
+  ExpectPoolMatches(
+      {"MaxPool", {2, 8, 16, 16}, {{"kernel_shape", {3, 3}}, {"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}}});
   ExpectPoolMatches({"MaxPool", {1, 3, 11, 10}, {{"kernel_shape", {3, 2}}, {"strides", {2, 2}}, {"ceil_mode", {1}}}});
-  ExpectPoolMatches({"MaxPool", {1, 3, 12, 12}, {{"kernel_shape", {2, 2}}, {"dilations", {2, 2}}, {"pads", {0, 1, 1, 0}}}});
+  ExpectPoolMatches(
+      {"MaxPool", {1, 3, 12, 12}, {{"kernel_shape", {2, 2}}, {"dilations", {2, 2}}, {"pads", {0, 1, 1, 0}}}});
   ExpectPoolMatches({"MaxPool", {1, 3, 9, 10}, {{"kernel_shape", {3, 3}}, {"strides", {2, 2}}}, "SAME_UPPER"});
   ExpectPoolMatches({"MaxPool", {1, 3, 9, 10}, {{"kernel_shape", {2, 2}}, {"strides", {2, 2}}}, "SAME_LOWER"});
   ExpectPoolMatches({"MaxPool", {2, 4, 13}, {{"kernel_shape", {3}}, {"strides", {2}}}});
-  ExpectPoolMatches({"MaxPool", {1, 2, 5, 6, 7}, {{"kernel_shape", {2, 2, 2}}, {"strides", {2, 2, 2}}, {"ceil_mode", {1}}}});
+  ExpectPoolMatches(
+      {"MaxPool", {1, 2, 5, 6, 7}, {{"kernel_shape", {2, 2, 2}}, {"strides", {2, 2, 2}}, {"ceil_mode", {1}}}});
 }
 
 TEST(CudaPoolTest, AveragePoolVariants) {
   MF_SKIP_WITHOUT_GPU();
   for (int64_t include : {0, 1}) {
     SCOPED_TRACE("count_include_pad " + std::to_string(include));
-    ExpectPoolMatches({"AveragePool", {2, 4, 10, 10},
+    ExpectPoolMatches({"AveragePool",
+                       {2, 4, 10, 10},
                        {{"kernel_shape", {3, 3}}, {"pads", {1, 1, 1, 1}}, {"count_include_pad", {include}}}});
-    ExpectPoolMatches({"AveragePool", {1, 3, 11, 9},
-                       {{"kernel_shape", {3, 3}}, {"strides", {2, 2}}, {"pads", {0, 1, 1, 0}}, {"ceil_mode", {1}},
+    ExpectPoolMatches({"AveragePool",
+                       {1, 3, 11, 9},
+                       {{"kernel_shape", {3, 3}},
+                        {"strides", {2, 2}},
+                        {"pads", {0, 1, 1, 0}},
+                        {"ceil_mode", {1}},
                         {"count_include_pad", {include}}}});
-    ExpectPoolMatches({"AveragePool", {1, 3, 9, 10}, {{"kernel_shape", {2, 3}}, {"strides", {2, 2}}, {"count_include_pad", {include}}},
+    ExpectPoolMatches({"AveragePool",
+                       {1, 3, 9, 10},
+                       {{"kernel_shape", {2, 3}}, {"strides", {2, 2}}, {"count_include_pad", {include}}},
                        "SAME_UPPER"});
   }
   ExpectPoolMatches({"AveragePool", {2, 4, 13}, {{"kernel_shape", {4}}, {"strides", {3}}}});

@@ -45,9 +45,12 @@ std::unique_ptr<Session> LoadCuda(const std::string& model) {
 
 Tolerance ToleranceFor(Precision precision) {
   switch (precision) {
-    case Precision::kFp32: return {1e-4, 1e-5};
-    case Precision::kTf32: return {5e-3, 5e-3};
-    default: return {3e-2, 3e-2};
+    case Precision::kFp32:
+      return {1e-4, 1e-5};
+    case Precision::kTf32:
+      return {5e-3, 5e-3};
+    default:
+      return {3e-2, 3e-2};
   }
 }
 
@@ -55,14 +58,23 @@ namespace {
 
 double ElementAsDouble(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DataType::kFloat32: return t.data<float>()[i];
-    case DataType::kFloat64: return t.data<double>()[i];
-    case DataType::kInt32: return t.data<int32_t>()[i];
-    case DataType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
-    case DataType::kInt8: return t.data<int8_t>()[i];
-    case DataType::kUInt8: return t.data<uint8_t>()[i];
-    case DataType::kBool: return t.data<bool>()[i];
-    default: ADD_FAILURE() << "unexpected output type " << DataTypeName(t.dtype()); return 0;
+    case DataType::kFloat32:
+      return t.data<float>()[i];
+    case DataType::kFloat64:
+      return t.data<double>()[i];
+    case DataType::kInt32:
+      return t.data<int32_t>()[i];
+    case DataType::kInt64:
+      return static_cast<double>(t.data<int64_t>()[i]);
+    case DataType::kInt8:
+      return t.data<int8_t>()[i];
+    case DataType::kUInt8:
+      return t.data<uint8_t>()[i];
+    case DataType::kBool:
+      return t.data<bool>()[i];
+    default:
+      ADD_FAILURE() << "unexpected output type " << DataTypeName(t.dtype());
+      return 0;
   }
 }
 
@@ -97,8 +109,10 @@ void ExpectCudaMatchesCpu(const std::string& model, const std::vector<const Tens
       int failures = 0;
       for (int64_t i = 0; i < e.num_elements() && failures < 10; ++i) {
         double x = ElementAsDouble(a, i), y = ElementAsDouble(e, i);
-        bool ok = IsFloat(e.dtype()) ? (std::isnan(y) ? std::isnan(x) : std::fabs(x - y) <= tolerance.atol + tolerance.rtol * std::fabs(y))
-                                     : x == y;
+        bool ok =
+            IsFloat(e.dtype())
+                ? (std::isnan(y) ? std::isnan(x) : std::fabs(x - y) <= tolerance.atol + tolerance.rtol * std::fabs(y))
+                : x == y;
         if (!ok) {
           ++failures;
           ADD_FAILURE() << "round " << round << " output " << o << " element " << i << ": cuda " << x << " cpu " << y;

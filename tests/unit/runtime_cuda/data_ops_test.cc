@@ -129,13 +129,13 @@ TEST(CudaDataOps, TransposePermutations) {
     std::vector<int64_t> perm;
   };
   const Case cases[] = {
-      {{2, 8, 4, 16}, {0, 2, 1, 3}},           // attention heads
-      {{4, 33, 65}, {0, 2, 1}},                // batched last-two swap, partial tiles
-      {{64, 96}, {1, 0}},                      // plain 2-D, full tiles
-      {{2, 3, 40, 50}, {1, 0, 3, 2}},          // tiles with permuted batch dims
-      {{3, 5, 7}, {}},                         // default: reversed dims
+      {{2, 8, 4, 16}, {0, 2, 1, 3}},             // attention heads
+      {{4, 33, 65}, {0, 2, 1}},                  // batched last-two swap, partial tiles
+      {{64, 96}, {1, 0}},                        // plain 2-D, full tiles
+      {{2, 3, 40, 50}, {1, 0, 3, 2}},            // tiles with permuted batch dims
+      {{3, 5, 7}, {}},                           // default: reversed dims
       {{2, 3, 1, 4, 5, 2}, {5, 3, 1, 0, 4, 2}},  // rank 6 with a unit dim
-      {{6, 1}, {1, 0}},                        // a pure relabel
+      {{6, 1}, {1, 0}},                          // a pure relabel
   };
   for (const Case& c : cases) {
     ModelBuilder b;
@@ -241,7 +241,7 @@ TEST(CudaDataOps, SliceStepsClampingAndNegativeSteps) {
       {{1, 0}, {kMax, -1}, {1, 2}, {2, 1}},
       {{-1, 8}, {-1000, -kMax}, {1, -1}, {-2, -3}},
       {{0}, {1}, {0}, {kMax}},
-      {{5}, {2}, {2}, {1}},        // empty result
+      {{5}, {2}, {2}, {1}},         // empty result
       {{-3, 1}, {100, 3}, {}, {}},  // default axes and steps
   };
   for (const Case& c : cases) {
@@ -265,7 +265,9 @@ TEST(CudaDataOps, SliceOfInt64) {
   MF_SKIP_WITHOUT_GPU();
   ModelBuilder b;
   b.Input("x", {6, 5}, TensorProto::INT64).Output("y", {}, TensorProto::INT64);
-  b.Int64Initializer("starts", {2}, {-1, 1}).Int64Initializer("ends", {2}, {0, 5}).Int64Initializer("axes", {2}, {0, 1});
+  b.Int64Initializer("starts", {2}, {-1, 1})
+      .Int64Initializer("ends", {2}, {0, 5})
+      .Int64Initializer("axes", {2}, {0, 1});
   b.Int64Initializer("steps", {2}, {-2, 3});
   b.Node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"y"});
   Tensor x = Iota64({6, 5});
@@ -432,7 +434,9 @@ TEST(CudaDataOps, PadModes) {
 TEST(CudaDataOps, PadInt64WithDefaultValue) {
   MF_SKIP_WITHOUT_GPU();
   ModelBuilder b;
-  b.Input("x", {3, 2}, TensorProto::INT64).Output("y", {}, TensorProto::INT64).Int64Initializer("pads", {4}, {1, 0, 2, 3});
+  b.Input("x", {3, 2}, TensorProto::INT64)
+      .Output("y", {}, TensorProto::INT64)
+      .Int64Initializer("pads", {4}, {1, 0, 2, 3});
   b.Node("Pad", {"x", "pads"}, {"y"});
   Tensor x = Iota64({3, 2});
   ExpectCudaMatchesCpu(b.Serialize(), {&x});
@@ -456,7 +460,7 @@ TEST(CudaDataOps, TriluUpperLowerAndExtremeK) {
 
 struct ResizeCase {
   std::string mode, transform, nearest_mode;
-  std::vector<float> scales;     // or
+  std::vector<float> scales;  // or
   std::vector<int64_t> sizes;
   std::vector<float> roi;
 };
@@ -484,7 +488,8 @@ void CheckResize(const ResizeCase& c, const Shape& in_shape) {
 TEST(CudaDataOps, ResizeNearestModes) {
   MF_SKIP_WITHOUT_GPU();
   for (const char* nearest : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}) {
-    for (const char* transform : {"half_pixel", "asymmetric", "align_corners", "tf_half_pixel_for_nn", "pytorch_half_pixel"}) {
+    for (const char* transform :
+         {"half_pixel", "asymmetric", "align_corners", "tf_half_pixel_for_nn", "pytorch_half_pixel"}) {
       CheckResize({"nearest", transform, nearest, {1.f, 1.f, 2.f, 3.f}, {}, {}}, {2, 3, 4, 5});
       CheckResize({"nearest", transform, nearest, {}, {2, 3, 3, 7}, {}}, {2, 3, 4, 5});
     }
@@ -501,8 +506,10 @@ TEST(CudaDataOps, ResizeLinearTransforms) {
 
 TEST(CudaDataOps, ResizeTfCropAndResizeExtrapolates) {
   MF_SKIP_WITHOUT_GPU();
-  CheckResize({"linear", "tf_crop_and_resize", "", {}, {1, 1, 5, 6}, {0, 0, -0.2f, 0.1f, 1, 1, 0.8f, 1.3f}}, {1, 1, 6, 8});
-  CheckResize({"nearest", "tf_crop_and_resize", "", {}, {1, 1, 5, 6}, {0, 0, 0.2f, -0.1f, 1, 1, 0.9f, 0.7f}}, {1, 1, 6, 8});
+  CheckResize({"linear", "tf_crop_and_resize", "", {}, {1, 1, 5, 6}, {0, 0, -0.2f, 0.1f, 1, 1, 0.8f, 1.3f}},
+              {1, 1, 6, 8});
+  CheckResize({"nearest", "tf_crop_and_resize", "", {}, {1, 1, 5, 6}, {0, 0, 0.2f, -0.1f, 1, 1, 0.9f, 0.7f}},
+              {1, 1, 6, 8});
 }
 
 TEST(CudaDataOps, ResizeCubicFallsBackToTheCpuKernel) {

@@ -91,19 +91,21 @@ struct UnaryCase {
 
 TEST(CudaElementwise, UnaryFloatOps) {
   MF_SKIP_WITHOUT_GPU();
-  const UnaryCase cases[] = {
-      {"Relu", -2, 2},   {"LeakyRelu", -2, 2}, {"Elu", -2, 2},        {"Selu", -2, 2},  {"Sigmoid", -6, 6},
-      {"HardSigmoid", -4, 4}, {"Tanh", -3, 3}, {"Softplus", -25, 25}, {"Erf", -2, 2},   {"Exp", -4, 4},
-      {"Log", 0.05f, 5}, {"Sqrt", 0, 9},       {"Reciprocal", 0.5f, 4}, {"Floor", -5, 5}, {"Ceil", -5, 5},
-      {"Sin", -6, 6},    {"Cos", -6, 6},       {"Abs", -3, 3},        {"Neg", -3, 3},   {"Identity", -3, 3},
-      {"Round", -5, 5}};
+  const UnaryCase cases[] = {{"Relu", -2, 2},         {"LeakyRelu", -2, 2},   {"Elu", -2, 2},    {"Selu", -2, 2},
+                             {"Sigmoid", -6, 6},      {"HardSigmoid", -4, 4}, {"Tanh", -3, 3},   {"Softplus", -25, 25},
+                             {"Erf", -2, 2},          {"Exp", -4, 4},         {"Log", 0.05f, 5}, {"Sqrt", 0, 9},
+                             {"Reciprocal", 0.5f, 4}, {"Floor", -5, 5},       {"Ceil", -5, 5},   {"Sin", -6, 6},
+                             {"Cos", -6, 6},          {"Abs", -3, 3},         {"Neg", -3, 3},    {"Identity", -3, 3},
+                             {"Round", -5, 5}};
   for (const UnaryCase& c : cases) {
     SCOPED_TRACE(c.op);
     std::string model = UnaryModel(c.op);
     Tensor x = RandomFloats({3, 5, 7}, 7, c.lo, c.hi);
     for (Precision p : kPrecisions) {
       // Floor/Ceil/Round of values rounded to float16 may land on the other side of an integer.
-      if (p == Precision::kFp16 && (std::string(c.op) == "Floor" || std::string(c.op) == "Ceil" || std::string(c.op) == "Round")) continue;
+      if (p == Precision::kFp16 &&
+          (std::string(c.op) == "Floor" || std::string(c.op) == "Ceil" || std::string(c.op) == "Round"))
+        continue;
       Check(model, {&x}, p);
     }
   }
@@ -416,8 +418,8 @@ TEST(CudaElementwise, SoftmaxAxesAndOpsets) {
     Shape shape;
   };
   const Case cases[] = {
-      {"Softmax", 13, std::nullopt, {3, 1000}},   // rows longer than a block
-      {"Softmax", 13, 1, {2, 5, 3, 4}},           // strided rows (inner > 1)
+      {"Softmax", 13, std::nullopt, {3, 1000}},  // rows longer than a block
+      {"Softmax", 13, 1, {2, 5, 3, 4}},          // strided rows (inner > 1)
       {"Softmax", 13, -3, {2, 5, 3, 4}},
       {"Softmax", 11, std::nullopt, {2, 3, 4, 5}},  // coerced to 2-D at axis 1
       {"Softmax", 11, 2, {2, 3, 4, 5}},
@@ -464,11 +466,22 @@ BindResult BindCuda(const std::string& op, int64_t opset, std::vector<std::optio
 }
 
 TEST(CudaElementwiseBind, EveryOpOfTheFamilyIsRegistered) {
-  for (const char* op : {"Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid", "Tanh", "Softplus", "Erf",
-                         "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sin", "Cos", "Abs", "Neg",
-                         "Not", "Identity", "Dropout", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min",
-                         "Sum", "Mean", "PRelu", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And",
-                         "Or", "Xor", "Where", "Cast", "Softmax", "LogSoftmax"}) {
+  for (const char* op : {"Relu",       "LeakyRelu",   "Elu",
+                         "Selu",       "Sigmoid",     "HardSigmoid",
+                         "Tanh",       "Softplus",    "Erf",
+                         "Exp",        "Log",         "Sqrt",
+                         "Reciprocal", "Floor",       "Ceil",
+                         "Round",      "Sin",         "Cos",
+                         "Abs",        "Neg",         "Not",
+                         "Identity",   "Dropout",     "Clip",
+                         "Add",        "Sub",         "Mul",
+                         "Div",        "Pow",         "Max",
+                         "Min",        "Sum",         "Mean",
+                         "PRelu",      "Equal",       "Less",
+                         "Greater",    "LessOrEqual", "GreaterOrEqual",
+                         "And",        "Or",          "Xor",
+                         "Where",      "Cast",        "Softmax",
+                         "LogSoftmax"}) {
     EXPECT_NE(cuda::CudaKernels().Find(op, 17), nullptr) << op;
   }
   const KernelDef* clip = cuda::CudaKernels().Find("Clip", 13);
@@ -559,7 +572,8 @@ TEST(CudaElementwiseBind, CastTargets) {
   BindResult dbl = BindCuda("Cast", 17, {DataType::kFloat16}, to_double, {}, Precision::kFp16);
   ASSERT_TRUE(dbl.status.ok());
   EXPECT_EQ(dbl.output_dtypes, std::vector<DataType>{DataType::kFloat64});
-  for (int64_t code : {int64_t{TensorProto::STRING}, int64_t{TensorProto::BFLOAT16}, int64_t{TensorProto::FLOAT16}, int64_t{99}}) {
+  for (int64_t code :
+       {int64_t{TensorProto::STRING}, int64_t{TensorProto::BFLOAT16}, int64_t{TensorProto::FLOAT16}, int64_t{99}}) {
     Attributes a;
     a.Set("to", Attribute{code});
     EXPECT_EQ(BindCuda("Cast", 17, {DataType::kFloat32}, a).status.code(), StatusCode::kUnimplemented) << code;

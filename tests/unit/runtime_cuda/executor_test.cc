@@ -1,9 +1,8 @@
 // The CUDA executor itself (cuda_plan.cc): placement, CUDA-graph replay across input
 // signatures, inputs read on the host, CPU fallback, concurrent runs, FP16 boundaries, and a bad
 // input that must leave the session usable.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
@@ -69,7 +68,7 @@ TEST(CudaExecutor, ShapeArithmeticRunsOnTheHostAndSignaturesReplay) {
   auto gpu = Load(model, Backend::kCuda);
   ASSERT_TRUE(cpu && gpu);
   EXPECT_EQ(gpu->placement().fallback, 0);
-  EXPECT_GE(gpu->placement().host, 3);  // Shape, Gather, Concat
+  EXPECT_GE(gpu->placement().host, 3);    // Shape, Gather, Concat
   EXPECT_GE(gpu->placement().device, 2);  // MatMul (+ fused Relu), Reshape
   // Alternate batch sizes so each signature goes eager -> captured -> replayed, interleaved.
   for (int round = 0; round < 4; ++round) {

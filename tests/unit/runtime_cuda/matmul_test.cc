@@ -14,7 +14,9 @@
 namespace mf::runtime::testing {
 namespace {
 
-std::vector<float> Values(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements()); }
+std::vector<float> Values(const Tensor& t) {
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements());
+}
 
 void FloatAttr(onnx::NodeProto* n, const std::string& name, float v) {
   auto* a = n->add_attribute();
@@ -29,10 +31,10 @@ struct GemmCase {
   int64_t m = 5, n = 7, k = 9;
   bool ta = false, tb = false;
   float alpha = 1.f, beta = 1.f;
-  Shape c;              // empty: no C
+  Shape c;  // empty: no C
   bool has_c = true;
   bool constant_b = true;
-  std::string then;     // activation after the Gemm
+  std::string then;  // activation after the Gemm
 };
 
 void ExpectGemmMatches(const GemmCase& g) {
@@ -82,9 +84,9 @@ TEST(CudaGemmTest, EveryFormOfC) {
   MF_SKIP_WITHOUT_GPU();
   for (const Shape& c : {Shape{}, Shape{7}, Shape{1, 7}, Shape{5, 1}, Shape{5, 7}, Shape{1, 1}}) {
     SCOPED_TRACE("C " + ShapeToString(c));
-    ExpectGemmMatches({.c = c});                            // beta 1: the [N] forms use the bias epilogue
+    ExpectGemmMatches({.c = c});                              // beta 1: the [N] forms use the bias epilogue
     ExpectGemmMatches({.alpha = 0.5f, .beta = 2.f, .c = c});  // beta != 1: the general path
-    ExpectGemmMatches({.beta = 0.f, .c = c});                // beta 0: C ignored
+    ExpectGemmMatches({.beta = 0.f, .c = c});                 // beta 0: C ignored
   }
 }
 
@@ -142,9 +144,9 @@ TEST(CudaMatMulTest, MatricesAndVectors) {
   MF_SKIP_WITHOUT_GPU();
   ExpectMatMulMatches({6, 10}, {10, 12}, false);
   ExpectMatMulMatches({6, 10}, {10, 12}, true);
-  ExpectMatMulMatches({10}, {10, 12}, false);   // 1-D left: [N]
-  ExpectMatMulMatches({6, 10}, {10}, true);     // 1-D right: [M]
-  ExpectMatMulMatches({10}, {10}, false);       // dot product: a scalar
+  ExpectMatMulMatches({10}, {10, 12}, false);        // 1-D left: [N]
+  ExpectMatMulMatches({6, 10}, {10}, true);          // 1-D right: [M]
+  ExpectMatMulMatches({10}, {10}, false);            // dot product: a scalar
   ExpectMatMulMatches({3, 10}, {4, 10, 12}, false);  // 1-D-batch broadcast of the left
 }
 
@@ -155,7 +157,7 @@ TEST(CudaMatMulTest, BatchedAndBroadcast) {
   ExpectMatMulMatches({2, 3, 6, 10}, {1, 1, 10, 12}, false);  // weights with unit batch dims
   ExpectMatMulMatches({6, 10}, {2, 3, 10, 12}, false);        // broadcast left operand
   ExpectMatMulMatches({2, 1, 6, 10}, {1, 3, 10, 12}, false);  // partial broadcasting: per-batch loop
-  ExpectMatMulMatches({2, 4, 5, 8}, {4, 8, 3}, false);      // 3-D right operand broadcast over a 4-D batch
+  ExpectMatMulMatches({2, 4, 5, 8}, {4, 8, 3}, false);        // 3-D right operand broadcast over a 4-D batch
   ExpectMatMulMatches({3, 7, 9}, {9}, false);
 }
 
@@ -190,8 +192,13 @@ StatusOr<BoundKernel> BindCuda(const std::string& op, std::vector<std::optional<
   node.fused_activation = fused;
   for (size_t i = 0; i < dtypes.size(); ++i) node.inputs.push_back(dtypes[i] ? static_cast<int>(i) : kNoValue);
   node.outputs.push_back(100);
-  KernelInit init{node, 17, dtypes, std::vector<const Tensor*>(dtypes.size(), nullptr),
-                  std::vector<bool>(dtypes.size(), false), false, precision};
+  KernelInit init{node,
+                  17,
+                  dtypes,
+                  std::vector<const Tensor*>(dtypes.size(), nullptr),
+                  std::vector<bool>(dtypes.size(), false),
+                  false,
+                  precision};
   const KernelDef* def = cuda::CudaKernels().Find(op, 17);
   if (!def) return NotFound(op + " is not registered");
   return def->factory(init);

@@ -28,13 +28,15 @@ void FloatAttr(onnx::NodeProto* n, const std::string& name, float v) {
 
 Tensor Ints32(const Shape& shape, uint32_t seed) {
   Tensor t = Tensor::AllocateUninitialized(DataType::kInt32, shape).value();
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<int32_t>()[i] = static_cast<int32_t>((i * 2654435761u + seed) % 201) - 100;
+  for (int64_t i = 0; i < t.num_elements(); ++i)
+    t.data<int32_t>()[i] = static_cast<int32_t>((i * 2654435761u + seed) % 201) - 100;
   return t;
 }
 
 Tensor Ints64(const Shape& shape, uint32_t seed) {
   Tensor t = Tensor::AllocateUninitialized(DataType::kInt64, shape).value();
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<int64_t>()[i] = static_cast<int64_t>((i * 40503u + seed) % 1001) - 500;
+  for (int64_t i = 0; i < t.num_elements(); ++i)
+    t.data<int64_t>()[i] = static_cast<int64_t>((i * 40503u + seed) % 1001) - 500;
   return t;
 }
 
@@ -43,8 +45,8 @@ void ExpectBoth(const ModelBuilder& b, const std::vector<const Tensor*>& inputs)
   ExpectCudaMatchesCpu(b.Serialize(), inputs, Precision::kFp16, ToleranceFor(Precision::kFp16));
 }
 
-const char* const kReduceOps[] = {"ReduceSum",  "ReduceMean",      "ReduceMax", "ReduceMin",    "ReduceProd",
-                                  "ReduceL1",   "ReduceL2",        "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"};
+const char* const kReduceOps[] = {"ReduceSum", "ReduceMean", "ReduceMax",       "ReduceMin",    "ReduceProd",
+                                  "ReduceL1",  "ReduceL2",   "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"};
 
 // Opset 17: axes are an attribute for every op but ReduceSum (an input since 13).
 ModelBuilder ReduceModel(const std::string& op, const Shape& shape, const std::vector<int64_t>& axes, int64_t keepdims,
@@ -93,7 +95,7 @@ TEST(CudaReduce, EveryOpOverSeparatedAxesIncludingTheInnermost) {
   MF_SKIP_WITHOUT_GPU();
   for (const char* op : kReduceOps) {
     SCOPED_TRACE(op);
-    if (std::string(op) == "ReduceProd") continue;  // 320 terms: see below
+    if (std::string(op) == "ReduceProd") continue;            // 320 terms: see below
     ModelBuilder b = ReduceModel(op, {8, 3, 40}, {0, 2}, 1);  // a block per output, strided rows
     Tensor x = ReduceInput(op, {8, 3, 40}, 23);
     ExpectBoth(b, {&x});
@@ -152,8 +154,8 @@ TEST(CudaReduce, EmptyReducedAndEmptyKeptDims) {
   for (const char* op : {"ReduceSum", "ReduceMean", "ReduceProd", "ReduceSumSquare"}) {
     SCOPED_TRACE(op);
     Tensor x = RandomFloats({3, 0, 2}, 9);
-    ExpectBoth(ReduceModel(op, {3, 0, 2}, {1}, 1), {&x});   // every output is the initial value
-    ExpectBoth(ReduceModel(op, {3, 0, 2}, {0}, 0), {&x});   // no outputs at all
+    ExpectBoth(ReduceModel(op, {3, 0, 2}, {1}, 1), {&x});  // every output is the initial value
+    ExpectBoth(ReduceModel(op, {3, 0, 2}, {0}, 0), {&x});  // no outputs at all
   }
 }
 

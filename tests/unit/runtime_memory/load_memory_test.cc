@@ -78,9 +78,8 @@ onnx::TensorProto* AddWeight(ModelBuilder& b) {
 class LoadMemoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("mf_load_memory_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("mf_load_memory_" + std::to_string(::getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -120,8 +119,8 @@ TEST_F(LoadMemoryTest, ModelFileLoadNeverHoldsTheWeightsTwice) {
   // Holding the file's bytes, the parsed proto and the graph's copy together would be 3x; the
   // proto's copy and the graph's for one tensor at a time, 2x. The proto's pages go back as
   // they are copied: 1x plus a slice.
-  EXPECT_LT(*growth, kWeightBytes * 3 / 2) << "peak grew by " << (*growth >> 20) << " MiB for "
-                                          << (kWeightBytes >> 20) << " MiB of weights";
+  EXPECT_LT(*growth, kWeightBytes * 3 / 2)
+      << "peak grew by " << (*growth >> 20) << " MiB for " << (kWeightBytes >> 20) << " MiB of weights";
 }
 
 TEST_F(LoadMemoryTest, ExternalDataGoesStraightIntoTheTensor) {
@@ -141,8 +140,8 @@ TEST_F(LoadMemoryTest, ExternalDataGoesStraightIntoTheTensor) {
   ExpectFirstRow(**session, weights);
   if (!growth) GTEST_SKIP() << "VmHWM cannot be reset here";
   // Read into a string and then copied would be 2x.
-  EXPECT_LT(*growth, kWeightBytes * 3 / 2) << "peak grew by " << (*growth >> 20) << " MiB for "
-                                          << (kWeightBytes >> 20) << " MiB of weights";
+  EXPECT_LT(*growth, kWeightBytes * 3 / 2)
+      << "peak grew by " << (*growth >> 20) << " MiB for " << (kWeightBytes >> 20) << " MiB of weights";
 }
 
 TEST_F(LoadMemoryTest, TheProtosCopyDoesNotStayResidentAfterTheLoad) {
@@ -194,8 +193,8 @@ TEST_F(LoadMemoryTest, ConvWeightsAreHeldOncePackedNotAlsoPlain) {
   // Parsing copies the proto's bytes into the graph and packing reorders the graph's copy, each
   // handing the source's pages back slice by slice: never two whole copies (2x).
   if (growth) {
-    EXPECT_LT(*growth, kWeightBytes * 3 / 2) << "load peak grew by " << (*growth >> 20) << " MiB for "
-                                            << (kWeightBytes >> 20) << " MiB of weights";
+    EXPECT_LT(*growth, kWeightBytes * 3 / 2)
+        << "load peak grew by " << (*growth >> 20) << " MiB for " << (kWeightBytes >> 20) << " MiB of weights";
   }
   EXPECT_GE((*session)->memory_bytes(), kWeightBytes);
   EXPECT_LT((*session)->memory_bytes(), kWeightBytes * 5 / 4);
@@ -228,7 +227,8 @@ TEST_F(LoadMemoryTest, ConvLoadPeakHoldsOneConvsWeightsTwiceNotAll) {
   const size_t per_conv = kWeightBytes / 4;
   for (int i = 0; i < 4; ++i) {
     const std::string w = "w" + std::to_string(i);
-    b.Node("Conv", {i == 0 ? "x" : "y" + std::to_string(i - 1), w}, {"y" + std::to_string(i)}, "conv" + std::to_string(i));
+    b.Node("Conv", {i == 0 ? "x" : "y" + std::to_string(i - 1), w}, {"y" + std::to_string(i)},
+           "conv" + std::to_string(i));
     auto* t = b.graph()->add_initializer();
     t->set_name(w);
     t->set_data_type(onnx::TensorProto::FLOAT);
@@ -243,8 +243,8 @@ TEST_F(LoadMemoryTest, ConvLoadPeakHoldsOneConvsWeightsTwiceNotAll) {
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   if (!growth) GTEST_SKIP() << "VmHWM cannot be reset here";
   // All the weights plus one conv's second copy is 1.25x; both copies of all of them, 2x.
-  EXPECT_LT(*growth, kWeightBytes * 3 / 2) << "peak grew by " << (*growth >> 20) << " MiB for "
-                                          << (kWeightBytes >> 20) << " MiB of weights";
+  EXPECT_LT(*growth, kWeightBytes * 3 / 2)
+      << "peak grew by " << (*growth >> 20) << " MiB for " << (kWeightBytes >> 20) << " MiB of weights";
 }
 
 TEST_F(LoadMemoryTest, TruncatedModelFileIsRefusedAsInvalid) {

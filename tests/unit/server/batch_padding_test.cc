@@ -7,11 +7,10 @@
 #include <future>
 #include <mutex>
 
+#include "run_gate.h"
 #include "server/batching/batch_scheduler.h"
 #include "server/batching/batching_servable.h"
 #include "server/batching/tensor_batch.h"
-
-#include "run_gate.h"
 
 namespace mf::server::batching {
 namespace {
@@ -271,9 +270,11 @@ Result Submit(const Servable& servable, Tensor input) {
   Result result = promise->get_future();
   std::vector<Tensor> inputs;
   inputs.push_back(std::move(input));
-  servable.RunAsync(std::move(inputs), [promise](Status s, std::vector<Tensor> out) {
-    promise->set_value({std::move(s), std::move(out)});
-  }, {});
+  servable.RunAsync(std::move(inputs),
+                    [promise](Status s, std::vector<Tensor> out) {
+                      promise->set_value({std::move(s), std::move(out)});
+                    },
+                    {});
   return result;
 }
 

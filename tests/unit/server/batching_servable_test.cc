@@ -63,9 +63,11 @@ std::pair<Status, std::vector<Tensor>> RunOne(const Servable& s, Tensor input) {
   inputs.push_back(std::move(input));
   std::promise<std::pair<Status, std::vector<Tensor>>> p;
   auto f = p.get_future();
-  s.RunAsync(std::move(inputs), [&](Status st, std::vector<Tensor> out) {
-    p.set_value({std::move(st), std::move(out)});
-  }, {});
+  s.RunAsync(std::move(inputs),
+             [&](Status st, std::vector<Tensor> out) {
+               p.set_value({std::move(st), std::move(out)});
+             },
+             {});
   return f.get();
 }
 
@@ -195,11 +197,15 @@ TEST(BatchingServableTest, RequestsNoLongerWantedAreAnsweredWithoutBeingRun) {
     inputs.push_back(Rows(1, static_cast<float>(10 * (i + 1))));
     Servable::StillWanted still_wanted;
     if (i == 1) {
-      still_wanted = [&expired](auto /*expected_end*/) { return expired ? DeadlineExceeded("too late") : Status::Ok(); };
+      still_wanted = [&expired](auto /*expected_end*/) {
+        return expired ? DeadlineExceeded("too late") : Status::Ok();
+      };
     }
     held.servable->RunAsync(
         std::move(inputs),
-        [&answers, i](Status st, std::vector<Tensor> out) { answers[i].set_value({std::move(st), std::move(out)}); },
+        [&answers, i](Status st, std::vector<Tensor> out) {
+          answers[i].set_value({std::move(st), std::move(out)});
+        },
         std::move(still_wanted));
   }
   expired = true;
@@ -224,7 +230,7 @@ TEST(BatchingServableTest, QueuedRequestsAreAskedWithTheBatchsExpectedEnd) {
   options.max_batch_size = 4;
   HeldBatchThread held(options);
   std::this_thread::sleep_for(std::chrono::milliseconds(40));
-  EXPECT_TRUE(held.Release().ok());  // recent batches: one row in >= 40 ms
+  EXPECT_TRUE(held.Release().ok());                            // recent batches: one row in >= 40 ms
   std::vector<std::chrono::steady_clock::duration> asked_for;  // only the batch thread writes
   std::promise<Status> answered;
   std::vector<Tensor> inputs;

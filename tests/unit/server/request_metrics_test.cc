@@ -37,7 +37,7 @@ TEST(TritonMetricsTest, RequestsCountOnlyInferenceOnAResolvedVersion) {
   RecordRequest({"tm_req", 3, "Predict", Entrypoint::kRest, StatusCode::kOk, 0.0025});
   RecordRequest({"tm_req", 3, "ModelInfer", Entrypoint::kGrpc, StatusCode::kOk, 0.0010005});
   RecordRequest({"tm_req", 3, "Predict", Entrypoint::kRest, StatusCode::kInvalidArgument, 0.5});
-  RecordRequest({"tm_req", -1, "Predict", Entrypoint::kRest, StatusCode::kNotFound, 0.5});      // no version
+  RecordRequest({"tm_req", -1, "Predict", Entrypoint::kRest, StatusCode::kNotFound, 0.5});    // no version
   RecordRequest({"tm_req", 3, "GetModelMetadata", Entrypoint::kRest, StatusCode::kOk, 0.5});  // not inference
   EXPECT_EQ(Nv("nv_inference_request_success", "tm_req", 3), 2);
   EXPECT_EQ(Nv("nv_inference_request_failure", "tm_req", 3), 1);
@@ -120,7 +120,7 @@ TEST(BatchingMetricsTest, ABatchIsOneExecutionOfItsRequestsRowsWithoutPadding) {
   options.num_batch_threads = 1;
   batching::BatchingServable servable(std::make_shared<EchoServable>(),
                                       std::make_shared<batching::BatchScheduler>(options), "tm_batch", 4);
-  ASSERT_TRUE(RunOne(servable, Rows(3, 1)).ok());  // padded to 8 rows, 3 of them inferences
+  ASSERT_TRUE(RunOne(servable, Rows(3, 1)).ok());   // padded to 8 rows, 3 of them inferences
   ASSERT_TRUE(RunOne(servable, Rows(20, 1)).ok());  // larger than any batch: runs alone, metered
   EXPECT_EQ(Nv("nv_inference_exec_count", "tm_batch", 4), 2);
   EXPECT_EQ(Nv("nv_inference_count", "tm_batch", 4), 23);

@@ -39,17 +39,19 @@ class TimedServable : public Servable {
 // The thread `done` ran on, for one dispatched run.
 std::thread::id DispatchAndWait(RunPool& pool, const std::shared_ptr<const Servable>& servable) {
   std::promise<std::thread::id> ran_on;
-  DispatchRun(pool, servable, {}, [&](Status status, Servable::Outputs) {
-    EXPECT_TRUE(status.ok()) << status.ToString();
-    ran_on.set_value(std::this_thread::get_id());
-  }, {});
+  DispatchRun(pool, servable, {},
+              [&](Status status, Servable::Outputs) {
+                EXPECT_TRUE(status.ok()) << status.ToString();
+                ran_on.set_value(std::this_thread::get_id());
+              },
+              {});
   return ran_on.get_future().get();
 }
 
 TEST(RunDispatch, CheapCpuModelsRunInlineOnceMeasured) {
   RunPool pool(1);
-  auto cheap = std::make_shared<MeteredServable>(
-      std::make_shared<TimedServable>(std::chrono::microseconds(0), "cpu"), "m", 1);
+  auto cheap =
+      std::make_shared<MeteredServable>(std::make_shared<TimedServable>(std::chrono::microseconds(0), "cpu"), "m", 1);
   EXPECT_FALSE(cheap->cheap_enough_to_run_inline());  // nothing measured yet
   EXPECT_NE(DispatchAndWait(pool, cheap), std::this_thread::get_id());
   EXPECT_TRUE(cheap->cheap_enough_to_run_inline());
@@ -58,12 +60,12 @@ TEST(RunDispatch, CheapCpuModelsRunInlineOnceMeasured) {
 
 TEST(RunDispatch, SlowOrGpuModelsGoToThePool) {
   RunPool pool(1);
-  auto slow = std::make_shared<MeteredServable>(
-      std::make_shared<TimedServable>(std::chrono::microseconds(2000), "cpu"), "m", 1);
+  auto slow = std::make_shared<MeteredServable>(std::make_shared<TimedServable>(std::chrono::microseconds(2000), "cpu"),
+                                                "m", 1);
   for (int i = 0; i < 3; ++i) EXPECT_NE(DispatchAndWait(pool, slow), std::this_thread::get_id());
   EXPECT_FALSE(slow->cheap_enough_to_run_inline());
-  auto gpu = std::make_shared<MeteredServable>(
-      std::make_shared<TimedServable>(std::chrono::microseconds(0), "cuda"), "m", 1);
+  auto gpu =
+      std::make_shared<MeteredServable>(std::make_shared<TimedServable>(std::chrono::microseconds(0), "cuda"), "m", 1);
   for (int i = 0; i < 3; ++i) EXPECT_NE(DispatchAndWait(pool, gpu), std::this_thread::get_id());
   EXPECT_FALSE(gpu->cheap_enough_to_run_inline());
 }

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "server/config/server_flags.h"
 #include "server/config/batching_parameters.h"
 #include "server/config/model_server_config.h"
+#include "server/config/server_flags.h"
 #include "server/config/text_proto.h"
 
 namespace mf::server {
@@ -40,12 +40,11 @@ TEST(ModelServerConfigTest, RefusesWhatItCannotServe) {
   auto syntax = FromText("model_config_list { config { name: \"m\" base_path: }");
   ASSERT_FALSE(syntax.ok());
   EXPECT_NE(syntax.status().message().find("test.config:1:"), std::string::npos) << syntax.status().message();
-  auto platform =
-      FromText(R"(model_config_list { config { name: "m" base_path: "/m" model_platform: "pytorch" } })");
+  auto platform = FromText(R"(model_config_list { config { name: "m" base_path: "/m" model_platform: "pytorch" } })");
   EXPECT_NE(platform.status().message().find("model_platform 'pytorch'"), std::string::npos);
   // A TF Serving config moved over unchanged: its model.onnx files are served.
-  EXPECT_TRUE(FromText(R"(model_config_list { config { name: "m" base_path: "/m" model_platform: "tensorflow" } })")
-                  .ok());
+  EXPECT_TRUE(
+      FromText(R"(model_config_list { config { name: "m" base_path: "/m" model_platform: "tensorflow" } })").ok());
   auto dup = FromText(R"(model_config_list { config { name: "m" base_path: "/a" }
                                               config { name: "m" base_path: "/b" } })");
   EXPECT_NE(dup.status().message().find("listed twice"), std::string::npos);

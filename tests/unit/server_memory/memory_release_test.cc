@@ -77,7 +77,8 @@ TEST_F(MemoryReleaseTest, RunsOffTheLowPriorityLoopThreadOnceStarted) {
     auto h = manager.GetServable("m", VersionRequest::Latest());
     return h.ok() && h->version == 2 && manager.GetModelStatus("m", 1).status().code() == StatusCode::kNotFound &&
            Calls() >= 2;
-  })) << Calls() << " release calls";
+  })) << Calls()
+      << " release calls";
   manager.Stop();
 
   std::lock_guard lock(mu_);

@@ -11,8 +11,8 @@
 #include "k8s/resource.h"
 #include "tools/local/cluster/host_sockets.h"
 #include "tools/local/cluster/pki.h"
-#include "tools/local/kubelet/service_hosts.h"
 #include "tools/local/kubelet/pod_paths.h"
+#include "tools/local/kubelet/service_hosts.h"
 
 namespace mf::local {
 namespace {
