@@ -11,7 +11,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 packages=(
   # toolchain
-  build-essential cmake ninja-build ccache pkg-config clang lld libclang-rt-14-dev git
+  build-essential cmake ninja-build ccache pkg-config clang lld libclang-rt-14-dev clang-format-14 git
   # C++ libraries
   libboost1.74-dev libssl-dev zlib1g-dev nlohmann-json3-dev libyaml-cpp-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: installs dependencies, builds the one build tree, runs ctest (unit tests,
-# ASan+UBSan tests of the parsers, fuzz corpus replays) and the pytest end-to-end suites.
+# Runs every test: installs dependencies, checks the C++ format, builds the one build tree, runs
+# ctest (unit tests, ASan+UBSan tests of the parsers, fuzz corpus replays) and the pytest
+# end-to-end suites.
 # Ends with one line "N passed, N failed" and a non-zero exit on any failure.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -8,6 +9,13 @@ start=$(date +%s)
 
 say "Installing dependencies (Debian packages; idempotent)"
 bash "$ROOT/scripts/install-deps.sh" debian || { echo "test.sh: installing Debian packages failed"; exit 1; }
+
+passed=0
+failed=0
+
+# Counted as one test: a misformatted file fails the run, but everything else still runs.
+say "Checking that the C++/CUDA sources match .clang-format"
+if bash "$ROOT/scripts/check-format.sh"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 # The Python venv and CUDA wheels are mostly downloads: fetched while the Go components build.
 mkdir -p "$BUILD_DIR"
@@ -26,8 +34,6 @@ cat "$pip_log"
 
 build_tree || { echo "0 passed, 1 failed"; echo "test.sh: the build failed"; exit 1; }
 
-passed=0
-failed=0
 log_dir="$BUILD_DIR/test-logs"
 mkdir -p "$log_dir"
 
