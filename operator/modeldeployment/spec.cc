@@ -4,23 +4,10 @@
 #include <cctype>
 #include <set>
 
+#include "parsing/cr_fields.h"
+
 namespace mf::op {
 namespace {
-
-bool IsDns1035Label(const std::string& s) {
-  if (s.empty() || s.size() > 63 || !std::islower(static_cast<unsigned char>(s.front()))) return false;
-  if (s.back() == '-') return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-';
-  });
-}
-
-bool IsDns1123Label(const std::string& s) {
-  if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-';
-  });
-}
 
 bool IsModelName(const std::string& s) {
   if (s.empty() || s.size() > 253 || !std::isalnum(static_cast<unsigned char>(s.front()))) return false;
@@ -39,36 +26,6 @@ bool HasSupportedScheme(const std::string& uri) {
     if (uri.size() > scheme.size() && uri.compare(0, scheme.size(), scheme) == 0) return true;
   }
   return false;
-}
-
-// Reads an optional field of one JSON type; a present field of another type is an error.
-Status OptionalString(const Json& obj, const char* key, const std::string& path, std::string* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status();
-  if (!it->is_string()) return InvalidArgument(path + "." + key + " must be a string");
-  *out = it->get<std::string>();
-  return Status();
-}
-
-Status OptionalInt(const Json& obj, const char* key, const std::string& path, int64_t min, int64_t max, int64_t* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status();
-  if (!it->is_number_integer()) return InvalidArgument(path + "." + key + " must be an integer");
-  const int64_t v = it->get<int64_t>();
-  if (v < min || v > max) {
-    return InvalidArgument(path + "." + key + " is " + std::to_string(v) + "; it must be between " +
-                           std::to_string(min) + " and " + std::to_string(max));
-  }
-  *out = v;
-  return Status();
-}
-
-Status OptionalObject(const Json& obj, const char* key, const std::string& path, Json* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status();
-  if (!it->is_object()) return InvalidArgument(path + "." + key + " must be an object");
-  *out = *it;
-  return Status();
 }
 
 Status ParseVersions(const Json& spec, ModelDeploymentSpec* md) {
@@ -209,18 +166,6 @@ Status ParseServerAndRouter(const Json& spec, ModelDeploymentSpec* md) {
     return InvalidArgument("spec.router.serviceType '" + md->router_service_type +
                            "' must be ClusterIP, NodePort or LoadBalancer");
   }
-  return Status();
-}
-
-Status OptionalNumber(const Json& obj, const char* key, const std::string& path, double min, double max,
-                      std::optional<double>* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status();
-  if (!it->is_number() || it->get<double>() < min || it->get<double>() > max) {
-    return InvalidArgument(path + "." + key + " must be a number from " + std::to_string(min) + " to " +
-                           std::to_string(max));
-  }
-  *out = it->get<double>();
   return Status();
 }
 

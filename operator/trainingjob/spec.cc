@@ -3,50 +3,14 @@
 #include <algorithm>
 #include <cctype>
 
+#include "parsing/cr_fields.h"
+
 namespace mf::op::training {
 namespace {
-
-bool IsDns1035Label(const std::string& s) {
-  if (s.empty() || s.size() > 63 || !std::islower(static_cast<unsigned char>(s.front())) || s.back() == '-') {
-    return false;
-  }
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-';
-  });
-}
 
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-Status IntField(const Json& obj, const char* key, const std::string& path, int64_t min, int64_t max,
-                std::optional<int64_t>* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status();
-  if (!it->is_number_integer()) return InvalidArgument(path + "." + key + " must be an integer");
-  const int64_t v = it->get<int64_t>();
-  if (v < min || v > max) {
-    return InvalidArgument(path + "." + key + " is " + std::to_string(v) + "; it must be between " +
-                           std::to_string(min) + " and " + std::to_string(max));
-  }
-  *out = v;
-  return Status();
-}
-
-// A string field that must be one of `allowed` (the first is the default when absent).
-Status EnumField(const Json& obj, const char* key, const std::string& path, const std::vector<std::string>& allowed,
-                 std::string* out) {
-  *out = allowed.front();
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null() || (it->is_string() && it->get<std::string>().empty())) return Status();
-  std::string list;
-  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-  if (!it->is_string() || std::find(allowed.begin(), allowed.end(), it->get<std::string>()) == allowed.end()) {
-    return InvalidArgument(path + "." + key + " must be one of " + list);
-  }
-  *out = it->get<std::string>();
-  return Status();
 }
 
 // The port a replica's default container names (tfjob-port / pytorchjob-port), if any.
@@ -75,10 +39,10 @@ Status ParseReplica(const Json& value, const std::string& path, Framework framew
                     ReplicaSpec* out) {
   if (!value.is_object()) return InvalidArgument(path + " must be an object");
   std::optional<int64_t> replicas;
-  if (Status s = IntField(value, "replicas", path, 0, 1000, &replicas); !s.ok()) return s;
+  if (Status s = OptionalInt(value, "replicas", path, 0, 1000, &replicas); !s.ok()) return s;
   out->replicas = static_cast<int32_t>(replicas.value_or(1));
-  std::string policy;
-  if (Status s = EnumField(value, "restartPolicy", path, {"OnFailure", "Always", "Never", "ExitCode"}, &policy);
+  std::string policy = "OnFailure";
+  if (Status s = OptionalEnum(value, "restartPolicy", path, {"OnFailure", "Always", "Never", "ExitCode"}, &policy);
       !s.ok()) {
     return s;
   }
@@ -175,11 +139,11 @@ StatusOr<TrainingJobSpec> ParseTrainingJob(const Json& object) {
   const Json& spec = At(object, "spec");
   if (!spec.is_object()) return InvalidArgument("spec must be an object");
 
-  std::string framework;
-  if (Status s = EnumField(spec, "framework", "spec", {"tensorflow", "pytorch"}, &framework); !s.ok()) return s;
+  std::string framework = "tensorflow";
+  if (Status s = OptionalEnum(spec, "framework", "spec", {"tensorflow", "pytorch"}, &framework); !s.ok()) return s;
   job.framework = framework == "pytorch" ? Framework::kPyTorch : Framework::kTensorFlow;
   std::optional<int64_t> port;
-  if (Status s = IntField(spec, "port", "spec", 1, 65535, &port); !s.ok()) return s;
+  if (Status s = OptionalInt(spec, "port", "spec", 1, 65535, &port); !s.ok()) return s;
   job.port = static_cast<int32_t>(port.value_or(2222));
 
   const Json& specs = At(spec, "replicaSpecs");
@@ -239,34 +203,39 @@ StatusOr<TrainingJobSpec> ParseTrainingJob(const Json& object) {
   const Json& run = spec.contains("runPolicy") && !spec["runPolicy"].is_null() ? spec["runPolicy"] : kEmpty;
   if (!run.is_object()) return InvalidArgument("spec.runPolicy must be an object");
   std::optional<int64_t> v;
-  if (Status s = IntField(run, "backoffLimit", "spec.runPolicy", 0, 1'000'000, &v); !s.ok()) return s;
+  if (Status s = OptionalInt(run, "backoffLimit", "spec.runPolicy", 0, 1'000'000, &v); !s.ok()) return s;
   job.run_policy.backoff_limit = static_cast<int32_t>(v.value_or(3));
-  if (Status s = IntField(run, "activeDeadlineSeconds", "spec.runPolicy", 1, INT64_MAX / 2,
-                          &job.run_policy.active_deadline_seconds);
+  if (Status s = OptionalInt(run, "activeDeadlineSeconds", "spec.runPolicy", 1, INT64_MAX / 2,
+                             &job.run_policy.active_deadline_seconds);
       !s.ok()) {
     return s;
   }
-  if (Status s = IntField(run, "ttlSecondsAfterFinished", "spec.runPolicy", 0, INT32_MAX,
-                          &job.run_policy.ttl_seconds_after_finished);
+  if (Status s = OptionalInt(run, "ttlSecondsAfterFinished", "spec.runPolicy", 0, INT32_MAX,
+                             &job.run_policy.ttl_seconds_after_finished);
       !s.ok()) {
     return s;
   }
-  std::string text;
-  if (Status s = EnumField(run, "cleanPodPolicy", "spec.runPolicy", {"Running", "All", "None"}, &text); !s.ok()) {
+  std::string clean_pod_policy = "Running";
+  if (Status s = OptionalEnum(run, "cleanPodPolicy", "spec.runPolicy", {"Running", "All", "None"}, &clean_pod_policy);
+      !s.ok()) {
     return s;
   }
-  job.run_policy.clean_pod_policy = text == "All"    ? CleanPodPolicy::kAll
-                                    : text == "None" ? CleanPodPolicy::kNone
-                                                     : CleanPodPolicy::kRunning;
-  if (Status s = EnumField(run, "restartScope", "spec.runPolicy", {"Pod", "Job"}, &text); !s.ok()) return s;
-  job.run_policy.restart_scope = text == "Job" ? RestartScope::kJob : RestartScope::kPod;
+  job.run_policy.clean_pod_policy = clean_pod_policy == "All"    ? CleanPodPolicy::kAll
+                                    : clean_pod_policy == "None" ? CleanPodPolicy::kNone
+                                                                 : CleanPodPolicy::kRunning;
+  std::string restart_scope = "Pod";
+  if (Status s = OptionalEnum(run, "restartScope", "spec.runPolicy", {"Pod", "Job"}, &restart_scope); !s.ok()) return s;
+  job.run_policy.restart_scope = restart_scope == "Job" ? RestartScope::kJob : RestartScope::kPod;
   if (run.contains("suspend") && !run["suspend"].is_null()) {
     if (!run["suspend"].is_boolean()) return InvalidArgument("spec.runPolicy.suspend must be true or false");
     job.run_policy.suspend = run["suspend"].get<bool>();
   }
 
-  if (Status s = EnumField(spec, "successPolicy", "spec", {"Default", "AllWorkers"}, &text); !s.ok()) return s;
-  job.success_policy = text == "AllWorkers" ? SuccessPolicy::kAllWorkers : SuccessPolicy::kDefault;
+  std::string success_policy = "Default";
+  if (Status s = OptionalEnum(spec, "successPolicy", "spec", {"Default", "AllWorkers"}, &success_policy); !s.ok()) {
+    return s;
+  }
+  job.success_policy = success_policy == "AllWorkers" ? SuccessPolicy::kAllWorkers : SuccessPolicy::kDefault;
   if (job.success_policy == SuccessPolicy::kAllWorkers && !job.Find(ReplicaType::kWorker)) {
     return InvalidArgument("spec.successPolicy AllWorkers needs Worker replicas");
   }
@@ -308,11 +277,11 @@ StatusOr<TrainingJobSpec> ParseTrainingJob(const Json& object) {
     DeployTo deploy;
     deploy.model_deployment = d["modelDeployment"].get<std::string>();
     std::optional<int64_t> percent;
-    if (Status s = IntField(d, "canaryPercent", "spec.output.deployTo", 0, 100, &percent); !s.ok()) return s;
+    if (Status s = OptionalInt(d, "canaryPercent", "spec.output.deployTo", 0, 100, &percent); !s.ok()) return s;
     deploy.canary_percent = static_cast<int>(percent.value_or(10));
     job.output.deploy_to = deploy;
   }
-  if (Status s = IntField(output, "version", "spec.output", 1, INT64_MAX / 2, &job.output.version); !s.ok()) {
+  if (Status s = OptionalInt(output, "version", "spec.output", 1, INT64_MAX / 2, &job.output.version); !s.ok()) {
     return s;
   }
 

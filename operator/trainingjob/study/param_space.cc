@@ -7,46 +7,15 @@
 #include <regex>
 #include <set>
 
+#include "parsing/cr_fields.h"
+
 namespace mf::op::study {
 namespace {
 
 const std::string kPath = "spec.hyperparameters";
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 bool IsIntegral(double v) { return std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.0e15; }
-
-Status ReadNumber(const Json& obj, const char* key, const std::string& path, std::optional<double>* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status();
-  if (!it->is_number() || !std::isfinite(it->get<double>()))
-    return InvalidArgument(path + "." + key + " must be a finite number");
-  *out = it->get<double>();
-  return Status();
-}
-
-Status ReadInt(const Json& obj, const char* key, int64_t min, int64_t max, int64_t* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status();
-  if (!it->is_number_integer()) return InvalidArgument(kPath + "." + key + " must be an integer");
-  const int64_t v = it->get<int64_t>();
-  if (v < min || v > max) {
-    return InvalidArgument(kPath + "." + key + " is " + std::to_string(v) + "; it must be between " +
-                           std::to_string(min) + " and " + std::to_string(max));
-  }
-  *out = v;
-  return Status();
-}
-
-Status ReadEnum(const Json& obj, const char* key, const std::string& path, const std::vector<std::string>& allowed,
-                std::string* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status();
-  std::string joined;
-  for (const auto& a : allowed) joined += (joined.empty() ? "" : ", ") + a;
-  if (!it->is_string() || std::find(allowed.begin(), allowed.end(), it->get<std::string>()) == allowed.end())
-    return InvalidArgument(path + "." + key + " must be one of " + joined + "; got " + it->dump());
-  *out = it->get<std::string>();
-  return Status();
-}
 
 std::string Num(double v) { return FormatValue(Json(v)); }
 
@@ -65,15 +34,16 @@ StatusOr<ParamSpec> ParseParam(const Json& p, const std::string& path, Algorithm
   const std::string where = path + " (" + spec.name + ")";
 
   std::string type;
-  if (auto s = ReadEnum(p, "type", where, {"INTEGER", "DOUBLE", "CATEGORICAL", "DISCRETE"}, &type); !s.ok()) return s;
+  if (auto s = OptionalEnum(p, "type", where, {"INTEGER", "DOUBLE", "CATEGORICAL", "DISCRETE"}, &type); !s.ok())
+    return s;
   if (type.empty()) return InvalidArgument(where + ".type is required: INTEGER, DOUBLE, CATEGORICAL or DISCRETE");
   spec.type = type == "INTEGER"       ? ParamType::kInteger
               : type == "DOUBLE"      ? ParamType::kDouble
               : type == "CATEGORICAL" ? ParamType::kCategorical
                                       : ParamType::kDiscrete;
   std::string scale = "UNIT_LINEAR_SCALE";
-  if (auto s =
-          ReadEnum(p, "scaleType", where, {"UNIT_LINEAR_SCALE", "UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE"}, &scale);
+  if (auto s = OptionalEnum(p, "scaleType", where, {"UNIT_LINEAR_SCALE", "UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE"},
+                            &scale);
       !s.ok())
     return s;
   spec.scale = scale == "UNIT_LOG_SCALE"           ? Scale::kLog
@@ -81,9 +51,9 @@ StatusOr<ParamSpec> ParseParam(const Json& p, const std::string& path, Algorithm
                                                    : Scale::kLinear;
 
   std::optional<double> min, max, step;
-  if (auto s = ReadNumber(p, "min", where, &min); !s.ok()) return s;
-  if (auto s = ReadNumber(p, "max", where, &max); !s.ok()) return s;
-  if (auto s = ReadNumber(p, "step", where, &step); !s.ok()) return s;
+  if (auto s = OptionalNumber(p, "min", where, -kInf, kInf, &min); !s.ok()) return s;
+  if (auto s = OptionalNumber(p, "max", where, -kInf, kInf, &max); !s.ok()) return s;
+  if (auto s = OptionalNumber(p, "step", where, -kInf, kInf, &step); !s.ok()) return s;
   if (step && spec.type != ParamType::kDouble)
     return InvalidArgument(where + ".step is only for DOUBLE parameters (INTEGER steps by 1)");
 
@@ -231,7 +201,7 @@ StatusOr<StudySpec> ParseStudySpec(const Json& h) {
   if (!h.is_object()) return InvalidArgument(kPath + " must be an object");
   StudySpec spec;
   std::string goal = "MAXIMIZE";
-  if (auto s = ReadEnum(h, "goal", kPath, {"MAXIMIZE", "MINIMIZE"}, &goal); !s.ok()) return s;
+  if (auto s = OptionalEnum(h, "goal", kPath, {"MAXIMIZE", "MINIMIZE"}, &goal); !s.ok()) return s;
   spec.maximize = goal == "MAXIMIZE";
 
   auto tag = h.find("metricTag");
@@ -243,12 +213,12 @@ StatusOr<StudySpec> ParseStudySpec(const Json& h) {
     return InvalidArgument(kPath + ".metricTag \"" + spec.metric_tag + "\" may not contain spaces or '='");
 
   if (!h.contains("maxTrials")) return InvalidArgument(kPath + ".maxTrials is required (1 to 1000)");
-  if (auto s = ReadInt(h, "maxTrials", 1, 1000, &spec.max_trials); !s.ok()) return s;
-  if (auto s = ReadInt(h, "maxParallelTrials", 1, 1000, &spec.max_parallel_trials); !s.ok()) return s;
-  if (auto s = ReadInt(h, "maxFailedTrials", 0, 1000, &spec.max_failed_trials); !s.ok()) return s;
+  if (auto s = OptionalInt(h, "maxTrials", kPath, 1, 1000, &spec.max_trials); !s.ok()) return s;
+  if (auto s = OptionalInt(h, "maxParallelTrials", kPath, 1, 1000, &spec.max_parallel_trials); !s.ok()) return s;
+  if (auto s = OptionalInt(h, "maxFailedTrials", kPath, 0, 1000, &spec.max_failed_trials); !s.ok()) return s;
 
   std::string algorithm = "random";
-  if (auto s = ReadEnum(h, "algorithm", kPath, {"random", "grid", "bayesian"}, &algorithm); !s.ok()) return s;
+  if (auto s = OptionalEnum(h, "algorithm", kPath, {"random", "grid", "bayesian"}, &algorithm); !s.ok()) return s;
   spec.algorithm = algorithm == "grid"       ? Algorithm::kGrid
                    : algorithm == "bayesian" ? Algorithm::kBayesian
                                              : Algorithm::kRandom;
