@@ -449,18 +449,7 @@ ModelDeploymentController::Plan ModelDeploymentController::PlanTrafficAndReplica
 }
 
 Status ModelDeploymentController::WriteStatus(const Json& object, const Json& status) {
-  const Json old_status = object.value("status", Json::object());
-  if (old_status == status) return Status();
-  Json patch_status = status;
-  if (old_status.is_object()) {
-    for (const auto& [k, v] : old_status.items()) {
-      if (!status.contains(k)) patch_status[k] = nullptr;  // merge patch: null removes
-    }
-  }
-  const k8s::ResourceRef ref{k8s::resources::ModelDeployments(), k8s::StringAt(k8s::MetadataOf(object), "namespace"),
-                             k8s::StringAt(k8s::MetadataOf(object), "name"), "status"};
-  auto patched = client_.Patch(ref, k8s::PatchType::kMerge, Json{{"status", patch_status}});
-  return patched.ok() ? Status() : patched.status();
+  return client_.ReplaceStatus(k8s::resources::ModelDeployments(), object, status).status();
 }
 
 void ModelDeploymentController::RecordConditionEvents(const Json& involved, const Json& old_status,

@@ -271,19 +271,9 @@ Status TrainingJobController::HandOff(const TrainingJobSpec& spec, Json* status,
 }
 
 StatusOr<int64_t> TrainingJobController::WriteStatus(const Json& object, const Json& status) {
-  const Json old_status = object.value("status", Json::object());
-  if (old_status == status) return int64_t{0};
-  Json patch_status = status;
-  if (old_status.is_object()) {
-    for (const auto& [k, v] : old_status.items()) {
-      if (!status.contains(k)) patch_status[k] = nullptr;  // merge patch: null removes
-    }
-  }
-  const k8s::ResourceRef ref{k8s::resources::TrainingJobs(), k8s::StringAt(k8s::MetadataOf(object), "namespace"),
-                             k8s::StringAt(k8s::MetadataOf(object), "name"), "status"};
-  auto patched = client_.Patch(ref, k8s::PatchType::kMerge, Json{{"status", patch_status}});
-  if (!patched.ok()) return patched.status();
-  return VersionOf(*patched);
+  MF_ASSIGN_OR_RETURN(std::optional<Json> patched,
+                      client_.ReplaceStatus(k8s::resources::TrainingJobs(), object, status));
+  return patched ? VersionOf(*patched) : int64_t{0};
 }
 
 k8s::ReconcileResult TrainingJobController::Reconcile(const std::string& key) {

@@ -181,6 +181,22 @@ StatusOr<Json> Client::Patch(const ResourceRef& ref, PatchType type, const Json&
   return CallJson("PATCH", path, patch.dump(), content_type);
 }
 
+StatusOr<std::optional<Json>> Client::ReplaceStatus(const GroupVersionResource& resource, const Json& object,
+                                                    const Json& status) {
+  const Json old_status = object.value("status", Json::object());
+  if (old_status == status) return std::optional<Json>();
+  Json patch_status = status;
+  if (old_status.is_object()) {
+    for (const auto& [key, value] : old_status.items()) {
+      if (!status.contains(key)) patch_status[key] = nullptr;  // merge patch: null removes
+    }
+  }
+  const ResourceRef ref{resource, StringAt(MetadataOf(object), "namespace"), StringAt(MetadataOf(object), "name"),
+                        "status"};
+  MF_ASSIGN_OR_RETURN(Json patched, Patch(ref, PatchType::kMerge, Json{{"status", patch_status}}));
+  return std::optional<Json>(std::move(patched));
+}
+
 StatusOr<Json> Client::Apply(const ResourceRef& ref, const Json& object, const std::string& field_manager, bool force) {
   if (ref.name.empty()) return InvalidArgument("Apply needs an object name");
   if (field_manager.empty()) return InvalidArgument("server-side apply needs a field manager");

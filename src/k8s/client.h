@@ -94,6 +94,11 @@ class Client {
   // ref.subresource "status" or "scale" updates that subresource.
   StatusOr<Json> Update(const ResourceRef& ref, const Json& object);
   StatusOr<Json> Patch(const ResourceRef& ref, PatchType type, const Json& patch);
+  // Makes `status` the whole status of `object` (of `resource`) with one merge patch of its status
+  // subresource: the fields of its current status that `status` lacks are sent as null, so they
+  // are removed. The patched object, or nullopt without a request when the status is unchanged.
+  StatusOr<std::optional<Json>> ReplaceStatus(const GroupVersionResource& resource, const Json& object,
+                                              const Json& status);
   // Server-side apply: PATCH application/apply-patch+yaml (JSON is YAML) with fieldManager and
   // force, so the caller owns the fields it sets and conflicts with other managers are overridden
   // only when `force`.

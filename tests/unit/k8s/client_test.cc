@@ -103,6 +103,27 @@ TEST_F(ClientTest, RetryOnConflictRereadsUntilTheWriteLands) {
   EXPECT_EQ(stored["metadata"]["annotations"]["racer"], "2");  // the racer's write was not lost
 }
 
+TEST_F(ClientTest, ReplaceStatusRemovesWhatTheNewStatusLacksAndSkipsNoChange) {
+  Json pod = Pod("s");
+  pod["status"] = {{"phase", "Running"}, {"message", "old"}};
+  ASSERT_TRUE(client_.Create({resources::Pods(), "ml", "", ""}, pod).ok());
+  const Json stored = *server_->Object(kPods, "ml", "s");
+  const size_t before = server_->requests().size();
+  auto same = client_.ReplaceStatus(resources::Pods(), stored, stored["status"]);
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_FALSE(same->has_value());
+  EXPECT_EQ(server_->requests().size(), before);  // no request for an unchanged status
+
+  auto replaced = client_.ReplaceStatus(resources::Pods(), stored, {{"phase", "Succeeded"}});
+  ASSERT_TRUE(replaced.ok()) << replaced.status().ToString();
+  ASSERT_TRUE(replaced->has_value());
+  const HttpRequest last = server_->requests().back();
+  EXPECT_EQ(last.method, "PATCH");
+  EXPECT_EQ(last.target, "/api/v1/namespaces/ml/pods/s/status");
+  EXPECT_EQ(last.headers.at("Content-Type"), "application/merge-patch+json");
+  EXPECT_EQ(Json::parse(last.body), (Json{{"status", {{"phase", "Succeeded"}, {"message", nullptr}}}}));
+}
+
 TEST_F(ClientTest, RetryOnConflictGivesUpAfterAttempts) {
   int attempts = 0;
   Status s = RetryOnConflict(
