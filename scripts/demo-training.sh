@@ -8,35 +8,12 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 build_tree modelfleet-local modelfleet-operator modelfleet-server modelfleet-router modelfleet-sync
-work=$(mktemp -d /tmp/modelfleet-training-demo.XXXXXX)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-run() { printf '\n$ %s\n' "$*"; "$@"; }
-api=$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+demo_start training-demo
 
 say "1. The local cluster, the operator (Helm chart) and the digits ModelDeployment (v1 90 %, v2 10 %)"
 # modelfleet/python-train: the image the training examples name, here the repository's venv python
 # (Debian's torch, scikit-learn).
-cat >"$work/images.yaml" <<YAML
-images:
-  modelfleet/operator: $BUILD_DIR/operator/modelfleet-operator
-  modelfleet/server: $BUILD_DIR/server/main/modelfleet-server
-  modelfleet/router: $BUILD_DIR/server/router/modelfleet-router
-  modelfleet/sync: $BUILD_DIR/server/sync/modelfleet-sync
-  modelfleet/python-train: $PYTHON
-YAML
-"$BUILD_DIR/tools/local/modelfleet-local" up --data-dir "$work/cluster" --port "$api" \
-  --kubeconfig "$work/kubeconfig" --image-map "$work/images.yaml" >"$work/local.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 1200); do [ -s "$work/kubeconfig" ] && break; sleep 0.1; done
-[ -s "$work/kubeconfig" ] || { echo "demo: the cluster did not start; see $work/local.log"; cat "$work/local.log"; exit 1; }
-export KUBECONFIG="$work/kubeconfig"
-export HELM_CACHE_HOME="$work/helm/cache" HELM_CONFIG_HOME="$work/helm/config" HELM_DATA_HOME="$work/helm/data"
+demo_cluster_up "modelfleet/python-train: $PYTHON"
 run "$BUILD_DIR/go/bin/helm" install modelfleet "$ROOT/helm/modelfleet" -n modelfleet-system --create-namespace --wait --timeout 180s
 sed "s|/MODELFLEET_ROOT|$ROOT|" "$ROOT/examples/modeldeployment-digits-local.yaml" | kubectl apply -f -
 run kubectl wait md/digits --for condition=Ready --timeout=240s
@@ -57,13 +34,8 @@ run kubectl logs digits-pytorch-master-0 --tail=4
 say "3. Canary: the operator added the trained model to the ModelDeployment at 10 %"
 kubectl get tj digits-pytorch -o jsonpath='{.status.handoff}{"\n"}'
 run kubectl get md digits -o jsonpath='{.spec.traffic}{"\n"}'
-lb=""
-for _ in $(seq 1 300); do
-  lb=$(kubectl get svc digits -o jsonpath='{.status.loadBalancer.ingress[0].ip}' 2>/dev/null || true)
-  [ -n "$lb" ] && break; sleep 0.2
-done
-body=$("$PYTHON" -c 'import json; from sklearn.datasets import load_digits
-print(json.dumps({"signature_name": "serving_default", "instances": load_digits().data[:2].tolist()}))')
+lb=$(demo_lb_address digits)
+body=$(digits_predict_body)
 echo "waiting for the canary v3 to answer through the router (http://$lb:8501)..."
 for _ in $(seq 1 600); do
   version=$(curl -s -o /dev/null -w '%header{x-modelfleet-version}' -X POST "http://$lb:8501/v1/models/digits:predict" -d "$body" || true)

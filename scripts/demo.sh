@@ -12,22 +12,13 @@ say "Installing dependencies (Debian packages; idempotent)"
 bash "$ROOT/scripts/install-deps.sh"
 build_tree modelfleet-run modelfleet-server modelfleet-local modelfleet-operator modelfleet-router modelfleet-sync
 
-work=$(mktemp -d /tmp/modelfleet-demo.XXXXXX)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-free_port() { "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+demo_start demo
 wait_http() {  # url, seconds
   # $1 may carry curl options after the URL (e.g. --cacert FILE).
   # shellcheck disable=SC2086
   for _ in $(seq 1 $(( $2 * 10 ))); do curl -sf -o /dev/null $1 && return 0; sleep 0.1; done
   echo "demo: $1 did not answer within $2 s"; return 1
 }
-run() { printf '\n$ %s\n' "$*"; "$@"; }
 
 say "1. The runtime: modelfleet-run on the digits model (an MLP trained on sklearn's digits, exported by examples/models/make_digits.py)"
 "$PYTHON" - "$work/digits.npy" "$work/labels.txt" <<'PY'
@@ -51,8 +42,7 @@ echo "$ ${run_server[*]}"
 pids+=($!)
 wait_http "http://127.0.0.1:$rest/v2/health/ready" 60
 run curl -s "http://127.0.0.1:$rest/v1/models/digits"; echo
-body=$("$PYTHON" -c 'import json; from sklearn.datasets import load_digits
-print(json.dumps({"signature_name": "serving_default", "instances": load_digits().data[:2].tolist()}))')
+body=$(digits_predict_body)
 printf '\n$ curl -s -X POST localhost:%s/v1/models/digits:predict -d {"signature_name": "serving_default", "instances": <2 digit images>}\n' "$rest"
 curl -s -X POST "http://127.0.0.1:$rest/v1/models/digits:predict" -d "$body" | "$PYTHON" -c '
 import json, sys; r = json.load(sys.stdin)
@@ -76,27 +66,13 @@ cat "$work/load.txt"
 run curl -s "http://127.0.0.1:$rest/v1/models/digits"; echo
 
 say "4. The local cluster: modelfleet-local (the real kube-apiserver, etcd, controller-manager and scheduler, built from their Go modules, plus our node agent running pods as processes)"
-api=$(free_port)
-# The image names the chart and the operator use, mapped to this build's binaries.
-cat >"$work/images.yaml" <<YAML
-images:
-  modelfleet/operator: $BUILD_DIR/operator/modelfleet-operator
-  modelfleet/server: $BUILD_DIR/server/main/modelfleet-server
-  modelfleet/router: $BUILD_DIR/server/router/modelfleet-router
-  modelfleet/sync: $BUILD_DIR/server/sync/modelfleet-sync
-YAML
-"$BUILD_DIR/tools/local/modelfleet-local" up --data-dir "$work/cluster" --port "$api" \
-  --kubeconfig "$work/kubeconfig" --image-map "$work/images.yaml" >"$work/local.log" 2>&1 &
-pids+=($!)
-# The kubeconfig (admin client certificate, the cluster's own CA) is written once the node is Ready.
-for _ in $(seq 1 1200); do [ -s "$work/kubeconfig" ] && break; sleep 0.1; done
-[ -s "$work/kubeconfig" ] || { echo "demo: the cluster did not start; see $work/local.log"; cat "$work/local.log"; exit 1; }
-export KUBECONFIG="$work/kubeconfig"
+# The image names the chart and the operator use are mapped to this build's binaries; the
+# kubeconfig (admin client certificate, the cluster's own CA) is written once the node is Ready.
+demo_cluster_up
 run kubectl get --raw /version; echo
 run kubectl get nodes
 
 say "5. The operator, installed by its Helm chart (CRDs, RBAC, two replicas with leader election)"
-export HELM_CACHE_HOME="$work/helm/cache" HELM_CONFIG_HOME="$work/helm/config" HELM_DATA_HOME="$work/helm/data"
 run "$BUILD_DIR/go/bin/helm" install modelfleet "$ROOT/helm/modelfleet" -n modelfleet-system --create-namespace --wait --timeout 180s
 run kubectl get pods -n modelfleet-system
 run kubectl get lease modelfleet-operator -n modelfleet-system -o jsonpath='{.spec.holderIdentity}{" leads\n"}'
@@ -107,10 +83,7 @@ run kubectl apply -f "$work/digits.yaml"
 run kubectl wait md/digits --for condition=Ready --timeout=240s
 run kubectl get md digits
 run kubectl get deployments,services -l modelfleet.io/modeldeployment=digits
-for _ in $(seq 1 100); do
-  lb=$(kubectl get service digits -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
-  [ -n "$lb" ] && break; sleep 0.1
-done
+lb=$(demo_lb_address digits)
 echo "(the router's LoadBalancer Service got the host address $lb, as \`minikube tunnel\` gives one)"
 
 say "7. Predictions through the router: REST (x-modelfleet-version names the version that answered) and gRPC"
