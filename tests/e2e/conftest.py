@@ -29,3 +29,9 @@ def build():
 @pytest.fixture
 def port():
     return free_port()
+
+
+# The chart-installed operator on one cluster, shared by every module that takes `fleet` (a
+# session fixture defined here once: a module importing it would get an instance of its own).
+# Imported last: fleet_fixtures imports build_dir and free_port from this module.
+from fleet_fixtures import fleet  # noqa: E402,F401

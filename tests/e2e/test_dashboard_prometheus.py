@@ -23,7 +23,6 @@ import yaml
 from sklearn.datasets import load_digits
 
 from conftest import ROOT
-from fleet_fixtures import fleet  # noqa: F401
 from local_fixtures import wait_until
 from prometheus_fixtures import dashboard_targets, prometheus, substitute_variables  # noqa: F401
 

@@ -16,9 +16,8 @@ import pytest
 import requests
 
 import proto_stubs
-from fleet_fixtures import (CHART, PREDICT, STUDY_ONLY_GRANTS, SYSTEM_NS, TRAINING_ONLY_GRANTS, Load,  # noqa: F401
-                            audit_calls, fleet, granted, grpc_predict_request, kill9, pids_of_pod, processes,
-                            rest_url)
+from fleet_fixtures import (CHART, PREDICT, STUDY_ONLY_GRANTS, SYSTEM_NS, TRAINING_ONLY_GRANTS, Load, audit_calls,
+                            granted, grpc_predict_request, kill9, pids_of_pod, processes, rest_url)
 from local_fixtures import wait_until
 
 

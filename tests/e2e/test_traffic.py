@@ -16,7 +16,7 @@ import requests
 
 import proto_stubs
 from conftest import ROOT
-from fleet_fixtures import PREDICT, Load, fleet, grpc_predict_request, rest_url  # noqa: F401
+from fleet_fixtures import PREDICT, Load, grpc_predict_request, rest_url
 from local_fixtures import wait_until
 
 pytestmark = pytest.mark.timeout(900)

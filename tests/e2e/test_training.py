@@ -25,8 +25,7 @@ import requests
 import yaml
 
 from conftest import ROOT
-from fleet_fixtures import (PREDICT, SYSTEM_NS, TRAINING_ONLY_GRANTS, audit_calls, fleet,  # noqa: F401
-                            granted, processes, rest_url)
+from fleet_fixtures import PREDICT, SYSTEM_NS, TRAINING_ONLY_GRANTS, audit_calls, granted, processes, rest_url
 from local_fixtures import wait_until
 
 pytestmark = pytest.mark.timeout(600)

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from fleet_fixtures import STUDY_ONLY_GRANTS, SYSTEM_NS, audit_calls, fleet, granted  # noqa: F401
+from fleet_fixtures import STUDY_ONLY_GRANTS, SYSTEM_NS, audit_calls, granted
 from local_fixtures import wait_until
 
 MANIFEST = ROOT / "examples" / "training" / "trainingjob-study-local.yaml"

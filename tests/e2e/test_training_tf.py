@@ -19,7 +19,6 @@ import pytest
 import yaml
 
 from conftest import ROOT, build_dir, free_port
-from fleet_fixtures import fleet  # noqa: F401 (the session's chart-installed operator)
 from local_fixtures import wait_until
 
 sys.path.insert(0, str(ROOT / "examples" / "training"))
