@@ -9,10 +9,13 @@ say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
 # Configures (once) and builds the tree in $BUILD_DIR; extra arguments are build targets. The real
 # Kubernetes components (and etcd, helm, Prometheus) come first, from their pinned Go modules
-# (scripts/build-go-tools.sh: only when the pins changed).
+# (scripts/build-go-tools.sh: only when the pins changed), unless MODELFLEET_GO_TOOLS=background
+# says the caller builds them itself meanwhile.
 build_tree() {
-  say "Building the Kubernetes control plane, etcd, helm and Prometheus from their pinned Go modules"
-  bash "$ROOT/scripts/build-go-tools.sh" || return 1
+  if [ "${MODELFLEET_GO_TOOLS:-}" != background ]; then
+    say "Building the Kubernetes control plane, etcd, helm and Prometheus from their pinned Go modules"
+    bash "$ROOT/scripts/build-go-tools.sh" || return 1
+  fi
   local launcher=()
   if command -v ccache >/dev/null 2>&1; then
     export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1 CCACHE_COMPILERCHECK=content

@@ -7,6 +7,16 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 start=$(date +%s)
 
+# The Go components need only the machine's Go: they build in the background from the start,
+# beside the Debian packages' install (mostly downloads and unpacking), the Python venv's and the
+# C++ build. Their output goes to a log, shown when they are done.
+mkdir -p "$BUILD_DIR"
+go_log="$BUILD_DIR/build-go-tools.log"
+say "Building the Kubernetes control plane, etcd, helm and Prometheus from their pinned Go modules, in the background (log: ${go_log#"$ROOT"/})"
+setsid bash "$ROOT/scripts/build-go-tools.sh" >"$go_log" 2>&1 &
+go_pid=$!
+trap 'kill -- -"$go_pid" 2>/dev/null' EXIT  # an early exit leaves no go build behind
+
 say "Installing dependencies (Debian packages; idempotent)"
 bash "$ROOT/scripts/install-deps.sh" debian || { echo "test.sh: installing Debian packages failed"; exit 1; }
 
@@ -17,22 +27,17 @@ failed=0
 say "Checking that the C++/CUDA sources match .clang-format"
 if bash "$ROOT/scripts/check-format.sh"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
-# The Python venv and CUDA wheels are mostly downloads: fetched while the Go components build.
-mkdir -p "$BUILD_DIR"
-pip_log="$BUILD_DIR/install-python.log"
-say "Installing the Python venv and the CUDA wheels in the background (log: ${pip_log#"$ROOT"/})"
-bash "$ROOT/scripts/install-deps.sh" python >"$pip_log" 2>&1 &
-pip_pid=$!
-say "Building the Kubernetes control plane, etcd, helm and Prometheus from their pinned Go modules"
-bash "$ROOT/scripts/build-go-tools.sh"
-go_rc=$?
-wait "$pip_pid"
-pip_rc=$?
-cat "$pip_log"
-[ "$pip_rc" -eq 0 ] || { echo "0 passed, 1 failed"; echo "test.sh: installing the Python venv or CUDA wheels failed"; exit 1; }
-[ "$go_rc" -eq 0 ] || { echo "0 passed, 1 failed"; echo "test.sh: building the Go components failed"; exit 1; }
+# The build's CUDA toolkit comes from the CUDA wheels where /usr/local/cuda is missing.
+say "Installing the Python venv and the CUDA wheels"
+bash "$ROOT/scripts/install-deps.sh" python || { echo "0 passed, 1 failed"; echo "test.sh: installing the Python venv or CUDA wheels failed"; exit 1; }
 
-build_tree || { echo "0 passed, 1 failed"; echo "test.sh: the build failed"; exit 1; }
+MODELFLEET_GO_TOOLS=background build_tree || { echo "0 passed, 1 failed"; echo "test.sh: the build failed"; exit 1; }
+
+say "Waiting for the Go components"
+wait "$go_pid"
+go_rc=$?
+cat "$go_log"
+[ "$go_rc" -eq 0 ] || { echo "0 passed, 1 failed"; echo "test.sh: building the Go components failed"; exit 1; }
 
 log_dir="$BUILD_DIR/test-logs"
 mkdir -p "$log_dir"
