@@ -276,7 +276,8 @@ std::vector<DesiredObject> RouterObjects(const ModelDeploymentSpec& md, const Js
   }
   Json args = Json::array({"--configmap=" + md.ns + "/" + name, "--address=$(POD_IP)",
                            "--rest-port=" + std::to_string(kRestPort), "--grpc-port=" + std::to_string(kGrpcPort),
-                           "--admin-port=" + std::to_string(kRouterAdminPort)});
+                           "--admin-port=" + std::to_string(kRouterAdminPort),
+                           "--not-ready-grace-seconds=" + std::to_string(settings.not_ready_grace_seconds)});
   Json env = Json::array({PodIpEnv()});
   if (!settings.report_url.empty()) {
     args.push_back("--report-url=" + settings.report_url);

@@ -30,8 +30,9 @@ struct OperatorSettings {
   std::string router_cluster_role = "modelfleet-router";
   // Where the routers push their counters every second (autoscaling and rollout analysis).
   std::string report_url;
-  // Server pods answer not-ready this long after SIGTERM before draining, so routers stop
-  // sending first; the grace period leaves room for the drain after it.
+  // Server and router pods answer not-ready this long after SIGTERM before draining, so routers
+  // (and, for a router, its Service) stop sending first; the grace period leaves room for the
+  // drain after it.
   // 10 s: EndpointSlice updates reach every router within it even on a loaded control plane.
   int not_ready_grace_seconds = 10;
   int termination_grace_seconds = 45;

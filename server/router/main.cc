@@ -5,8 +5,9 @@
 //   modelfleet-router --config=router.yaml                # static: endpoints in the file
 //   modelfleet-router --configmap=ml/mnist-router         # in a cluster: ConfigMap + EndpointSlices
 //
-// Shutdown on SIGTERM/SIGINT: /readyz turns 503, the proxy drains in-flight requests for up to
-// --drain-seconds, then the process exits 0.
+// Shutdown on SIGTERM/SIGINT: /readyz turns 503 at once while the proxy goes on serving for
+// --not-ready-grace-seconds (so the Service stops sending here before anything is refused), then
+// it drains in-flight requests for up to --drain-seconds and the process exits 0.
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -47,6 +48,7 @@ struct RouterFlags {
   int eject_seconds = 30;
   int max_requests_per_endpoint = 0;
   int drain_seconds = 10;
+  int not_ready_grace_seconds = 0;
 };
 
 StatusOr<k8s::ClusterConfig> LoadClusterConfig(const std::string& kubeconfig) {
@@ -87,6 +89,8 @@ int Main(int argc, char** argv) {
   flag_set.Add("max-requests-per-endpoint", &f.max_requests_per_endpoint,
                "requests in flight to one endpoint before it takes no more (503 when all are full); 0: no limit");
   flag_set.Add("drain-seconds", &f.drain_seconds, "on SIGTERM, how long in-flight requests may finish");
+  flag_set.Add("not-ready-grace-seconds", &f.not_ready_grace_seconds,
+               "on SIGTERM, how long the router answers not-ready but still serves before draining");
   if (Status s = flag_set.Parse(argc, argv); !s.ok()) {
     std::cerr << s.message() << "\n\n" << flag_set.Usage();
     return 2;
@@ -112,6 +116,9 @@ int Main(int argc, char** argv) {
   for (auto [name, port] :
        {std::pair{"--rest-port", f.rest_port}, {"--grpc-port", f.grpc_port}, {"--admin-port", f.admin_port}}) {
     if (port < 0 || port > 65535) return fail(InvalidArgument(std::string(name) + " must be in 0..65535"));
+  }
+  if (f.drain_seconds < 0 || f.not_ready_grace_seconds < 0) {
+    return fail(InvalidArgument("--drain-seconds and --not-ready-grace-seconds must not be negative"));
   }
   if (f.upstream_timeout_ms <= 0 || f.connect_timeout_ms <= 0) {
     return fail(InvalidArgument("--upstream-timeout-ms and --connect-timeout-ms must be positive"));
@@ -200,8 +207,10 @@ int Main(int argc, char** argv) {
     reports = std::make_unique<ReportPusher>(f.report_url, f.report_name, pod && *pod ? pod : "router");
   }
   int signal = http::WaitForTerminationSignal();
-  log::Info("shutting down", {{"signal", std::to_string(signal)}});
+  log::Info("shutting down: not ready, then draining",
+            {{"signal", std::to_string(signal)}, {"grace_seconds", std::to_string(f.not_ready_grace_seconds)}});
   draining = true;
+  std::this_thread::sleep_for(std::chrono::seconds(f.not_ready_grace_seconds));
   std::thread grpc_drain([&] {
     if (grpc_server) grpc_server->Drain(std::chrono::seconds(f.drain_seconds));
   });

@@ -403,6 +403,22 @@ def test_a_request_to_the_only_endpoint_that_went_away_waits_for_its_successor(t
     assert 2.9 < time.monotonic() - started < 6
 
 
+def test_sigterm_turns_readyz_off_then_serves_through_the_grace_then_exits(tmp_path, backends, start_router):
+    """On SIGTERM the router answers not-ready at once but goes on proxying for
+    --not-ready-grace-seconds (its Service stops sending meanwhile), then drains and exits 0."""
+    v1 = backends("v1-a")
+    write_config(tmp_path / "router.yaml", [{"name": "v1", "service": "s1", "weight": 100, "endpoints": [v1.address]}])
+    router = start_router("--not-ready-grace-seconds=2")
+    assert requests.get(router.admin + "/readyz", timeout=2).status_code == 200
+    router.proc.send_signal(signal.SIGTERM)
+    wait_for(lambda: requests.get(router.admin + "/readyz", timeout=2).status_code == 503, timeout=2,
+             what="/readyz to turn 503")
+    r = requests.post(router.url + "/v1/models/m:predict", json={}, timeout=5)
+    assert r.status_code == 200 and r.json()["backend"] == "v1-a"  # still serving within the grace
+    assert router.proc.wait(timeout=15) == 0
+    assert "shutting down: not ready, then draining" in router.log()
+
+
 def test_upstream_timeout_is_a_504(tmp_path, backends, start_router):
     slow = backends("v1-a")
     slow.delay = 2.0

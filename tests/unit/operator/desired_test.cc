@@ -188,6 +188,8 @@ TEST(DesiredTest, RouterConfigCarriesWeightsRoutesStickinessAndMirror) {
   EXPECT_EQ(router["spec"]["replicas"], 3);
   EXPECT_EQ(router["spec"]["template"]["spec"]["serviceAccountName"], "mnist-router");
   EXPECT_TRUE(HasArg(Container(router, "router"), "--configmap=ml/mnist-router"));
+  // Not ready first, so the router Service stops sending before the router drains.
+  EXPECT_TRUE(HasArg(Container(router, "router"), "--not-ready-grace-seconds=10"));
   EXPECT_EQ(Find(state, "services", "mnist")["spec"]["type"], "LoadBalancer");
   EXPECT_EQ(Find(state, "rolebindings", "mnist-router")["roleRef"]["name"], "modelfleet-router");
 }
