@@ -7,6 +7,7 @@
 #include "common/flags.h"
 #include "common/logging.h"
 #include "k8s/api_error.h"
+#include "metrics_feed/prometheus_query.h"
 #include "modeldeployment/cache_view.h"
 
 namespace mf::op {
@@ -410,6 +411,7 @@ ModelDeploymentController::Plan ModelDeploymentController::PlanTrafficAndReplica
 
   if (md.autoscaling) {
     const AutoscalingSpec& spec = *md.autoscaling;
+    if (!spec.prometheus_url.empty() && spec.metric == "qps") ReadPrometheusQps(md, involved, &plan);
     double total_qps = 0;
     for (const auto& [v, l] : plan.load) total_qps += l.qps;
     std::map<std::string, double> in_flight;
@@ -446,6 +448,26 @@ ModelDeploymentController::Plan ModelDeploymentController::PlanTrafficAndReplica
     plan.recheck = plan.recheck.count() ? std::min(plan.recheck, seconds(1)) : seconds(1);
   }
   return plan;
+}
+
+// spec.autoscaling.prometheus: each version's QPS from its query, replacing what the routers
+// report; a version whose query fails keeps the reports' figure, and the failure is an event
+// (the same message is aggregated by the recorder, so a down Prometheus does not flood).
+void ModelDeploymentController::ReadPrometheusQps(const ModelDeploymentSpec& md, const Json& involved, Plan* plan) {
+  if (!options_.http_get) return;
+  const AutoscalingSpec& spec = *md.autoscaling;
+  for (const auto& v : md.versions) {
+    const std::string query = ExpandPrometheusQuery(spec.prometheus_query, md.ns, md.name, v.name);
+    auto answer = options_.http_get(PrometheusQueryUrl(spec.prometheus_url, query));
+    StatusOr<double> qps =
+        answer.ok() ? ParsePrometheusAnswer(answer->first, answer->second) : StatusOr<double>(answer.status());
+    if (!qps.ok()) {
+      (void)events_.Record(involved, k8s::EventType::kWarning, "PrometheusQueryFailed",
+                           "version " + v.name + ": " + qps.status().message() + "; scaling on the routers' reports");
+      continue;
+    }
+    plan->load[v.name].qps = *qps;
+  }
 }
 
 Status ModelDeploymentController::WriteStatus(const Json& object, const Json& status) {

@@ -7,10 +7,12 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autoscale/autoscaler.h"
@@ -35,6 +37,9 @@ struct ControllerOptions {
   std::chrono::seconds retire_drain{5};
   OperatorSettings settings;
   RateStore* rates = nullptr;  // what the routers report (null: no autoscaling or analysis data)
+  // GETs a URL (spec.autoscaling.prometheus queries): the answer's HTTP status and body, or why
+  // there is none. Null: the routers' reports are the only QPS source.
+  std::function<StatusOr<std::pair<int, std::string>>(const std::string& url)> http_get;
 };
 
 class ModelDeploymentController {
@@ -84,6 +89,7 @@ class ModelDeploymentController {
   // returns when to look again at pods not stuck long enough yet (0: no need).
   std::chrono::seconds DiagnoseStuckVersions(const ModelDeploymentSpec& md, ObservedState* observed);
   Status WriteStatus(const Json& object, const Json& status);
+  void ReadPrometheusQps(const ModelDeploymentSpec& md, const Json& involved, Plan* plan);
   void RecordConditionEvents(const Json& involved, const Json& old_status, const Json& new_status);
 
   k8s::Client& client_;

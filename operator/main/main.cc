@@ -17,6 +17,7 @@
 #include "common/logging.h"
 #include "controller/model_deployment_controller.h"
 #include "controller/training_job_controller.h"
+#include "http/client.h"
 #include "http/server.h"
 #include "k8s/config.h"
 #include "k8s/event_recorder.h"
@@ -191,12 +192,21 @@ int Run(int argc, char** argv) {
                                                  {"leader_elect", f.leader_elect ? "true" : "false"}});
 
   mf::k8s::EventRecorder events(client, {.component = "modelfleet-operator", .instance = identity});
+  // spec.autoscaling.prometheus queries: short timeouts, as a reconcile waits on them.
+  mf::http::Client prometheus_client(
+      {.connect_timeout = std::chrono::seconds(2), .read_timeout = std::chrono::seconds(5)});
+  auto http_get = [&prometheus_client](const std::string& url) -> mf::StatusOr<std::pair<int, std::string>> {
+    auto response = prometheus_client.Get(url);
+    if (!response.ok()) return response.status();
+    return std::make_pair(response->status, std::move(response->body));
+  };
   mf::op::ControllerOptions options{.watch_namespace = f.watch_namespace,
                                     .workers = f.workers,
                                     .resync = std::chrono::seconds(f.resync_seconds),
                                     .retire_drain = std::chrono::seconds(f.retire_drain_seconds),
                                     .settings = f.settings,
-                                    .rates = &rates};
+                                    .rates = &rates,
+                                    .http_get = http_get};
   const mf::op::TrainingControllerOptions training_options{.watch_namespace = f.watch_namespace,
                                                            .workers = f.training_workers,
                                                            .resync = std::chrono::seconds(f.resync_seconds),

@@ -24,7 +24,7 @@ from sklearn.datasets import load_digits
 
 from conftest import ROOT
 from local_fixtures import wait_until
-from prometheus_fixtures import dashboard_targets, prometheus, substitute_variables  # noqa: F401
+from prometheus_fixtures import NAME, NAMESPACE, dashboard_targets, prometheus, substitute_variables  # noqa: F401
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -32,6 +32,7 @@ DASHBOARD = ROOT / "helm" / "modelfleet" / "dashboards" / "modelfleet.json"
 DIGITS = load_digits().data[:2].astype(np.float32)
 PREDICT = {"signature_name": "serving_default", "instances": DIGITS.tolist()}
 WRONG_SHAPE = {"signature_name": "serving_default", "instances": DIGITS[:, :10].tolist()}  # 10 features, not 64
+NAME_IN_CLUSTER = f"{NAME}.{NAMESPACE}.svc"  # how pods reach the test's Prometheus
 LOAD_SECONDS = 10  # then every query is retried, the load still running, until it has data
 # What Grafana substitutes: the variables' selections (one namespace, one ModelDeployment), and its
 # built-in interval variables as a 2 s scrape interval makes them.
@@ -166,3 +167,45 @@ def describe(result) -> str:
         labels = {k: v for k, v in series["metric"].items() if k != "__name__"}
         return "{" + ",".join(f"{k}={v}" for k, v in sorted(labels.items())) + "}"
     return ", ".join(f"{name(s)}={s['value'][1]}" for s in result) or "NO DATA"
+
+
+def test_autoscaling_reads_its_qps_from_prometheus(fleet, prometheus):  # noqa: F811
+    """spec.autoscaling.prometheus: the operator asks the in-cluster Prometheus for each version's
+    QPS (its query, $version filled in) instead of the routers' reports. The query says 45 qps
+    whatever the traffic: at 20 per replica both versions go to 3 replicas with no request sent.
+    A query Prometheus refuses is a Warning event with Prometheus' message, and the version scales
+    on the routers' reports again (no traffic: back to 1)."""
+    url = f"http://{NAME_IN_CLUSTER}:9090"
+    query = 'label_replace(vector(45), "version", "$version", "", "")'
+    manifest = {
+        "apiVersion": "modelfleet.io/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": "promscaled", "namespace": "default"},
+        "spec": {"modelName": "digits", "router": {"replicas": 1, "serviceType": "ClusterIP"},
+                 "versions": [{"name": "v1", "storageUri": f"file://{ROOT}/examples/models/digits/1"},
+                              {"name": "v2", "storageUri": f"file://{ROOT}/examples/models/digits/2"}],
+                 "traffic": {"v1": 50, "v2": 50},
+                 "autoscaling": {"metric": "qps", "targetPerReplica": 20, "minReplicas": 1, "maxReplicas": 3,
+                                 "scaleDownStabilizationSeconds": 5,
+                                 "prometheus": {"url": url, "query": query}}}}
+    fleet.apply(json.dumps(manifest))
+    try:
+        replicas = lambda v: fleet.json("deployment", f"promscaled-{v}", "-n", "default")["spec"]["replicas"]  # noqa: E731
+        wait_until(lambda: replicas("v1") == 3 and replicas("v2") == 3, timeout=90, interval=1,
+                   what="both versions scaled to 3 on Prometheus' 45 qps")
+        status = fleet.md("promscaled")["status"]
+        assert {v["name"]: v.get("qps") for v in status["versions"]} == {"v1": 45, "v2": 45}, status
+        assert "PrometheusQueryFailed" not in fleet.kubectl("describe", "md", "promscaled").stdout
+
+        fleet.kubectl("patch", "md", "promscaled", "--type", "merge", "-p", json.dumps(
+            {"spec": {"autoscaling": {"prometheus": {"url": url, "query": "sum(rate(nope[1m]"}}}}))
+        wait_until(lambda: "PrometheusQueryFailed" in fleet.kubectl("describe", "md", "promscaled").stdout,
+                   timeout=30, interval=1, what="the refused query reported")
+        events = fleet.kubectl("get", "events", "-n", "default", "--field-selector",
+                               "involvedObject.name=promscaled,reason=PrometheusQueryFailed", "-o", "json").stdout
+        messages = [e["message"] for e in json.loads(events)["items"]]
+        assert any("Prometheus answered bad_data" in m and "scaling on the routers' reports" in m
+                   for m in messages), messages
+        wait_until(lambda: replicas("v1") == 1 and replicas("v2") == 1, timeout=90, interval=1,
+                   what="back to 1 replica on the routers' reports (no traffic)")
+    finally:
+        fleet.kubectl("delete", "md", "promscaled", "--wait=false", check=False)
