@@ -1,13 +1,16 @@
-#!/usr/bin/python3
-"""Runtime (CPU) vs PyTorch on the same cores, in the same run: ResNet-18, ResNet-50, MobileNetV2
-and a small BERT-style encoder at batch 1 and 8, a 3-layer MLP at batch 1 and 64. Prints a
-Markdown table of throughput ratios and each side's peak RSS.
+#!/usr/bin/env python3
+"""Runtime (CPU) vs its peers on the same cores, in the same run: ONNX Runtime's CPU execution
+provider (all graph optimizations on; what Triton, KServe and Seldon run) and PyTorch eager, on
+ResNet-18, ResNet-50, MobileNetV2 and a small BERT-style encoder at batch 1 and 8, a 3-layer MLP
+at batch 1 and 64. ONNX Runtime runs the very ONNX files ours runs. Prints a Markdown table of
+throughput ratios (peer ms / ours: above 1 means we are faster) and each side's peak RSS.
 
 Each side runs in its own child process (so peak RSS is its own), with the same thread count,
-alternating ours / PyTorch for several rounds so background load hits both alike; the figure
+alternating ours / each peer for several rounds so background load hits all alike; the figure
 per side is the best round's mean latency.
 
-    /usr/bin/python3 bench/runtime/bench_vs_pytorch.py [--threads N] [--rounds 3] [--only mlp]
+    .cache/venv/bin/python bench/runtime/bench_vs_peers.py [--threads N] [--rounds 3] [--only mlp]
+        [--peers onnxruntime,torch]
 """
 import argparse
 import os
@@ -46,6 +49,27 @@ print(f"mean {{ms:.4f}} ms")
 """
 
 
+ORT_CHILD = r"""
+import sys, time
+import numpy as np, onnxruntime as ort
+options = ort.SessionOptions()
+options.intra_op_num_threads = {threads}
+options.inter_op_num_threads = 1
+options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+session = ort.InferenceSession({model!r}, options, providers=["CPUExecutionProvider"])
+feed = {{session.get_inputs()[0].name: np.load({input!r})}}
+for _ in range(2):
+    session.run(None, feed)
+t = time.perf_counter()
+for _ in range({iters}):
+    session.run(None, feed)
+ms = (time.perf_counter() - t) * 1000 / {iters}
+print(f"mean {{ms:.4f}} ms")
+"""
+
+PEER_NAMES = {"onnxruntime": "ONNX Runtime", "torch": "PyTorch"}
+
+
 def timed(args):
     """Runs `args` wrapped so that the child's own peak RSS (VmHWM) is reported; returns
     (stdout, mean latency in ms, peak RSS MiB)."""
@@ -68,10 +92,17 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--build", default=os.environ.get("MODELFLEET_BUILD_DIR", str(ROOT / "build")))
     parser.add_argument("--only", default="", help="run only the models whose name contains this")
+    parser.add_argument("--peers", default="onnxruntime,torch", help="comma-separated: onnxruntime, torch")
     opts = parser.parse_args()
+    peers = [p for p in opts.peers.split(",") if p]
+    if not peers or any(p not in PEER_NAMES for p in peers):
+        parser.error(f"--peers must name some of {', '.join(PEER_NAMES)}")
     binary = pathlib.Path(opts.build) / "tools" / "run" / "modelfleet-run"
-    import torch
-    print(f"threads {opts.threads}, {opts.rounds} alternating rounds, torch {torch.__version__}, "
+    versions = []
+    for peer in peers:
+        module = __import__(peer)
+        versions.append(f"{PEER_NAMES[peer]} {module.__version__}")
+    print(f"threads {opts.threads}, {opts.rounds} alternating rounds, {', '.join(versions)}, "
           f"CPU: {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}\n")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -85,22 +116,33 @@ def main():
             x, _ = rf.reference(name, batch)
             inp = tmp / f"{name}_{batch}.npy"
             np.save(inp, x)
-            ours_args = [str(binary), str(exported[name]), "--input", str(inp), "--threads", str(opts.threads),
-                         "--warmup", "2", "--iterations", str(iters), "--show", "0"]
-            torch_args = [sys.executable, "-c", TORCH_CHILD.format(e2e=str(ROOT / "tests" / "e2e"), threads=opts.threads,
-                                                                   name=name, input=str(inp), iters=iters)]
-            ours, theirs = [], []
+            sides = {"ours": [str(binary), str(exported[name]), "--input", str(inp), "--threads", str(opts.threads),
+                              "--warmup", "2", "--iterations", str(iters), "--show", "0"]}
+            child = {"onnxruntime": ORT_CHILD.format(threads=opts.threads, model=str(exported[name]), input=str(inp),
+                                                     iters=iters),
+                     "torch": TORCH_CHILD.format(e2e=str(ROOT / "tests" / "e2e"), threads=opts.threads, name=name,
+                                                 input=str(inp), iters=iters)}
+            for peer in peers:
+                sides[peer] = [sys.executable, "-c", child[peer]]
+            runs = {side: [] for side in sides}
             for _ in range(opts.rounds):
-                ours.append(timed(ours_args))
-                theirs.append(timed(torch_args))
-            o_ms, o_rss = min(ours)[0], max(r for _, r in ours)
-            t_ms, t_rss = min(theirs)[0], max(r for _, r in theirs)
-            rows.append((name, batch, o_ms, t_ms, t_ms / o_ms, o_rss, t_rss))
-            print(f"  {name} batch {batch}: ours {o_ms:.3f} ms, torch {t_ms:.3f} ms", file=sys.stderr)
-    print("| model | batch | ModelFleet ms | PyTorch ms | throughput ratio (ours / PyTorch) | peak RSS ours MiB | peak RSS PyTorch MiB |")
-    print("|---|---|---|---|---|---|---|")
-    for name, batch, o, t, ratio, orss, trss in rows:
-        print(f"| {name} | {batch} | {o:.3f} | {t:.3f} | {ratio:.2f}x | {orss:.0f} | {trss:.0f} |")
+                for side, args in sides.items():
+                    runs[side].append(timed(args))
+            best = {side: (min(ms for ms, _ in r), max(rss for _, rss in r)) for side, r in runs.items()}
+            rows.append((name, batch, best))
+            print(f"  {name} batch {batch}: " + ", ".join(f"{side} {ms:.3f} ms" for side, (ms, _) in best.items()),
+                  file=sys.stderr)
+    header = ["model", "batch", "ModelFleet ms"] + [f"{PEER_NAMES[p]} ms" for p in peers]
+    header += [f"ratio vs {PEER_NAMES[p]} (its ms / ours)" for p in peers]
+    header += ["peak RSS ours MiB"] + [f"peak RSS {PEER_NAMES[p]} MiB" for p in peers]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for name, batch, best in rows:
+        ours_ms, ours_rss = best["ours"]
+        cells = [name, str(batch), f"{ours_ms:.3f}"] + [f"{best[p][0]:.3f}" for p in peers]
+        cells += [f"{best[p][0] / ours_ms:.2f}x" for p in peers]
+        cells += [f"{ours_rss:.0f}"] + [f"{best[p][1]:.0f}" for p in peers]
+        print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
