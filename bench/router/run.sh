@@ -172,8 +172,11 @@ for round in $(seq 1 "$ROUNDS"); do
     echo "round $round: $path $r req/s, p50 $a ms, p99 $b ms, $c us CPU/request" >&2
   done
 done
+# By code: a call h2load itself cancels as a run ends counts as CANCELLED.
 grpc_not_ok="$(curl -s "http://127.0.0.1:$AP/metrics" |
-  awk '/^modelfleet_router_requests_total/ && /protocol="grpc"/ && !/code="OK"/ {n += $2} END {print n + 0}')"
+  awk '/^modelfleet_router_requests_total/ && /protocol="grpc"/ && !/code="OK"/ {
+         match($0, /code="[^"]*"/); code = substr($0, RSTART + 6, RLENGTH - 7); n[code] += $2; total += $2 }
+       END { s = total + 0; for (c in n) s = s " " c "=" n[c]; print s }')"
 
 med_of() { echo "$1" | tr ' ' '\n' | grep . | median; }
 echo
