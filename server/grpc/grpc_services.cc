@@ -48,9 +48,11 @@ VersionRequest FromModelSpec(const tfs::ModelSpec& spec) {
   }
 }
 
+// gRPC Predict's answer for a signature the model lacks, as TF Serving's predict_util gives it
+// (REST answers INVALID_ARGUMENT "Serving signature name: ..." from its JSON path instead).
 Status CheckSignatureName(const std::string& name) {
   if (name.empty() || name == codec::kDefaultSignatureName) return Status::Ok();
-  return InvalidArgument("Serving signature name: \"" + name + "\" not found in signature def");
+  return FailedPrecondition("Serving signature key \"" + name + "\" not found.");
 }
 
 void FillModelSpec(const ServableHandle& handle, tfs::ModelSpec* spec) {

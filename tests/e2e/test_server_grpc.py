@@ -107,6 +107,16 @@ def test_predict_names_version_and_matches_rest(server):
         assert no_name.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "ModelSpec has no name specified" in no_name.value.details()
 
+        # An unknown signature: TF Serving's gRPC Predict (predict_util) answers FAILED_PRECONDITION.
+        unknown = predict_pb2.PredictRequest()
+        unknown.model_spec.name = "digits"
+        unknown.model_spec.signature_name = "classify_v9"
+        unknown.inputs["images"].CopyFrom(tensor_proto(x))
+        with pytest.raises(grpc.RpcError) as no_signature:
+            stub.Predict(unknown, timeout=10)
+        assert no_signature.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert no_signature.value.details() == 'Serving signature key "classify_v9" not found.'
+
         bad = predict_pb2.PredictRequest()
         bad.model_spec.name = "digits"
         bad.inputs["images"].CopyFrom(tensor_proto(np.zeros((1, 63), np.float32)))
