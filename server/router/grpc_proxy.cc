@@ -150,8 +150,7 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
       case RetryDecision::kGiveUp: {
         std::string message = "upstream version " + snapshot_->versions[version_].name + " endpoint " +
                               endpoint_->address() + " failed: " + why +
-                              RetriedNote(tried_.size() - 1, earlier_errors_);
-        if (waited_.count() > 0) message += " (waited " + std::to_string(waited_.count()) + " ms for another endpoint)";
+                              RetriedNote(tried_.size() - 1, earlier_errors_, waited_);
         return FinishLocked(Unavailable(message));
       }
       case RetryDecision::kWaitForEndpoints: {

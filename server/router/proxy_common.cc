@@ -97,10 +97,14 @@ int FallbackVersion(const Snapshot& snapshot, int failed_version, bool grpc,
   return PickVersionByPoint(weights, ready, UnitInterval(RandomBits()), UnitInterval(RandomBits()));
 }
 
-std::string RetriedNote(size_t retries, const std::string& earlier_errors) {
-  if (retries == 0) return "";
-  return " (after " + (retries == 1 ? std::string("a retry") : std::to_string(retries) + " retries") + ": " +
-         earlier_errors + ")";
+std::string RetriedNote(size_t retries, const std::string& earlier_errors, std::chrono::milliseconds waited) {
+  std::string note;
+  if (retries > 0) {
+    note = " (after " + (retries == 1 ? std::string("a retry") : std::to_string(retries) + " retries") + ": " +
+           earlier_errors + ")";
+  }
+  if (waited.count() > 0) note += " (waited " + std::to_string(waited.count()) + " ms for another endpoint)";
+  return note;
 }
 
 RetryPlan PlanRetry(RetryInputs inputs, std::shared_ptr<const Snapshot> latest, std::string_view failed_version,

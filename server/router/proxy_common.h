@@ -3,6 +3,7 @@
 // bookkeeping of one attempt (outstanding counts, outlier detection, metrics).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -46,8 +47,10 @@ std::string NoEndpointLeftMessage(const Snapshot& snapshot, int version, bool gr
 int FallbackVersion(const Snapshot& snapshot, int failed_version, bool grpc,
                     std::span<const std::shared_ptr<Endpoint>> tried);
 
-// " (after a retry: ERRORS)" / " (after 2 retries: ERRORS)" for an error message; "" for none.
-std::string RetriedNote(size_t retries, const std::string& earlier_errors);
+// " (after a retry: ERRORS)" / " (after 2 retries: ERRORS)" for an error message, then
+// " (waited N ms for another endpoint)" when the request waited for the endpoint list; "" for none.
+std::string RetriedNote(size_t retries, const std::string& earlier_errors,
+                        std::chrono::milliseconds waited = std::chrono::milliseconds(0));
 
 // Where a failed attempt goes next. Decided over `latest`, the newest snapshot rather than the
 // one the request started with: an endpoint that turned terminating or not ready since then is

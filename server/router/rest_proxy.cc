@@ -250,10 +250,7 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
 
   void AnswerFailure(const std::shared_ptr<Endpoint>& endpoint, const UpstreamResult& result) {
     const std::string where = "version " + snapshot_->versions[version_].name + " endpoint " + endpoint->address();
-    std::string earlier = RetriedNote(tried_.size() - 1, earlier_errors_);
-    if (waited_.count() > 0) {
-      earlier += " (waited " + std::to_string(waited_.count()) + " ms for another endpoint)";
-    }
+    const std::string earlier = RetriedNote(tried_.size() - 1, earlier_errors_, waited_);
     if (result.error == UpstreamError::kTimeout) {
       return Answer(JsonError(504, "upstream " + where + " did not answer within " +
                                        std::to_string(options_.upstream_timeout.count()) + " ms" + earlier));

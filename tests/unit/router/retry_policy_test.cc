@@ -228,6 +228,9 @@ TEST(RetriedNote, SaysHowManyRetriesAndWhy) {
   EXPECT_EQ(RetriedNote(0, ""), "");
   EXPECT_EQ(RetriedNote(1, "refused"), " (after a retry: refused)");
   EXPECT_EQ(RetriedNote(2, "a; b"), " (after 2 retries: a; b)");
+  EXPECT_EQ(RetriedNote(0, "", std::chrono::milliseconds(3000)), " (waited 3000 ms for another endpoint)");
+  EXPECT_EQ(RetriedNote(1, "refused", std::chrono::milliseconds(200)),
+            " (after a retry: refused) (waited 200 ms for another endpoint)");
 }
 
 }  // namespace
