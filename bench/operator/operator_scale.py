@@ -57,9 +57,10 @@ def reconciles(metrics_url):
                re.finditer(r'^modelfleet_operator_reconcile_total\{[^}]*\} ([0-9.e+]+)$', text, re.M))
 
 
-def peak_rss_mb(pid):
+def rss_mb(pid, field):
+    """VmRSS (now) or VmHWM (peak) of a process, in MB."""
     status = pathlib.Path(f"/proc/{pid}/status").read_text()
-    return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024
+    return int(re.search(field + r":\s+(\d+) kB", status).group(1)) / 1024
 
 
 def main():
@@ -122,12 +123,15 @@ def main():
             list(pool.map(create, range(args.count)))
         created = time.monotonic() - started
         ready = 0
+        # Listing thousands of ModelDeployments is itself work for the API server: poll less often.
+        poll = max(2, args.count // 500)
         while ready < args.count:
             if time.monotonic() - started > args.timeout:
                 sys.exit(f"only {ready}/{args.count} Ready after {args.timeout} s")
-            time.sleep(2)
+            time.sleep(poll)
             ready = ready_count()
-            print(f"  {ready}/{args.count} Ready after {time.monotonic() - started:.0f} s", flush=True)
+            print(f"  {ready}/{args.count} Ready after {time.monotonic() - started:.0f} s, operator RSS "
+                  f"{rss_mb(operator.pid, 'VmRSS'):.0f} MB (peak {rss_mb(operator.pid, 'VmHWM'):.0f})", flush=True)
         all_ready = time.monotonic() - started
 
         one_started = time.monotonic()
@@ -165,7 +169,7 @@ def main():
                 ("created in", f"{created:.1f} s"),
                 ("all Ready after", f"{all_ready:.1f} s"),
                 ("one more Ready in", f"{one_ready:.2f} s"),
-                ("operator peak RSS", f"{peak_rss_mb(operator.pid):.0f} MB"),
+                ("operator peak RSS", f"{rss_mb(operator.pid, 'VmHWM'):.0f} MB"),
                 ("reconciles/min at rest", f"{quiet:.0f}"),
                 ("reconciles/min while labelling", f"{busy:.0f} ({labelled[0] * 60 / args.rest_seconds:.0f} label patches/min)")]
         width = max(len(r[0]) for r in rows)
@@ -175,7 +179,11 @@ def main():
     finally:
         if operator:
             operator.terminate()
-            operator.wait(timeout=30)
+            try:
+                operator.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                print("the operator did not exit within 30 s of SIGTERM; killed", flush=True)
+                operator.kill()
         local.terminate()
         try:
             local.wait(timeout=120)

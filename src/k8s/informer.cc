@@ -127,7 +127,7 @@ Status Informer::ListAndReplace(std::string* resource_version) {
     ObjectPtr previous = store_.Get(key);
     if (previous && ResourceVersion(*previous) == ResourceVersion(item)) continue;  // unchanged
     auto object = std::make_shared<const Json>(std::move(item));
-    store_.Upsert(key, object);
+    store_.Upsert(key, *object);
     EnqueueLocked(previous ? Kind::kUpdate : Kind::kAdd, previous, object);
   }
   for (const std::string& key : store_.Keys()) {
@@ -187,7 +187,7 @@ void Informer::ApplyEvent(WatchEvent&& event, std::string* resource_version) {
     } else if (!previous || ResourceVersion(*previous) != version) {
       // Same resourceVersion means the cache already holds this state (a replayed event).
       auto object = std::make_shared<const Json>(std::move(event.object));
-      store_.Upsert(key, object);
+      store_.Upsert(key, *object);
       EnqueueLocked(previous ? Kind::kUpdate : Kind::kAdd, previous, object);
     }
   }

@@ -1,6 +1,12 @@
 // The informer's cache: objects keyed by "namespace/name", plus named secondary indexes
 // (e.g. "by-owner" -> owner UID) maintained on every change, like client-go's cache.Indexer.
-// Readers get copies (shared_ptr to immutable JSON), so a handler can never corrupt the cache.
+//
+// Objects are kept packed (CBOR) and parsed on each read: at thousands of objects the cache is
+// most of a controller's memory, and a parsed nlohmann::json costs a map node and a heap string
+// per key, about ten times the bytes of its CBOR (bench/operator/cache_memory.cc). A read costs
+// a parse of one object (microseconds for the compacted objects the operator caches), and every
+// reader gets its own copy (shared_ptr to immutable JSON), so a handler can never corrupt the
+// cache.
 #pragma once
 
 #include <functional>
@@ -8,7 +14,6 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,9 +35,9 @@ class Store {
   // when the name is taken).
   bool AddIndex(const std::string& name, IndexFunc fn);
 
-  // Inserts or replaces; returns the previous object (null if none). Index functions run
-  // before anything changes, so one that throws leaves the store as it was.
-  ObjectPtr Upsert(const std::string& key, ObjectPtr object);
+  // Inserts or replaces; true when it replaced an object. Index functions run before anything
+  // changes, so one that throws leaves the store as it was.
+  bool Upsert(const std::string& key, const nlohmann::json& object);
   // Removes; returns the removed object (null if none).
   ObjectPtr Erase(const std::string& key);
 
@@ -44,16 +49,17 @@ class Store {
   size_t Size() const;
 
  private:
-  using IndexValues = std::map<std::string, std::vector<std::string>>;  // index name -> values
-  IndexValues ComputeLocked(const nlohmann::json& object) const;
-  void UnindexLocked(const std::string& key);
+  struct Entry {
+    std::string packed;                           // the object as CBOR
+    std::vector<std::vector<std::string>> filed;  // per index (index_funcs_ order): values filed under
+  };
+  void UnindexLocked(const std::string& key, const Entry& entry);
 
   mutable std::mutex mu_;
-  std::map<std::string, ObjectPtr> objects_;
-  std::map<std::string, IndexFunc> index_funcs_;
-  // index name -> value -> keys, and what each key was filed under (to unfile it exactly).
-  std::map<std::string, std::map<std::string, std::set<std::string>>> indexes_;
-  std::map<std::string, IndexValues> filed_;
+  std::map<std::string, Entry> objects_;
+  std::vector<std::pair<std::string, IndexFunc>> index_funcs_;
+  // Parallel to index_funcs_: value -> keys filed under it.
+  std::vector<std::map<std::string, std::set<std::string>>> indexes_;
 };
 
 }  // namespace mf::k8s

@@ -46,7 +46,7 @@ class StudyReconcileTest : public ::testing::Test {
     if (!condition.empty()) {
       child["status"]["conditions"] = Json::array({{{"type", condition}, {"status", "True"}, {"reason", "Done"}}});
     }
-    jobs_.Upsert("ml/" + name, std::make_shared<const Json>(child));
+    jobs_.Upsert("ml/" + name, child);
   }
   void CacheChiefPod(const std::string& job, const std::string& log) {
     const std::string pod = job + "-chief-0";
@@ -55,7 +55,7 @@ class StudyReconcileTest : public ::testing::Test {
                 {"namespace", "ml"},
                 {"labels", {{training::kJobNameLabel, job}, {training::kJobRoleLabel, "master"}}}}},
               {"status", Json::object()}};
-    pods_.Upsert("ml/" + pod, std::make_shared<const Json>(p));
+    pods_.Upsert("ml/" + pod, p);
     server_->SetPodLog("ml", pod, log);
   }
   std::vector<std::string> ChildrenOnServer() {
