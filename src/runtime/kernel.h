@@ -57,6 +57,7 @@ struct KernelInit {
   size_t num_inputs() const { return input_dtypes.size(); }
   bool has_input(size_t i) const { return i < input_dtypes.size() && input_dtypes[i].has_value(); }
   DataType dtype(size_t i) const { return *input_dtypes[i]; }
+  bool input_is_nhwc(size_t i) const { return i < input_nhwc.size() && input_nhwc[i]; }
   bool consumable(size_t i) const { return i < constant_consumable.size() && constant_consumable[i]; }
   const Attributes& attrs() const { return node.attributes; }
   // "node 'x' (Op): <message>" with the given code.

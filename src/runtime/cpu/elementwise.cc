@@ -5,6 +5,7 @@
 
 #include "runtime/cpu/activation.h"
 #include "runtime/cpu/cpu_common.h"
+#include "runtime/ops/input_checks.h"
 
 namespace mf::runtime::cpu {
 
@@ -359,17 +360,10 @@ StatusOr<BoundKernel> WhereFactory(const KernelInit& init) {
 // of the binary kernels (Mean divides the sum at the end).
 KernelFactory VariadicFactory(BinaryOp op, bool mean) {
   return [op, mean](const KernelInit& init) -> StatusOr<BoundKernel> {
-    if (init.num_inputs() == 0) return init.Error(StatusCode::kInvalidArgument, "needs at least one input");
-    for (size_t i = 0; i < init.num_inputs(); ++i) {
-      if (!init.has_input(i) || init.dtype(i) != init.dtype(0)) {
-        return init.Error(StatusCode::kInvalidArgument, "inputs must all be present and of one type");
-      }
-    }
+    MF_RETURN_IF_ERROR(ops::RequireInputsOfOneType(init));
+    MF_RETURN_IF_ERROR(
+        ops::RequireDataInput(init, [mean](DataType t) { return IsNumeric(t) && (!mean || IsFloat(t)); }));
     DataType t = init.dtype(0);
-    if (!IsNumeric(t) || (mean && !IsFloat(t))) {
-      return init.Error(StatusCode::kUnimplemented,
-                        "element type " + std::string(DataTypeName(t)) + " is not supported");
-    }
     return Bind(
         [op, mean, t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
           return DispatchNumeric(t, [&](auto tag) -> Status {
@@ -397,11 +391,8 @@ KernelFactory VariadicFactory(BinaryOp op, bool mean) {
 // Neg and Abs also apply to signed integers (shape arithmetic in exported graphs uses them).
 KernelFactory SignedUnaryFactory(bool negate) {
   return [negate](const KernelInit& init) -> StatusOr<BoundKernel> {
-    if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input");
+    MF_RETURN_IF_ERROR(ops::RequireDataInput(init, IsNumeric));
     DataType t = init.dtype(0);
-    if (!IsNumeric(t))
-      return init.Error(StatusCode::kUnimplemented,
-                        "element type " + std::string(DataTypeName(t)) + " is not supported");
     return Bind(
         [negate, t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
           MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(t, in[0]->shape()));

@@ -4,6 +4,7 @@
 
 #include "runtime/cpu/cpu_common.h"
 #include "runtime/ops/norm_rules.h"
+#include "runtime/ops/softmax_rules.h"
 
 namespace mf::runtime::cpu {
 namespace {
@@ -42,13 +43,12 @@ StatusOr<BoundKernel> LayerNormFactory(const KernelInit& init) {
   MF_RETURN_IF_ERROR(RequireFloat(init, 0));
   MF_RETURN_IF_ERROR(RequireFloat(init, 1));
   if (init.has_input(2)) MF_RETURN_IF_ERROR(RequireFloat(init, 2));
-  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", -1));
-  MF_ASSIGN_OR_RETURN(float eps, init.attrs().GetFloat("epsilon", 1e-5f));
+  MF_ASSIGN_OR_RETURN(ops::LayerNormAttributes attrs, ops::ReadLayerNormAttributes(init));
   std::vector<DataType> outs(init.node.outputs.size(), DataType::kFloat32);
   return Bind(
-      [axis_attr, eps](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+      [attrs](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
-        MF_ASSIGN_OR_RETURN(ops::LayerNormPlan plan, ops::PlanLayerNorm(x.shape(), axis_attr));
+        MF_ASSIGN_OR_RETURN(ops::LayerNormPlan plan, ops::PlanLayerNorm(x.shape(), attrs.axis));
         int64_t rows = plan.rows, cols = plan.cols;
         const Shape& norm_shape = plan.norm_shape;
         // Scale and bias broadcast over the normalised dims ([cols] in the common case).
@@ -92,7 +92,7 @@ StatusOr<BoundKernel> LayerNormFactory(const KernelInit& init) {
             float mean = static_cast<float>(sum / static_cast<double>(cols));
             double var = 0;
             for (int64_t i = 0; i < cols; ++i) var += (s[i] - mean) * (s[i] - mean);
-            float inv = 1.f / std::sqrt(static_cast<float>(var / static_cast<double>(cols)) + eps);
+            float inv = 1.f / std::sqrt(static_cast<float>(var / static_cast<double>(cols)) + attrs.epsilon);
             for (int64_t i = 0; i < cols; ++i) {
               po[r * cols + i] = (s[i] - mean) * inv * scale[static_cast<size_t>(i)] + bias[static_cast<size_t>(i)];
             }
@@ -105,27 +105,16 @@ StatusOr<BoundKernel> LayerNormFactory(const KernelInit& init) {
       outs);
 }
 
-// Softmax before opset 13 flattens to 2-D at `axis` (default 1); from 13 it runs along `axis`
-// (default -1). Both reduce to: for each (outer, inner) pair, normalise `len` elements spaced
-// `inner` apart.
+// Softmax and LogSoftmax: for each (outer, inner) pair, normalise `len` elements spaced `inner`
+// apart (ops::PlanSoftmax).
 StatusOr<BoundKernel> SoftmaxFactory(const KernelInit& init, bool log) {
   MF_RETURN_IF_ERROR(RequireFloat(init, 0));
-  bool legacy = init.opset < 13;
-  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", legacy ? 1 : -1));
+  MF_ASSIGN_OR_RETURN(ops::SoftmaxAttributes attrs, ops::ReadSoftmaxAttributes(init));
   return Bind(
-      [axis_attr, legacy, log](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+      [attrs, log](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
-        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, x.rank()));
-        int64_t outer = 1, len = 1, inner = 1;
-        for (int i = 0; i < x.rank(); ++i) {
-          int64_t d = x.dim(i);
-          if (i < axis)
-            outer *= d;
-          else if (i == axis || legacy)
-            len *= d;
-          else
-            inner *= d;
-        }
+        MF_ASSIGN_OR_RETURN(ops::SoftmaxRows rows, ops::PlanSoftmax(attrs, x.shape()));
+        const int64_t outer = rows.outer, len = rows.len, inner = rows.inner;
         MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, x.shape()));
         const float* px = x.data<float>();
         float* po = out[0].data<float>();

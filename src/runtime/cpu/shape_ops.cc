@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "runtime/cpu/cpu_common.h"
+#include "runtime/ops/dropout_rules.h"
 #include "runtime/ops/input_checks.h"
 #include "runtime/ops/reshape_kernels.h"
 #include "runtime/ops/shape_rules.h"
@@ -28,18 +29,8 @@ StatusOr<Tensor> CopyWithShape(const Tensor& x, Shape shape) {
 StatusOr<BoundKernel> IdentityFactory(const KernelInit& init) {
   MF_RETURN_IF_ERROR(RequireInput(init, 0));
   std::vector<DataType> outs{init.dtype(0)};
-  bool dropout_mask =
-      init.node.op_type == "Dropout" && init.node.outputs.size() > 1 && init.node.outputs[1] != kNoValue;
-  if (init.node.op_type == "Dropout") {
-    if (init.num_inputs() > 2 && init.constant_inputs[2] == nullptr && init.has_input(2)) {
-      return init.Error(StatusCode::kUnimplemented, "a non-constant training_mode is not supported");
-    }
-    if (init.num_inputs() > 2 && init.constant_inputs[2] && init.constant_inputs[2]->num_elements() == 1 &&
-        init.constant_inputs[2]->data<bool>()[0]) {
-      return init.Error(StatusCode::kUnimplemented, "training mode (random dropout) is not supported");
-    }
-    if (dropout_mask) outs.push_back(DataType::kBool);
-  }
+  MF_ASSIGN_OR_RETURN(bool dropout_mask, ops::ReadDropoutMaskOutput(init));
+  if (dropout_mask) outs.push_back(DataType::kBool);
   return Bind(
       [dropout_mask](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         out[0] = in[0]->Clone();
@@ -92,18 +83,11 @@ StatusOr<BoundKernel> TransposeFactory(const KernelInit& init) {
 }
 
 StatusOr<BoundKernel> ConcatFactory(const KernelInit& init) {
-  if (init.num_inputs() == 0) return init.Error(StatusCode::kInvalidArgument, "needs at least one input");
-  for (size_t i = 0; i < init.num_inputs(); ++i) {
-    MF_RETURN_IF_ERROR(RequireFixedWidth(init, i));
-    if (init.dtype(i) != init.dtype(0)) return init.Error(StatusCode::kInvalidArgument, "inputs have different types");
-  }
-  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 0));
+  MF_ASSIGN_OR_RETURN(int64_t axis_attr, ops::ReadConcatAxis(init));
   return Bind(
       [axis_attr](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& first = *in[0];
-        std::vector<const Shape*> shapes;
-        for (const Tensor* t : in) shapes.push_back(&t->shape());
-        MF_ASSIGN_OR_RETURN(ops::ConcatPlan plan, ops::PlanConcat(shapes, axis_attr));
+        MF_ASSIGN_OR_RETURN(ops::ConcatPlan plan, ops::PlanConcat(in, axis_attr));
         const Shape& shape = plan.shape;
         int axis = plan.axis;
         MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(first.dtype(), shape));
@@ -125,21 +109,16 @@ StatusOr<BoundKernel> ConcatFactory(const KernelInit& init) {
 }
 
 StatusOr<BoundKernel> SplitFactory(const KernelInit& init) {
-  MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
-  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 0));
-  MF_ASSIGN_OR_RETURN(std::vector<int64_t> split_attr, init.attrs().GetInts("split", {}));
-  bool from_input = init.opset >= 13;
-  size_t n_out = init.node.outputs.size();
+  MF_ASSIGN_OR_RETURN(ops::SplitAttributes attrs, ops::ReadSplitAttributes(init));
+  size_t n_out = attrs.outputs;
   return Bind(
-      [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+      [attrs, n_out](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
-        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, x.rank()));
-        std::vector<int64_t> split = split_attr;
-        if (from_input && in.size() > 1 && in[1]) {
-          MF_ASSIGN_OR_RETURN(split, ReadInts(*in[1], "split"));
-        }
+        const Tensor* split_input = in.size() > 1 ? in[1] : nullptr;
+        MF_ASSIGN_OR_RETURN(ops::SplitPlan plan, ops::PlanSplit(attrs, x.shape(), split_input));
+        int axis = plan.axis;
+        const std::vector<int64_t>& split = plan.sizes;
         int64_t dim = x.dim(axis);
-        MF_ASSIGN_OR_RETURN(split, ops::SplitSizes(std::move(split), dim, n_out));
         int64_t outer = 1;
         for (int i = 0; i < axis; ++i) outer *= x.dim(i);
         size_t inner_bytes = ElementSize(x.dtype());

@@ -36,18 +36,11 @@ StatusOr<BoundKernel> TransposeFactory(const KernelInit& init) {
 }
 
 StatusOr<BoundKernel> ConcatFactory(const KernelInit& init) {
-  if (init.num_inputs() == 0) return init.Error(StatusCode::kInvalidArgument, "needs at least one input");
-  for (size_t i = 0; i < init.num_inputs(); ++i) {
-    MF_RETURN_IF_ERROR(RequireFixedWidth(init, i));
-    if (init.dtype(i) != init.dtype(0)) return init.Error(StatusCode::kInvalidArgument, "inputs have different types");
-  }
-  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 0));
+  MF_ASSIGN_OR_RETURN(int64_t axis_attr, ops::ReadConcatAxis(init));
   return Bind(
       [axis_attr](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& first = *in[0];
-        std::vector<const Shape*> shapes;
-        for (const Tensor* t : in) shapes.push_back(&t->shape());
-        MF_ASSIGN_OR_RETURN(ops::ConcatPlan plan, ops::PlanConcat(shapes, axis_attr));
+        MF_ASSIGN_OR_RETURN(ops::ConcatPlan plan, ops::PlanConcat(in, axis_attr));
         const Shape& shape = plan.shape;
         size_t axis = static_cast<size_t>(plan.axis);
         MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(first.dtype(), shape));
@@ -64,21 +57,16 @@ StatusOr<BoundKernel> ConcatFactory(const KernelInit& init) {
 }
 
 StatusOr<BoundKernel> SplitFactory(const KernelInit& init) {
-  MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
-  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 0));
-  MF_ASSIGN_OR_RETURN(std::vector<int64_t> split_attr, init.attrs().GetInts("split", {}));
-  bool from_input = init.opset >= 13;
-  size_t n_out = init.node.outputs.size();
+  MF_ASSIGN_OR_RETURN(ops::SplitAttributes attrs, ops::ReadSplitAttributes(init));
+  size_t n_out = attrs.outputs;
   return Bind(
-      [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+      [attrs, n_out](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
-        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, x.rank()));
-        std::vector<int64_t> split = split_attr;
-        if (from_input && in.size() > 1 && in[1]) {
-          MF_ASSIGN_OR_RETURN(split, ReadInts(*in[1], "split"));
-        }
-        int64_t dim = x.dim(axis);
-        MF_ASSIGN_OR_RETURN(split, ops::SplitSizes(std::move(split), dim, n_out));
+        const Tensor* split_input = in.size() > 1 ? in[1] : nullptr;
+        if (attrs.split_from_input) MF_RETURN_IF_ERROR(RequireHost(split_input, "split"));
+        MF_ASSIGN_OR_RETURN(ops::SplitPlan plan, ops::PlanSplit(attrs, x.shape(), split_input));
+        int axis = plan.axis;
+        const std::vector<int64_t>& split = plan.sizes;
         std::vector<int64_t> in_strides = RowMajorStrides(x.shape());
         int64_t start = 0;
         for (size_t k = 0; k < n_out; ++k) {

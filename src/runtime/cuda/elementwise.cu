@@ -11,6 +11,8 @@
 #include "runtime/cuda/device_util.cuh"
 #include "runtime/cuda/elementwise_internal.cuh"
 #include "runtime/ops/cast_codes.h"
+#include "runtime/ops/dropout_rules.h"
+#include "runtime/ops/input_checks.h"
 
 namespace mf::runtime::cuda {
 namespace {
@@ -176,20 +178,11 @@ Status LaunchNegAbs(const Tensor& x, Tensor& y, bool negate) {
 
 KernelFactory NegAbsFactory(bool negate) {
   return [negate](const KernelInit& init) -> StatusOr<BoundKernel> {
-    if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input");
+    MF_RETURN_IF_ERROR(ops::RequireDataInput(init, [](DataType t) {
+      return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kFloat64 || t == DataType::kInt8 ||
+             t == DataType::kInt16 || t == DataType::kInt32 || t == DataType::kInt64;
+    }));
     const DataType t = init.dtype(0);
-    switch (t) {
-      case DataType::kFloat32:
-      case DataType::kFloat16:
-      case DataType::kFloat64:
-      case DataType::kInt8:
-      case DataType::kInt16:
-      case DataType::kInt32:
-      case DataType::kInt64:
-        break;
-      default:
-        return init.Error(StatusCode::kUnimplemented, "element type " + TypeName(t) + " is not supported on the GPU");
-    }
     return Bind(
         [negate, t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
           MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(t, in[0]->shape()));
@@ -308,18 +301,8 @@ StatusOr<BoundKernel> IdentityFactory(const KernelInit& init) {
   if (t == DataType::kString)
     return init.Error(StatusCode::kUnimplemented, "string tensors cannot live in device memory");
   std::vector<DataType> outs{t};
-  const Node& node = init.node;
-  const bool dropout_mask = node.op_type == "Dropout" && node.outputs.size() > 1 && node.outputs[1] != kNoValue;
-  if (node.op_type == "Dropout") {
-    if (init.num_inputs() > 2 && init.constant_inputs[2] == nullptr && init.has_input(2)) {
-      return init.Error(StatusCode::kUnimplemented, "a non-constant training_mode is not supported");
-    }
-    if (init.num_inputs() > 2 && init.constant_inputs[2] && init.constant_inputs[2]->num_elements() == 1 &&
-        init.constant_inputs[2]->dtype() == DataType::kBool && init.constant_inputs[2]->data<bool>()[0]) {
-      return init.Error(StatusCode::kUnimplemented, "training mode (random dropout) is not supported");
-    }
-    if (dropout_mask) outs.push_back(DataType::kBool);
-  }
+  MF_ASSIGN_OR_RETURN(bool dropout_mask, ops::ReadDropoutMaskOutput(init));
+  if (dropout_mask) outs.push_back(DataType::kBool);
   return Bind(
       [dropout_mask](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         MF_ASSIGN_OR_RETURN(out[0], CopyOnDevice(*in[0], in[0]->shape()));

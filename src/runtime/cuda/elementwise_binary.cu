@@ -11,6 +11,7 @@
 #include "runtime/cuda/device_util.cuh"
 #include "runtime/cuda/elementwise_internal.cuh"
 #include "runtime/ops/indexing.h"
+#include "runtime/ops/input_checks.h"
 
 namespace mf::runtime::cuda::elementwise {
 namespace {
@@ -358,16 +359,10 @@ StatusOr<BoundKernel> PReluFactory(const KernelInit& init) {
 // multidirectional broadcasting; Mean divides the sum at the end.
 KernelFactory VariadicFactory(BinaryOp op, bool mean) {
   return [op, mean](const KernelInit& init) -> StatusOr<BoundKernel> {
-    if (init.num_inputs() == 0) return init.Error(StatusCode::kInvalidArgument, "needs at least one input");
-    for (size_t i = 0; i < init.num_inputs(); ++i) {
-      if (!init.has_input(i) || init.dtype(i) != init.dtype(0)) {
-        return init.Error(StatusCode::kInvalidArgument, "inputs must all be present and of one type");
-      }
-    }
+    MF_RETURN_IF_ERROR(ops::RequireInputsOfOneType(init));
+    MF_RETURN_IF_ERROR(ops::RequireDataInput(
+        init, [mean](DataType t) { return IsDeviceNumeric(t) && (!mean || IsDeviceFloatKind(t)); }));
     const DataType t = init.dtype(0);
-    if (!IsDeviceNumeric(t) || (mean && !IsDeviceFloatKind(t))) {
-      return init.Error(StatusCode::kUnimplemented, "element type " + TypeName(t) + " is not supported on the GPU");
-    }
     return Bind(
         [op, mean, t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
           Tensor acc;

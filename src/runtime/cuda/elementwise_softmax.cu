@@ -5,6 +5,7 @@
 
 #include "runtime/cuda/device_util.cuh"
 #include "runtime/cuda/elementwise_internal.cuh"
+#include "runtime/ops/softmax_rules.h"
 
 namespace mf::runtime::cuda::elementwise {
 namespace {
@@ -68,29 +69,18 @@ int ThreadsForRow(int64_t len) {
 
 }  // namespace
 
-// Before opset 13 the input is coerced to 2-D at `axis` (default 1); from 13 the softmax runs
-// along `axis` (default -1). Both are rows of `len` elements spaced `inner` apart.
+// Rows of `len` elements spaced `inner` apart (ops::PlanSoftmax).
 StatusOr<BoundKernel> SoftmaxFactory(const KernelInit& init, bool log) {
   MF_RETURN_IF_ERROR(RequireDeviceFloat(init, 0));
-  const bool legacy = init.opset < 13;
-  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", legacy ? 1 : -1));
+  MF_ASSIGN_OR_RETURN(ops::SoftmaxAttributes attrs, ops::ReadSoftmaxAttributes(init));
   const DataType t = init.dtype(0);
   return Bind(
-      [axis_attr, legacy, log, t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+      [attrs, log, t](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
-        MF_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, x.rank()));
-        int64_t outer = 1, len = 1, inner = 1;
-        for (int i = 0; i < x.rank(); ++i) {
-          const int64_t d = x.dim(i);
-          if (i < axis)
-            outer *= d;
-          else if (i == axis || legacy)
-            len *= d;
-          else
-            inner *= d;
-        }
+        MF_ASSIGN_OR_RETURN(ops::SoftmaxRows plan, ops::PlanSoftmax(attrs, x.shape()));
+        const int64_t len = plan.len, inner = plan.inner;
         MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(t, x.shape()));
-        const int64_t rows = outer * inner;
+        const int64_t rows = plan.outer * inner;
         if (rows == 0 || len == 0) return Status::Ok();
         const unsigned blocks = static_cast<unsigned>(rows > (1 << 20) ? (1 << 20) : rows);
         const int threads = ThreadsForRow(len);

@@ -86,14 +86,13 @@ StatusOr<BoundKernel> LayerNormFactory(const KernelInit& init) {
   if (t != DeviceFloatType(init.precision) || init.dtype(1) != t || (init.has_input(2) && init.dtype(2) != t)) {
     return init.Error(StatusCode::kUnimplemented, "mixed float types are not supported on the GPU");
   }
-  MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", -1));
-  MF_ASSIGN_OR_RETURN(float eps, init.attrs().GetFloat("epsilon", 1e-5f));
+  MF_ASSIGN_OR_RETURN(ops::LayerNormAttributes attrs, ops::ReadLayerNormAttributes(init));
   // Mean and InvStdDev are float32 in the model: the device float type here.
   std::vector<DataType> outs(init.node.outputs.size(), t);
   return Bind(
-      [axis_attr, eps](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
+      [attrs](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
-        MF_ASSIGN_OR_RETURN(ops::LayerNormPlan plan, ops::PlanLayerNorm(x.shape(), axis_attr));
+        MF_ASSIGN_OR_RETURN(ops::LayerNormPlan plan, ops::PlanLayerNorm(x.shape(), attrs.axis));
         int64_t rows = plan.rows, cols = plan.cols;
         const Shape& norm_shape = plan.norm_shape;
         auto affine = [&](const Tensor* p, Affine* a) -> Status {
@@ -123,8 +122,8 @@ StatusOr<BoundKernel> LayerNormFactory(const KernelInit& init) {
           using T = decltype(tag);
           LayerNormKernel<T><<<blocks, threads, shared, s>>>(
               x.data<T>(), in[1]->data<T>(), bias ? bias->data<T>() : nullptr, out[0].data<T>(),
-              out.size() > 1 ? out[1].data<T>() : nullptr, out.size() > 2 ? out[2].data<T>() : nullptr, rows, cols, eps,
-              scale_at, bias_at, staged);
+              out.size() > 1 ? out[1].data<T>() : nullptr, out.size() > 2 ? out[2].data<T>() : nullptr, rows, cols,
+              attrs.epsilon, scale_at, bias_at, staged);
           MF_CUDA_RETURN_IF_LAUNCH_FAILED();
           return Status::Ok();
         });
@@ -154,7 +153,7 @@ StatusOr<BoundKernel> BatchNormFactory(const KernelInit& init) {
       return init.Error(StatusCode::kUnimplemented, "mixed float types are not supported on the GPU");
   }
   MF_ASSIGN_OR_RETURN(float eps, ops::ReadBatchNormEpsilon(init));
-  bool in_nhwc = !init.input_nhwc.empty() && init.input_nhwc[0];
+  bool in_nhwc = init.input_is_nhwc(0);
   if (in_nhwc != init.output_nhwc) {
     return init.Error(StatusCode::kUnimplemented,
                       "a layout change inside BatchNormalization is not supported on the GPU");

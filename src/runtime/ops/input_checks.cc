@@ -16,4 +16,18 @@ Status RequireFixedWidth(const KernelInit& init, size_t i) {
   return Status::Ok();
 }
 
+Status RequireInputsOfOneType(const KernelInit& init) {
+  if (init.num_inputs() == 0) return init.Error(StatusCode::kInvalidArgument, "needs at least one input");
+  for (size_t i = 0; i < init.num_inputs(); ++i) {
+    if (!init.has_input(i) || init.dtype(i) != init.dtype(0)) {
+      return init.Error(StatusCode::kInvalidArgument, "inputs must all be present and of one type");
+    }
+  }
+  return Status::Ok();
+}
+
+Status UnsupportedElementType(const KernelInit& init, DataType t) {
+  return init.Error(StatusCode::kUnimplemented, "element type " + std::string(DataTypeName(t)) + " is not supported");
+}
+
 }  // namespace mf::runtime::ops

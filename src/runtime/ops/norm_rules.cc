@@ -33,6 +33,13 @@ StatusOr<BatchNormShape> CheckBatchNorm(const Tensor& x, const Tensor* const par
   return s;
 }
 
+StatusOr<LayerNormAttributes> ReadLayerNormAttributes(const KernelInit& init) {
+  LayerNormAttributes a;
+  MF_ASSIGN_OR_RETURN(a.axis, init.attrs().GetInt("axis", -1));
+  MF_ASSIGN_OR_RETURN(a.epsilon, init.attrs().GetFloat("epsilon", 1e-5f));
+  return a;
+}
+
 StatusOr<LayerNormPlan> PlanLayerNorm(const Shape& x, int64_t axis_attr) {
   LayerNormPlan p;
   MF_ASSIGN_OR_RETURN(p.axis, NormalizeAxis(axis_attr, static_cast<int>(x.size())));

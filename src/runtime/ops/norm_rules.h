@@ -21,6 +21,13 @@ struct BatchNormShape {
 };
 StatusOr<BatchNormShape> CheckBatchNorm(const Tensor& x, const Tensor* const params[4]);
 
+// LayerNormalization's attributes.
+struct LayerNormAttributes {
+  int64_t axis = -1;
+  float epsilon = 1e-5f;
+};
+StatusOr<LayerNormAttributes> ReadLayerNormAttributes(const KernelInit& init);
+
 // LayerNormalization of `x` from `axis` on: [rows, cols], the normalised dims and the shape of
 // the Mean/InvStdDev outputs.
 struct LayerNormPlan {

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "runtime/ops/indexing.h"
+#include "runtime/ops/input_checks.h"
 
 namespace mf::runtime::ops {
 
@@ -95,14 +97,24 @@ StatusOr<std::vector<int64_t>> TransposePerm(const std::vector<int64_t>& perm_at
   return perm;
 }
 
-StatusOr<ConcatPlan> PlanConcat(const std::vector<const Shape*>& inputs, int64_t axis_attr) {
-  const Shape& first = *inputs.at(0);
+StatusOr<int64_t> ReadConcatAxis(const KernelInit& init) {
+  if (init.num_inputs() == 0) return init.Error(StatusCode::kInvalidArgument, "needs at least one input");
+  for (size_t i = 0; i < init.num_inputs(); ++i) {
+    MF_RETURN_IF_ERROR(RequireFixedWidth(init, i));
+    if (init.dtype(i) != init.dtype(0)) return init.Error(StatusCode::kInvalidArgument, "inputs have different types");
+  }
+  return init.attrs().GetInt("axis", 0);
+}
+
+StatusOr<ConcatPlan> PlanConcat(const std::vector<const Tensor*>& inputs, int64_t axis_attr) {
+  const Shape& first = inputs.at(0)->shape();
   ConcatPlan plan;
   MF_ASSIGN_OR_RETURN(plan.axis, NormalizeAxis(axis_attr, static_cast<int>(first.size())));
   size_t axis = static_cast<size_t>(plan.axis);
   plan.shape = first;
   plan.shape[axis] = 0;
-  for (const Shape* s : inputs) {
+  for (const Tensor* t : inputs) {
+    const Shape* s = &t->shape();
     if (s->size() != first.size()) return InvalidArgument("Concat inputs have different ranks");
     for (size_t i = 0; i < s->size(); ++i) {
       if (i != axis && (*s)[i] != first[i]) {
@@ -112,6 +124,27 @@ StatusOr<ConcatPlan> PlanConcat(const std::vector<const Shape*>& inputs, int64_t
     }
     plan.shape[axis] += (*s)[axis];
   }
+  return plan;
+}
+
+StatusOr<SplitAttributes> ReadSplitAttributes(const KernelInit& init) {
+  MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
+  SplitAttributes a;
+  MF_ASSIGN_OR_RETURN(a.axis, init.attrs().GetInt("axis", 0));
+  MF_ASSIGN_OR_RETURN(a.split, init.attrs().GetInts("split", {}));
+  a.split_from_input = init.opset >= 13;
+  a.outputs = init.node.outputs.size();
+  return a;
+}
+
+StatusOr<SplitPlan> PlanSplit(const SplitAttributes& attrs, const Shape& x, const Tensor* split_input) {
+  SplitPlan plan;
+  MF_ASSIGN_OR_RETURN(plan.axis, NormalizeAxis(attrs.axis, static_cast<int>(x.size())));
+  std::vector<int64_t> split = attrs.split;
+  if (attrs.split_from_input && split_input) {
+    MF_ASSIGN_OR_RETURN(split, ReadInts(*split_input, "split"));
+  }
+  MF_ASSIGN_OR_RETURN(plan.sizes, SplitSizes(std::move(split), x[static_cast<size_t>(plan.axis)], attrs.outputs));
   return plan;
 }
 
