@@ -5,12 +5,13 @@
 #include <limits>
 
 #include "runtime/cpu/cpu_common.h"
+#include "runtime/ops/input_checks.h"
 #include "runtime/ops/reduce_axes.h"
 
 namespace mf::runtime::cpu {
 namespace {
 
-enum class ReduceKind { kMean, kSum, kMax, kMin, kProd, kSumSquare, kL1, kL2, kLogSum, kLogSumExp };
+using ops::ReduceKind;
 
 template <typename T>
 Status Reduce(ReduceKind kind, const Tensor& x, const std::vector<bool>& reduced, bool keepdims, Tensor& out) {
@@ -103,13 +104,9 @@ Status Reduce(ReduceKind kind, const Tensor& x, const std::vector<bool>& reduced
 
 KernelFactory ReduceFactory(ReduceKind kind, int64_t axes_input_since) {
   return [kind, axes_input_since](const KernelInit& init) -> StatusOr<BoundKernel> {
-    if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input");
+    MF_RETURN_IF_ERROR(ops::RequireDataInput(
+        init, [kind](DataType t) { return IsNumeric(t) && (!ops::ReduceNeedsFloat(kind) || IsFloat(t)); }));
     DataType t = init.dtype(0);
-    bool float_only = kind == ReduceKind::kLogSum || kind == ReduceKind::kLogSumExp;
-    if (!IsNumeric(t) || (float_only && !IsFloat(t))) {
-      return init.Error(StatusCode::kUnimplemented,
-                        "element type " + std::string(DataTypeName(t)) + " is not supported");
-    }
     MF_ASSIGN_OR_RETURN(ops::ReduceAttributes attrs, ops::ReadReduceAttributes(init, axes_input_since));
     return Bind(
         [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
@@ -127,19 +124,14 @@ KernelFactory ReduceFactory(ReduceKind kind, int64_t axes_input_since) {
 // position of the extreme value.
 KernelFactory ArgFactory(bool is_max) {
   return [is_max](const KernelInit& init) -> StatusOr<BoundKernel> {
-    if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input");
-    DataType t = init.dtype(0);
-    if (!IsNumeric(t))
-      return init.Error(StatusCode::kUnimplemented,
-                        "element type " + std::string(DataTypeName(t)) + " is not supported");
-    MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 0));
-    MF_ASSIGN_OR_RETURN(int64_t keepdims, init.attrs().GetInt("keepdims", 1));
-    MF_ASSIGN_OR_RETURN(int64_t last, init.attrs().GetInt("select_last_index", 0));
+    MF_RETURN_IF_ERROR(ops::RequireDataInput(init, IsNumeric));
+    MF_ASSIGN_OR_RETURN(ops::ArgReduceAttributes attrs, ops::ReadArgReduceAttributes(init));
     return Bind(
         [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
           const Tensor& x = *in[0];
-          MF_ASSIGN_OR_RETURN(ops::ArgReducePlan plan, ops::PlanArgReduce(x.shape(), axis_attr, keepdims != 0));
+          MF_ASSIGN_OR_RETURN(ops::ArgReducePlan plan, ops::PlanArgReduce(x.shape(), attrs.axis, attrs.keepdims));
           int64_t outer = plan.outer, len = plan.len, inner = plan.inner;
+          const bool last = attrs.select_last_index;
           MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kInt64, plan.shape));
           int64_t* po = out[0].data<int64_t>();
           return DispatchNumeric(x.dtype(), [&](auto tag) -> Status {
@@ -169,16 +161,10 @@ KernelFactory ArgFactory(bool is_max) {
 void RegisterReduceKernels(KernelRegistry* r) {
   r->Register({"ArgMax", 1, ArgFactory(true), "numeric"});
   r->Register({"ArgMin", 1, ArgFactory(false), "numeric"});
-  r->Register({"ReduceMean", 1, ReduceFactory(ReduceKind::kMean, 18), "numeric"});
-  r->Register({"ReduceSum", 1, ReduceFactory(ReduceKind::kSum, 13), "numeric"});
-  r->Register({"ReduceMax", 1, ReduceFactory(ReduceKind::kMax, 18), "numeric"});
-  r->Register({"ReduceMin", 1, ReduceFactory(ReduceKind::kMin, 18), "numeric"});
-  r->Register({"ReduceProd", 1, ReduceFactory(ReduceKind::kProd, 18), "numeric"});
-  r->Register({"ReduceSumSquare", 1, ReduceFactory(ReduceKind::kSumSquare, 18), "numeric"});
-  r->Register({"ReduceL1", 1, ReduceFactory(ReduceKind::kL1, 18), "numeric"});
-  r->Register({"ReduceL2", 1, ReduceFactory(ReduceKind::kL2, 18), "numeric"});
-  r->Register({"ReduceLogSum", 1, ReduceFactory(ReduceKind::kLogSum, 18), "float"});
-  r->Register({"ReduceLogSumExp", 1, ReduceFactory(ReduceKind::kLogSumExp, 18), "float"});
+  for (const ops::ReduceOp& op : ops::kReduceOps) {
+    r->Register({op.name, 1, ReduceFactory(op.kind, op.axes_input_since),
+                 ops::ReduceNeedsFloat(op.kind) ? "float" : "numeric"});
+  }
 }
 
 }  // namespace mf::runtime::cpu

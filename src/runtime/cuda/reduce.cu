@@ -24,7 +24,7 @@
 namespace mf::runtime::cuda {
 namespace {
 
-enum class ReduceKind : int { kMean, kSum, kMax, kMin, kProd, kSumSquare, kL1, kL2, kLogSum, kLogSumExp };
+using ops::ReduceKind;
 
 // Accumulator: double for every float type, the element type for integers.
 template <typename T>
@@ -217,13 +217,9 @@ Status RunReduce(ReduceKind kind, const Tensor& x, const std::vector<bool>& redu
 
 KernelFactory ReduceFactory(ReduceKind kind, int64_t axes_input_since) {
   return [kind, axes_input_since](const KernelInit& init) -> StatusOr<BoundKernel> {
-    if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input");
+    MF_RETURN_IF_ERROR(ops::RequireDataInput(
+        init, [kind](DataType t) { return IsReducibleType(t) && (!ops::ReduceNeedsFloat(kind) || IsFloatType(t)); }));
     DataType t = init.dtype(0);
-    bool float_only = kind == ReduceKind::kLogSum || kind == ReduceKind::kLogSumExp;
-    if (!IsReducibleType(t) || (float_only && !IsFloatType(t))) {
-      return init.Error(StatusCode::kUnimplemented,
-                        "element type " + std::string(DataTypeName(t)) + " is not supported");
-    }
     MF_ASSIGN_OR_RETURN(ops::ReduceAttributes attrs, ops::ReadReduceAttributes(init, axes_input_since));
     return Bind(
         [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
@@ -311,18 +307,12 @@ __global__ void ArgRowKernel(const T* __restrict__ x, int64_t* __restrict__ out,
 
 KernelFactory ArgFactory(bool is_max) {
   return [is_max](const KernelInit& init) -> StatusOr<BoundKernel> {
-    if (!init.has_input(0)) return init.Error(StatusCode::kInvalidArgument, "missing input");
-    DataType t = init.dtype(0);
-    if (!IsReducibleType(t))
-      return init.Error(StatusCode::kUnimplemented,
-                        "element type " + std::string(DataTypeName(t)) + " is not supported");
-    MF_ASSIGN_OR_RETURN(int64_t axis_attr, init.attrs().GetInt("axis", 0));
-    MF_ASSIGN_OR_RETURN(int64_t keepdims, init.attrs().GetInt("keepdims", 1));
-    MF_ASSIGN_OR_RETURN(int64_t last, init.attrs().GetInt("select_last_index", 0));
+    MF_RETURN_IF_ERROR(ops::RequireDataInput(init, IsReducibleType));
+    MF_ASSIGN_OR_RETURN(ops::ArgReduceAttributes attrs, ops::ReadArgReduceAttributes(init));
     return Bind(
         [=](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
           const Tensor& x = *in[0];
-          MF_ASSIGN_OR_RETURN(ops::ArgReducePlan plan, ops::PlanArgReduce(x.shape(), axis_attr, keepdims != 0));
+          MF_ASSIGN_OR_RETURN(ops::ArgReducePlan plan, ops::PlanArgReduce(x.shape(), attrs.axis, attrs.keepdims));
           int64_t len = plan.len, inner = plan.inner;
           MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(DataType::kInt64, plan.shape));
           int64_t n_out = plan.outer * inner;
@@ -332,11 +322,11 @@ KernelFactory ArgFactory(bool is_max) {
             using T = decltype(tag);
             if (inner == 1 && len >= 1024) {
               unsigned blocks = static_cast<unsigned>(std::min<int64_t>(n_out, 1 << 20));
-              ArgRowKernel<T>
-                  <<<blocks, 256, 0, s>>>(x.data<T>(), out[0].data<int64_t>(), n_out, len, is_max, last != 0);
+              ArgRowKernel<T><<<blocks, 256, 0, s>>>(x.data<T>(), out[0].data<int64_t>(), n_out, len, is_max,
+                                                     attrs.select_last_index);
             } else {
               ArgKernel<T><<<BlocksFor(n_out), kThreads, 0, s>>>(x.data<T>(), out[0].data<int64_t>(), n_out, len, inner,
-                                                                 is_max, last != 0);
+                                                                 is_max, attrs.select_last_index);
             }
             MF_CUDA_RETURN_IF_LAUNCH_FAILED();
             return Status::Ok();
@@ -351,16 +341,13 @@ KernelFactory ArgFactory(bool is_max) {
 void RegisterReduceKernels(KernelRegistry* r) {
   r->Register({"ArgMax", 1, ArgFactory(true), "numeric"});
   r->Register({"ArgMin", 1, ArgFactory(false), "numeric"});
-  r->Register({"ReduceMean", 1, ReduceFactory(ReduceKind::kMean, 18), "numeric", {1}});
-  r->Register({"ReduceSum", 1, ReduceFactory(ReduceKind::kSum, 13), "numeric", {1}});
-  r->Register({"ReduceMax", 1, ReduceFactory(ReduceKind::kMax, 18), "numeric", {1}});
-  r->Register({"ReduceMin", 1, ReduceFactory(ReduceKind::kMin, 18), "numeric", {1}});
-  r->Register({"ReduceProd", 1, ReduceFactory(ReduceKind::kProd, 18), "numeric", {1}});
-  r->Register({"ReduceSumSquare", 1, ReduceFactory(ReduceKind::kSumSquare, 18), "numeric", {1}});
-  r->Register({"ReduceL1", 1, ReduceFactory(ReduceKind::kL1, 18), "numeric", {1}});
-  r->Register({"ReduceL2", 1, ReduceFactory(ReduceKind::kL2, 18), "numeric", {1}});
-  r->Register({"ReduceLogSum", 1, ReduceFactory(ReduceKind::kLogSum, 18), "float", {1}});
-  r->Register({"ReduceLogSumExp", 1, ReduceFactory(ReduceKind::kLogSumExp, 18), "float", {1}});
+  for (const ops::ReduceOp& op : ops::kReduceOps) {
+    r->Register({op.name,
+                 1,
+                 ReduceFactory(op.kind, op.axes_input_since),
+                 ops::ReduceNeedsFloat(op.kind) ? "float" : "numeric",
+                 {1}});
+  }
   RegisterNormKernels(r);
 }
 

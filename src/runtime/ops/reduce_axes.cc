@@ -15,6 +15,16 @@ StatusOr<ReduceAttributes> ReadReduceAttributes(const KernelInit& init, int64_t 
   return r;
 }
 
+StatusOr<ArgReduceAttributes> ReadArgReduceAttributes(const KernelInit& init) {
+  ArgReduceAttributes r;
+  MF_ASSIGN_OR_RETURN(r.axis, init.attrs().GetInt("axis", 0));
+  MF_ASSIGN_OR_RETURN(int64_t keepdims, init.attrs().GetInt("keepdims", 1));
+  MF_ASSIGN_OR_RETURN(int64_t last, init.attrs().GetInt("select_last_index", 0));
+  r.keepdims = keepdims != 0;
+  r.select_last_index = last != 0;
+  return r;
+}
+
 StatusOr<std::vector<bool>> ReducedAxes(const ReduceAttributes& attrs, const Tensor* axes_input, int rank) {
   std::vector<int64_t> axes = attrs.axes;
   if (attrs.axes_from_input && axes_input) {
