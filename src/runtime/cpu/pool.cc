@@ -268,20 +268,16 @@ class ChannelsLastPoolKernel final : public Kernel {
   mutable std::map<Shape, std::shared_ptr<const Prepared>> cache_;
 };
 
-bool InputNhwc(const KernelInit& init) { return !init.input_nhwc.empty() && init.input_nhwc[0]; }
-
 StatusOr<BoundKernel> PoolFactory(const KernelInit& init, bool is_max) {
   MF_RETURN_IF_ERROR(RequireFloat(init, 0));
-  if (init.node.outputs.size() > 1 && init.node.outputs[1] != kNoValue) {
-    return init.Error(StatusCode::kUnimplemented, "the Indices output of MaxPool is not supported");
-  }
   PoolParams p;
   p.is_max = is_max;
   MF_ASSIGN_OR_RETURN(p.attrs, ops::ReadPoolAttributes(init));
-  if (InputNhwc(init) || init.output_nhwc) {
+  if (init.input_is_nhwc(0) || init.output_nhwc) {
     if (p.attrs.kernel.size() != 2) return init.Error(StatusCode::kInternal, "channels-last pooling must be 2-D");
-    return BoundKernel{std::make_unique<ChannelsLastPoolKernel>(std::move(p), false, InputNhwc(init), init.output_nhwc),
-                       {DataType::kFloat32}};
+    return BoundKernel{
+        std::make_unique<ChannelsLastPoolKernel>(std::move(p), false, init.input_is_nhwc(0), init.output_nhwc),
+        {DataType::kFloat32}};
   }
   std::vector<DataType> outs(init.node.outputs.size(), DataType::kInt64);
   outs[0] = DataType::kFloat32;
@@ -291,7 +287,7 @@ StatusOr<BoundKernel> PoolFactory(const KernelInit& init, bool is_max) {
 
 StatusOr<BoundKernel> GlobalPoolFactory(const KernelInit& init, bool is_max) {
   MF_RETURN_IF_ERROR(RequireFloat(init, 0));
-  if (InputNhwc(init)) {
+  if (init.input_is_nhwc(0)) {
     PoolParams p;
     p.is_max = is_max;
     return BoundKernel{std::make_unique<ChannelsLastPoolKernel>(std::move(p), true, true, false), {DataType::kFloat32}};

@@ -484,12 +484,10 @@ StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {
   MF_ASSIGN_OR_RETURN(attrs, ops::ReadConvAttributes(init, transpose));
   MF_ASSIGN_OR_RETURN(p.act, ActivationFromNode(init.node));
   p.fused_sum = init.node.fused_sum;
-  p.src_nhwc = init.input_nhwc.size() > 0 && init.input_nhwc[0];
-  p.addend_nhwc = init.input_nhwc.size() > 3 && init.input_nhwc[3];
+  p.src_nhwc = init.input_is_nhwc(0);
+  p.addend_nhwc = init.input_is_nhwc(3);
   p.dst_nhwc = init.output_nhwc;
-  if (p.fused_sum && (transpose || init.num_inputs() != 4)) {
-    return init.Error(StatusCode::kInternal, "a fused sum needs a Conv with the addend as input 3");
-  }
+  MF_RETURN_IF_ERROR(ops::CheckConvFusedSum(init, transpose));
   if (p.fused_sum) MF_RETURN_IF_ERROR(RequireDeviceFloat(init, 3, p.dtype));
   if (transpose && (p.src_nhwc || p.dst_nhwc)) {
     return init.Error(StatusCode::kUnimplemented, "channels-last ConvTranspose on the GPU");

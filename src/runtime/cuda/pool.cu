@@ -191,12 +191,9 @@ StatusOr<DataType> RequireDeviceFloatInput(const KernelInit& init) {
 StatusOr<BoundKernel> PoolFactory(const KernelInit& init, bool is_max) {
   PoolParams p;
   MF_ASSIGN_OR_RETURN(p.dtype, RequireDeviceFloatInput(init));
-  if (init.node.outputs.size() > 1 && init.node.outputs[1] != kNoValue) {
-    return init.Error(StatusCode::kUnimplemented, "the Indices output of MaxPool is not supported");
-  }
   p.is_max = is_max;
   MF_ASSIGN_OR_RETURN(p.attrs, ops::ReadPoolAttributes(init));
-  p.in_nhwc = !init.input_nhwc.empty() && init.input_nhwc[0];
+  p.in_nhwc = init.input_is_nhwc(0);
   p.out_nhwc = init.output_nhwc;
   std::vector<DataType> outs(init.node.outputs.size(), DataType::kInt64);
   outs[0] = p.dtype;
@@ -206,7 +203,7 @@ StatusOr<BoundKernel> PoolFactory(const KernelInit& init, bool is_max) {
 
 StatusOr<BoundKernel> GlobalPoolFactory(const KernelInit& init, bool is_max) {
   MF_ASSIGN_OR_RETURN(DataType dtype, RequireDeviceFloatInput(init));
-  bool in_nhwc = !init.input_nhwc.empty() && init.input_nhwc[0];
+  bool in_nhwc = init.input_is_nhwc(0);
   return Bind(
       [is_max, in_nhwc, dtype](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
         return RunGlobalPool(is_max, in_nhwc, dtype, *in[0], out[0]);

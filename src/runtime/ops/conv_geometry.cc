@@ -4,6 +4,13 @@
 
 namespace mf::runtime::ops {
 
+Status CheckConvFusedSum(const KernelInit& init, bool transpose) {
+  if (init.node.fused_sum && (transpose || init.num_inputs() != 4)) {
+    return init.Error(StatusCode::kInternal, "a fused sum needs a Conv with the addend as input 3");
+  }
+  return Status::Ok();
+}
+
 StatusOr<ConvAttributes> ReadConvAttributes(const KernelInit& init, bool transpose) {
   const Attributes& a = init.attrs();
   ConvAttributes p;

@@ -24,6 +24,10 @@ struct ConvAttributes {
 // (errors carry the node prefix).
 StatusOr<ConvAttributes> ReadConvAttributes(const KernelInit& init, bool transpose);
 
+// A Conv given a fused sum (fusion pass) has the addend as input 3; INTERNAL otherwise, and for
+// a ConvTranspose.
+Status CheckConvFusedSum(const KernelInit& init, bool transpose);
+
 // One input shape's geometry, per spatial dim: input extent, kernel, stride, dilation, begin
 // and end padding, output_padding (ConvTranspose) and output extent.
 struct ConvGeometry {

@@ -5,6 +5,9 @@
 namespace mf::runtime::ops {
 
 StatusOr<PoolAttributes> ReadPoolAttributes(const KernelInit& init) {
+  if (init.node.outputs.size() > 1 && init.node.outputs[1] != kNoValue) {
+    return init.Error(StatusCode::kUnimplemented, "the Indices output of MaxPool is not supported");
+  }
   const Attributes& a = init.attrs();
   PoolAttributes p;
   MF_ASSIGN_OR_RETURN(p.auto_pad, a.GetString("auto_pad", "NOTSET"));

@@ -21,7 +21,8 @@ struct PoolAttributes {
   int64_t count_include_pad = 0;
 };
 
-// Reads and checks the pooling attributes of `init`'s node (errors carry the node prefix).
+// Reads and checks the pooling attributes of `init`'s node (errors carry the node prefix);
+// UNIMPLEMENTED when MaxPool's Indices output is asked for.
 StatusOr<PoolAttributes> ReadPoolAttributes(const KernelInit& init);
 
 // One spatial dim of a pool: extents, kernel, stride, dilation and begin/end padding. Plain
