@@ -2,6 +2,8 @@
 // transformation mode. The N-d resize is separable, so it runs as one 1-D pass per resized axis,
 // each output position being a weighted sum of a few input taps along that axis.
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "runtime/cpu/cpu_common.h"
 #include "runtime/ops/resize_rules.h"
@@ -93,6 +95,12 @@ StatusOr<Tensor> ResizeAlongAxis(const ops::ResizeAttributes& p, const Tensor& x
   return out;
 }
 
+// Scales and roi are float32 (the ONNX type); any other type is refused.
+StatusOr<std::vector<double>> ReadFloat32s(const Tensor& t, const char* what) {
+  if (t.dtype() != DataType::kFloat32) return InvalidArgument(std::string(what) + " must be float32");
+  return std::vector<double>(t.data<float>(), t.data<float>() + t.num_elements());
+}
+
 StatusOr<BoundKernel> ResizeFactory(const KernelInit& init) {
   MF_RETURN_IF_ERROR(RequireFloat(init, 0));
   MF_ASSIGN_OR_RETURN(ops::ResizeAttributes p, ops::ReadResizeAttributes(init));
@@ -102,27 +110,8 @@ StatusOr<BoundKernel> ResizeFactory(const KernelInit& init) {
         const Tensor* roi = in.size() > 1 ? in[1] : nullptr;
         const Tensor* scales = in.size() > 2 ? in[2] : nullptr;
         const Tensor* sizes = in.size() > 3 ? in[3] : nullptr;
-        if (scales && scales->num_elements() == 0) scales = nullptr;
-        if (sizes && sizes->num_elements() == 0) sizes = nullptr;
-        // Read only an unambiguous request: PlanResize refuses both or neither.
-        std::vector<double> scale_v, roi_v;
-        std::vector<int64_t> size_v;
-        if (scales && !sizes) {
-          if (scales->dtype() != DataType::kFloat32)
-            return InvalidArgument("Resize scales must be float32, one per dim");
-          scale_v.assign(scales->data<float>(), scales->data<float>() + scales->num_elements());
-        }
-        if (sizes && !scales) {
-          MF_ASSIGN_OR_RETURN(size_v, ReadInts(*sizes, "sizes"));
-        }
-        if (roi && roi->num_elements() > 0) {
-          if (roi->dtype() != DataType::kFloat32)
-            return InvalidArgument("Resize roi must be float32 with 2 * rank values");
-          roi_v.assign(roi->data<float>(), roi->data<float>() + roi->num_elements());
-        }
-        MF_ASSIGN_OR_RETURN(
-            std::vector<ops::ResizeAxis> axes,
-            ops::PlanResize(x.shape(), scales ? &scale_v : nullptr, sizes ? &size_v : nullptr, roi_v, p.transform));
+        MF_ASSIGN_OR_RETURN(std::vector<ops::ResizeAxis> axes,
+                            ops::PlanResize(x.shape(), roi, scales, sizes, p.transform, ReadFloat32s));
         // Validate the final size before any pass allocates.
         MF_RETURN_IF_ERROR(Tensor::AllocateUninitialized(DataType::kFloat32, ops::ResizeOutputShape(axes)).status());
         Tensor cur = x.Clone();

@@ -104,27 +104,9 @@ StatusOr<BoundKernel> ResizeFactory(const KernelInit& init) {
         const Tensor* roi = in.size() > 1 ? in[1] : nullptr;
         const Tensor* scales = in.size() > 2 ? in[2] : nullptr;
         const Tensor* sizes = in.size() > 3 ? in[3] : nullptr;
-        if (scales && scales->num_elements() == 0) scales = nullptr;
-        if (sizes && sizes->num_elements() == 0) sizes = nullptr;
-        // Read only an unambiguous request: PlanResize refuses both or neither.
-        std::vector<double> scale_v, roi_v;
-        std::vector<int64_t> size_v;
-        if (scales && !sizes) {
-          auto s = ReadFloats(*scales, "Resize scales");
-          if (!s.ok()) return InvalidArgument("Resize scales must be float32, one per dim");
-          scale_v = std::move(*s);
-        }
-        if (sizes && !scales) {
-          MF_ASSIGN_OR_RETURN(size_v, ReadInts(*sizes, "sizes"));
-        }
-        if (roi && roi->num_elements() > 0) {
-          auto r = ReadFloats(*roi, "Resize roi");
-          if (!r.ok()) return InvalidArgument("Resize roi must be float32 with 2 * rank values");
-          roi_v = std::move(*r);
-        }
-        MF_ASSIGN_OR_RETURN(
-            std::vector<ResizeAxis> axes,
-            ops::PlanResize(x.shape(), scales ? &scale_v : nullptr, sizes ? &size_v : nullptr, roi_v, plan.transform));
+        MF_RETURN_IF_ERROR(RequireHost(sizes, "sizes"));
+        MF_ASSIGN_OR_RETURN(std::vector<ResizeAxis> axes,
+                            ops::PlanResize(x.shape(), roi, scales, sizes, plan.transform, ReadFloats));
         MF_ASSIGN_OR_RETURN(out[0], AllocateDevice(x.dtype(), ops::ResizeOutputShape(axes)));
         ResizePlan p = plan;
         p.rank = rank;

@@ -3,6 +3,8 @@
 #include <string>
 #include <utility>
 
+#include "runtime/ops/indexing.h"
+
 namespace mf::runtime::ops {
 
 StatusOr<ResizeAttributes> ReadResizeAttributes(const KernelInit& init) {
@@ -58,9 +60,13 @@ StatusOr<ResizeAttributes> ReadResizeAttributes(const KernelInit& init) {
   return p;
 }
 
-StatusOr<std::vector<ResizeAxis>> PlanResize(const Shape& x, const std::vector<double>* scales,
-                                             const std::vector<int64_t>* sizes, const std::vector<double>& roi,
-                                             CoordinateTransform transform) {
+namespace {
+
+// PlanResize with the inputs read: `scales` or `sizes` (exactly one of them non-null), `roi`
+// empty or 2 * rank values.
+StatusOr<std::vector<ResizeAxis>> PlanFromValues(const Shape& x, const std::vector<double>* scales,
+                                                 const std::vector<int64_t>* sizes, const std::vector<double>& roi,
+                                                 CoordinateTransform transform) {
   size_t rank = x.size();
   if ((scales == nullptr) == (sizes == nullptr)) return InvalidArgument("Resize needs exactly one of scales and sizes");
   std::vector<ResizeAxis> axes(rank);
@@ -93,6 +99,32 @@ StatusOr<std::vector<ResizeAxis>> PlanResize(const Shape& x, const std::vector<d
     if (!a.identity && a.in_len == 0 && a.out_len > 0) return InvalidArgument("cannot resize an empty dim");
   }
   return axes;
+}
+
+}  // namespace
+
+StatusOr<std::vector<ResizeAxis>> PlanResize(const Shape& x, const Tensor* roi, const Tensor* scales,
+                                             const Tensor* sizes, CoordinateTransform transform,
+                                             ReadFloatsFn read_floats) {
+  if (scales && scales->num_elements() == 0) scales = nullptr;
+  if (sizes && sizes->num_elements() == 0) sizes = nullptr;
+  // Read only an unambiguous request: PlanFromValues refuses both or neither.
+  std::vector<double> scale_v, roi_v;
+  std::vector<int64_t> size_v;
+  if (scales && !sizes) {
+    auto s = read_floats(*scales, "Resize scales");
+    if (!s.ok()) return InvalidArgument("Resize scales must be float32, one per dim");
+    scale_v = std::move(*s);
+  }
+  if (sizes && !scales) {
+    MF_ASSIGN_OR_RETURN(size_v, ReadInts(*sizes, "sizes"));
+  }
+  if (roi && roi->num_elements() > 0) {
+    auto r = read_floats(*roi, "Resize roi");
+    if (!r.ok()) return InvalidArgument("Resize roi must be float32 with 2 * rank values");
+    roi_v = std::move(*r);
+  }
+  return PlanFromValues(x, scales ? &scale_v : nullptr, sizes ? &size_v : nullptr, roi_v, transform);
 }
 
 Shape ResizeOutputShape(const std::vector<ResizeAxis>& axes) {

@@ -44,11 +44,16 @@ struct ResizeAxis {
   bool identity = true;  // copies the axis unchanged
 };
 
-// The per-axis plan of resizing `x`: from `scales` (already read as doubles) or `sizes` (exactly
-// one of them non-null), with `roi` (empty, or 2 * rank values) for tf_crop_and_resize.
-StatusOr<std::vector<ResizeAxis>> PlanResize(const Shape& x, const std::vector<double>* scales,
-                                             const std::vector<int64_t>* sizes, const std::vector<double>& roi,
-                                             CoordinateTransform transform);
+// Reads a float input (scales, roi) as doubles: the backend says which float types and which
+// memory it reads.
+using ReadFloatsFn = StatusOr<std::vector<double>> (*)(const Tensor& t, const char* what);
+
+// The per-axis plan of resizing `x` as its inputs ask (each may be null; an empty one counts as
+// absent): exactly one of `scales` and `sizes`, with `roi` (2 * rank values) for
+// tf_crop_and_resize.
+StatusOr<std::vector<ResizeAxis>> PlanResize(const Shape& x, const Tensor* roi, const Tensor* scales,
+                                             const Tensor* sizes, CoordinateTransform transform,
+                                             ReadFloatsFn read_floats);
 
 // The output shape of a plan.
 Shape ResizeOutputShape(const std::vector<ResizeAxis>& axes);
