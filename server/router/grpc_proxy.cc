@@ -8,6 +8,7 @@
 #include "common/logging.h"
 #include "http2/grpc_router.h"
 #include "http2/grpc_wire.h"
+#include "server/router/grpc_mirror_compare.h"
 #include "server/router/proxy_common.h"
 #include "server/router/routing.h"
 
@@ -33,6 +34,80 @@ int GrpcStatusOf(const http2::Headers& fields, int fallback) {
   std::from_chars(value->data(), value->data() + value->size(), code);
   return code;
 }
+
+// Answers larger than this are not kept for a mirror comparison (the call itself is unaffected).
+constexpr size_t kMaxComparedBytes = size_t{16} << 20;
+
+// The copy of a call sent to the mirror version: its answer is kept for the comparison and never
+// returned, and it ends at the primary call's deadline.
+class GrpcMirrorCall : public StreamHandler, public std::enable_shared_from_this<GrpcMirrorCall> {
+ public:
+  GrpcMirrorCall(std::shared_ptr<MirrorPair> pair, std::shared_ptr<Endpoint> endpoint)
+      : pair_(std::move(pair)), endpoint_(std::move(endpoint)) {}
+
+  void Start(GrpcUpstream& upstream, const H2Request& request, Clock::time_point deadline) {
+    std::lock_guard lock(mu_);
+    endpoint_->Begin();
+    stream_ = upstream.Start(endpoint_, request, shared_from_this());
+    timer_ = std::make_shared<boost::asio::steady_timer>(stream_->context());
+    timer_->expires_at(deadline);
+    timer_->async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+      if (ec) return;
+      if (auto self = weak.lock()) self->DeadlinePassed();
+    });
+  }
+
+  void OnHeaders(int status, http2::Headers headers) override {
+    std::lock_guard lock(mu_);
+    http_status_ = status;
+    headers_ = std::move(headers);
+  }
+
+  void OnData(std::string_view data) override {
+    std::lock_guard lock(mu_);
+    too_large_ = too_large_ || body_.size() + data.size() > kMaxComparedBytes;
+    if (!too_large_) body_.append(data);
+  }
+
+  void OnEnd(http2::Headers trailers) override {
+    std::lock_guard lock(mu_);
+    FinishLocked(GrpcStatusOf(trailers, GrpcStatusOf(headers_, http_status_ == 200 ? 2 : 14)));
+  }
+
+  void OnReset(uint32_t /*error_code*/, bool /*unprocessed*/, std::string /*why*/) override {
+    std::lock_guard lock(mu_);
+    body_.clear();
+    FinishLocked(14);  // UNAVAILABLE, as the client of a reset stream sees it
+  }
+
+ private:
+  void DeadlinePassed() {
+    std::lock_guard lock(mu_);
+    if (finished_) return;
+    if (stream_) stream_->Cancel();
+    body_.clear();
+    FinishLocked(4);  // DEADLINE_EXCEEDED
+  }
+
+  void FinishLocked(int grpc_code) {
+    if (finished_) return;
+    finished_ = true;
+    endpoint_->End();
+    if (timer_) boost::asio::post(timer_->get_executor(), [timer = timer_] { timer->cancel(); });
+    if (!too_large_) pair_->Offer(false, grpc_code, std::move(body_));
+  }
+
+  const std::shared_ptr<MirrorPair> pair_;
+  const std::shared_ptr<Endpoint> endpoint_;
+  std::mutex mu_;
+  std::shared_ptr<UpstreamStream> stream_;
+  std::shared_ptr<boost::asio::steady_timer> timer_;
+  http2::Headers headers_;
+  int http_status_ = 0;
+  std::string body_;
+  bool too_large_ = false;
+  bool finished_ = false;
+};
 
 // One proxied gRPC call. Upstream callbacks arrive on the upstream connection's io thread (a
 // retry may use another one) and the deadline timer on the first attempt's: a mutex per call
@@ -74,6 +149,7 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
     upstream_request_.headers.emplace_back("x-forwarded-for", peer_ip);
     upstream_request_.body = std::move(request.body);
     retry_safe_ = IsRetrySafeGrpc(request.path);
+    StartMirror();
     routed_metrics_ = snapshot_->versions[version_].metrics;
     routed_metrics_->in_flight().Increment();
 
@@ -105,6 +181,10 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
     }
     part.data.assign(data);
     client_->Send(std::move(part));
+    if (mirror_) {
+      primary_too_large_ = primary_too_large_ || primary_body_.size() + data.size() > kMaxComparedBytes;
+      if (!primary_too_large_) primary_body_.append(data);
+    }
   }
 
   void OnEnd(http2::Headers trailers) override {
@@ -121,6 +201,7 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
     part.end = true;
     part.trailers = std::move(trailers);
     client_->Send(std::move(part));
+    if (mirror_ && !primary_too_large_) mirror_->Offer(true, code, std::move(primary_body_));
     Done(code);
   }
 
@@ -230,6 +311,25 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
     Done(1);  // CANCELLED
   }
 
+  // Sends a copy to the mirror version (percent of calls, only calls that are safe to send twice),
+  // compared with the primary's answer when both have finished.
+  void StartMirror() {
+    const int mirror = snapshot_->mirror_version;
+    if (mirror < 0 || mirror == version_ || snapshot_->config.mirror->percent <= 0 || !retry_safe_) return;
+    if (RandomBits() % 100 >= static_cast<uint64_t>(snapshot_->config.mirror->percent)) return;
+    const VersionTargets& target = snapshot_->versions[mirror];
+    std::shared_ptr<Endpoint> endpoint =
+        ChooseEndpoint(target.grpc, {}, Clock::now(), options_.max_requests_per_endpoint);
+    if (!endpoint) return;
+    target.metrics->mirrored().Increment();
+    mirror_ = std::make_shared<MirrorPair>(
+        target.metrics, target.name,
+        [path = upstream_request_.path](int a_code, std::string_view a, int b_code, std::string_view b) {
+          return GrpcResponsesAgree(path, a_code, a, b_code, b);
+        });
+    std::make_shared<GrpcMirrorCall>(mirror_, std::move(endpoint))->Start(upstream_, upstream_request_, deadline_);
+  }
+
   // The endpoint's share of the outcome: outstanding count and outlier detection.
   void RecordOutcome(bool failed) {
     if (!attempt_open_) return;
@@ -249,6 +349,7 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
   }
 
   void FinishLocked(const Status& status) {
+    if (mirror_) mirror_->Offer(true, static_cast<int>(status.code()), "");
     if (headers_sent_) {
       client_->Send({.end = true,
                      .trailers = {{"grpc-status", std::to_string(static_cast<int>(status.code()))},
@@ -289,6 +390,9 @@ class GrpcCallProxy : public StreamHandler, public std::enable_shared_from_this<
   std::shared_ptr<UpstreamStream> upstream_stream_;
   std::shared_ptr<boost::asio::steady_timer> timer_;
   std::string earlier_errors_;  // of the attempts before the last, for the error message
+  std::shared_ptr<MirrorPair> mirror_;
+  std::string primary_body_;  // the answer's DATA, kept only while mirroring, for the comparison
+  bool primary_too_large_ = false;
   http2::Headers headers_;
   int http_status_ = 0;
   int version_ = -1;                          // in snapshot_: the version answering now

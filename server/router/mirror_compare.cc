@@ -7,15 +7,10 @@
 namespace mf::router {
 namespace {
 
-bool Close(double a, double b, double tolerance) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  return std::fabs(a - b) <= tolerance * std::max({1.0, std::fabs(a), std::fabs(b)});
-}
-
 // Structural equality with numbers compared within the tolerance (ints and floats alike).
 bool Agree(const nlohmann::json& a, const nlohmann::json& b, double tolerance, int depth) {
   if (depth > 64) return a == b;
-  if (a.is_number() && b.is_number()) return Close(a.get<double>(), b.get<double>(), tolerance);
+  if (a.is_number() && b.is_number()) return NumbersAgree(a.get<double>(), b.get<double>(), tolerance);
   if (a.type() != b.type()) return false;
   if (a.is_array()) {
     if (a.size() != b.size()) return false;
@@ -36,6 +31,12 @@ bool Agree(const nlohmann::json& a, const nlohmann::json& b, double tolerance, i
 }
 
 }  // namespace
+
+bool NumbersAgree(double a, double b, double tolerance) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (a == b) return true;  // also equal infinities, whose difference is NaN
+  return std::fabs(a - b) <= tolerance * std::max({1.0, std::fabs(a), std::fabs(b)});
+}
 
 bool ResponsesAgree(int primary_status, std::string_view primary_body, int mirror_status, std::string_view mirror_body,
                     double tolerance) {

@@ -10,7 +10,10 @@ namespace mf::router {
 
 inline constexpr double kMirrorTolerance = 1e-4;
 
-// Numbers agree when |a - b| <= tolerance * max(1, |a|, |b|).
+// |a - b| <= tolerance * max(1, |a|, |b|); equal infinities agree, NaN agrees only with NaN.
+bool NumbersAgree(double a, double b, double tolerance);
+
+// Numbers in the bodies agree as NumbersAgree says.
 bool ResponsesAgree(int primary_status, std::string_view primary_body, int mirror_status, std::string_view mirror_body,
                     double tolerance = kMirrorTolerance);
 

@@ -4,6 +4,7 @@
 #include <random>
 #include <thread>
 
+#include "common/logging.h"
 #include "server/router/routing.h"
 
 namespace mf::router {
@@ -121,6 +122,19 @@ RetryPlan PlanRetry(RetryInputs inputs, std::shared_ptr<const Snapshot> latest, 
   plan.version = plan.decision == RetryDecision::kSameVersion ? same : fallback;
   plan.snapshot = std::move(latest);
   return plan;
+}
+
+void MirrorPair::Offer(bool is_primary, int status, std::string body) {
+  std::unique_lock lock(mu_);
+  (is_primary ? primary_ : mirror_) = std::make_pair(status, std::move(body));
+  if (!primary_ || !mirror_) return;
+  lock.unlock();  // both are set now and never change again
+  if (!agree_(primary_->first, primary_->second, mirror_->first, mirror_->second)) {
+    metrics_->mirror_disagreements().Increment();
+    log::Debug("mirror disagreed", {{"version", version_},
+                                    {"primary_status", std::to_string(primary_->first)},
+                                    {"mirror_status", std::to_string(mirror_->first)}});
+  }
 }
 
 }  // namespace mf::router

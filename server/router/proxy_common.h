@@ -1,11 +1,15 @@
 // What the REST and gRPC proxies share: per-thread random numbers, which requests may be sent
-// twice, endpoint picking over a snapshot with ejection and exclusion, and the outcome
-// bookkeeping of one attempt (outstanding counts, outlier detection, metrics).
+// twice, endpoint picking over a snapshot with ejection and exclusion, the outcome bookkeeping
+// of one attempt (outstanding counts, outlier detection, metrics) and the comparison of a
+// mirrored request's two answers.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,6 +17,7 @@
 
 #include "server/router/endpoint.h"
 #include "server/router/retry_policy.h"
+#include "server/router/router_metrics.h"
 #include "server/router/snapshot.h"
 
 namespace mf::router {
@@ -64,5 +69,24 @@ struct RetryPlan {
 };
 RetryPlan PlanRetry(RetryInputs inputs, std::shared_ptr<const Snapshot> latest, std::string_view failed_version,
                     bool grpc, std::span<const std::shared_ptr<Endpoint>> tried);
+
+// A mirrored request's two answers (status and body), compared by `agree` when the second one
+// arrives, whichever it is; a disagreement counts in the mirror version's metrics. Thread-safe.
+class MirrorPair {
+ public:
+  using Agree = std::function<bool(int primary_status, std::string_view primary_body, int mirror_status,
+                                   std::string_view mirror_body)>;
+  MirrorPair(VersionMetrics* mirror_metrics, std::string mirror_version, Agree agree)
+      : metrics_(mirror_metrics), version_(std::move(mirror_version)), agree_(std::move(agree)) {}
+
+  void Offer(bool is_primary, int status, std::string body);
+
+ private:
+  std::mutex mu_;
+  std::optional<std::pair<int, std::string>> primary_, mirror_;
+  VersionMetrics* const metrics_;
+  const std::string version_;
+  const Agree agree_;
+};
 
 }  // namespace mf::router

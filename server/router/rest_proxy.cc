@@ -58,27 +58,6 @@ http::Response JsonError(int status, const std::string& message) {
   return http::Response::Json(status, nlohmann::json{{"error", message}}.dump() + "\n");
 }
 
-// Compares the primary's and the mirror's answers, whichever arrives second.
-struct MirrorPair {
-  std::mutex mu;
-  std::optional<std::pair<int, std::string>> primary, mirror;
-  VersionMetrics* metrics = nullptr;
-  std::string version;
-
-  void Offer(bool is_primary, int status, std::string body) {
-    std::unique_lock lock(mu);
-    (is_primary ? primary : mirror) = std::make_pair(status, std::move(body));
-    if (!primary || !mirror) return;
-    lock.unlock();
-    if (!ResponsesAgree(primary->first, primary->second, mirror->first, mirror->second)) {
-      metrics->mirror_disagreements().Increment();
-      log::Debug("mirror disagreed", {{"version", version},
-                                      {"primary_status", std::to_string(primary->first)},
-                                      {"mirror_status", std::to_string(mirror->first)}});
-    }
-  }
-};
-
 // One proxied request, from routing to its answer; owned by the pending upstream callback.
 class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
  public:
@@ -268,9 +247,10 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
     if (!endpoint) return;
     VersionTargets const& target = snapshot_->versions[mirror];
     target.metrics->mirrored().Increment();
-    mirror_ = std::make_shared<MirrorPair>();
-    mirror_->metrics = target.metrics;
-    mirror_->version = target.name;
+    mirror_ = std::make_shared<MirrorPair>(target.metrics, target.name,
+                                           [](int a_status, std::string_view a, int b_status, std::string_view b) {
+                                             return ResponsesAgree(a_status, a, b_status, b);
+                                           });
     endpoint->Begin();
     upstream_.Send(endpoint, upstream_request_, deadline_, [pair = mirror_, endpoint](UpstreamResult result) {
       endpoint->End();

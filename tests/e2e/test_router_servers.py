@@ -110,3 +110,56 @@ def test_mirror_compares_real_predictions(tmp_path, servers, start_router):
         predict_rest(router.url, x)
     wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_mirror_disagreements_total", version="v2")
              == 20, timeout=5, what="20 disagreements between two different model versions")
+
+
+def test_grpc_mirror_compares_real_predictions(tmp_path, servers, start_router, start_server):
+    """gRPC Predict and KServe ModelInfer mirrored: a copy of version 1 served as version 7 answers
+    with other bytes (the version it names) but the same prediction, so it agrees; version 2
+    disagrees. The mirror's answer never reaches the client."""
+    a, b = servers
+    base = tmp_path / "models7" / "digits"
+    copy_version(EXAMPLES / "digits", 1, base, as_version=7)
+    c = start_server(["--model_name=digits", f"--model_base_path={base}"])
+    config = tmp_path / "router.yaml"
+    versions = [
+        {"name": "v1", "service": "s1", "weight": 100, "endpoints": [f"127.0.0.1:{a.rest_port}"],
+         "grpcEndpoints": [a.grpc_target]},
+        {"name": "v2", "service": "s2", "weight": 0, "endpoints": [f"127.0.0.1:{b.rest_port}"],
+         "grpcEndpoints": [b.grpc_target]},
+        {"name": "v7", "service": "s3", "weight": 0, "endpoints": [f"127.0.0.1:{c.rest_port}"],
+         "grpcEndpoints": [c.grpc_target]},
+    ]
+    write_config(config, versions, mirror={"version": "v7", "percent": 100}, model="digits")
+    grpc_port = free_port()
+    router = start_router(f"--grpc-port={grpc_port}")
+    x = load_digits().data[:2].astype(np.float32)
+    predict_pb2 = proto_stubs.module("tensorflow_serving.apis.predict_pb2")
+    services = proto_stubs.module("tensorflow_serving.apis.prediction_service_pb2_grpc")
+    v2 = proto_stubs.module("inference.grpc_predict_v2_pb2")
+    v2_grpc = proto_stubs.module("inference.grpc_predict_v2_pb2_grpc")
+    predict = predict_pb2.PredictRequest()
+    predict.model_spec.name = "digits"
+    predict.inputs["images"].CopyFrom(tensor_proto(x))
+    infer = v2.ModelInferRequest(model_name="digits")
+    infer.inputs.add(name="images", datatype="FP32", shape=[2, 64])
+    infer.raw_input_contents.append(x.astype("<f4").tobytes())
+
+    def call_both(stub, v2_stub, n):
+        for _ in range(n):
+            assert stub.Predict(predict, timeout=10).model_spec.version.value == 1  # the primary's answer
+            assert v2_stub.ModelInfer(infer, timeout=10).model_version == "1"
+
+    with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+        stub, v2_stub = services.PredictionServiceStub(channel), v2_grpc.GRPCInferenceServiceStub(channel)
+        call_both(stub, v2_stub, 10)
+        wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_mirrored_total", version="v7") == 20,
+                 timeout=5, what="20 mirrored calls")
+        assert metric_value(router.metrics(), "modelfleet_router_mirror_disagreements_total", version="v7") == 0
+
+        write_config(config, versions, mirror={"version": "v2", "percent": 100}, model="digits")
+        wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_config_generation") == 2, timeout=3,
+                 what="the new config")
+        call_both(stub, v2_stub, 10)
+        wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_mirror_disagreements_total", version="v2")
+                 == 20, timeout=5, what="20 disagreements between two different model versions")
+    assert metric_value(router.metrics(), "modelfleet_router_mirrored_total", version="v2") == 20
