@@ -314,6 +314,21 @@ def test_refused_router_config_at_start_exits_with_the_reason(tmp_path):
     assert "unknown key 'wieght' in a version" in out.stderr + out.stdout
 
 
+@pytest.mark.parametrize("flag, message", [
+    ("--not-ready-grace-seconds=-1", "--drain-seconds and --not-ready-grace-seconds must not be negative"),
+    ("--drain-seconds=-5", "--drain-seconds and --not-ready-grace-seconds must not be negative"),
+    ("--upstream-timeout-ms=0", "--upstream-timeout-ms and --connect-timeout-ms must be positive"),
+    ("--rest-port=70000", "--rest-port must be in 0..65535"),
+])
+def test_bad_flags_exit_with_the_reason(tmp_path, flag, message):
+    config = tmp_path / "router.yaml"
+    write_config(config, [{"name": "v1", "service": "s1", "weight": 100, "endpoints": ["127.0.0.1:1"]}])
+    out = subprocess.run([str(router_binary()), f"--config={config}", "--rest-port=0", "--admin-port=0",
+                          "--grpc-port=0", flag], capture_output=True, text=True, timeout=10)
+    assert out.returncode == 1
+    assert message in out.stderr + out.stdout
+
+
 def test_retries_on_another_endpoint_and_ejects_a_dead_one(tmp_path, backends, start_router):
     live = backends("v1-a")
     dead = f"127.0.0.1:{free_port()}"  # nothing listens: connection refused
