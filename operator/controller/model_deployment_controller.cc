@@ -214,8 +214,10 @@ Status ModelDeploymentController::ApplyObject(const ModelDeploymentSpec& md, con
   if (cached) {
     existing = *cached;
   } else {
-    // Not in our label-selected cache: it may still exist, created by someone else.
-    auto got = client_.Get(target);
+    // Not in our label-selected cache: it may still exist, created by someone else. The API
+    // server's watch cache answers ("0"): no etcd read per new object, and an object created a
+    // moment ago by another client is a race the apply would lose anyway.
+    auto got = client_.Get(target, "0");
     if (got.ok()) {
       existing = *got;
     } else if (!k8s::IsNotFound(got.status())) {

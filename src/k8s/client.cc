@@ -115,10 +115,10 @@ StatusOr<Json> Client::CallJson(const std::string& method, const std::string& ta
   return ParseBody(text, method + " " + target);
 }
 
-StatusOr<Json> Client::Get(const ResourceRef& ref) {
+StatusOr<Json> Client::Get(const ResourceRef& ref, const std::string& resource_version) {
   if (ref.name.empty()) return InvalidArgument("Get needs an object name (use List for collections)");
   MF_ASSIGN_OR_RETURN(std::string path, ref.Path());
-  return CallJson("GET", path, "", "");
+  return CallJson("GET", AppendQuery(path, "resourceVersion", resource_version), "", "");
 }
 
 StatusOr<Json> Client::List(const ResourceRef& collection, const ListOptions& options) {

@@ -84,7 +84,9 @@ class Client {
   // The config's namespace, for callers that were given none.
   const std::string& default_namespace() const { return config_.ns; }
 
-  StatusOr<Json> Get(const ResourceRef& ref);
+  // resource_version "0": any version the API server holds in its watch cache (no quorum read
+  // from etcd; may lag by moments), as client-go's informers list; "" = the most recent.
+  StatusOr<Json> Get(const ResourceRef& ref, const std::string& resource_version = "");
   // Follows `continue` tokens when options.limit > 0, returning one merged list whose
   // metadata.resourceVersion is the last page's.
   StatusOr<Json> List(const ResourceRef& collection, const ListOptions& options = {});
