@@ -33,6 +33,25 @@ class Encoder(torch.nn.Module):
         return torch.tanh(self.pool(h[:, 0]))
 
 
+class KerasStyleNhwc(torch.nn.Module):
+    """A classifier that takes NHWC images, as a Keras export does: a Transpose in front of the convs."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+            torch.nn.Conv2d(16, 32, 3, stride=2, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 10))
+
+    def forward(self, x):
+        return self.features(x.permute(0, 3, 1, 2))  # logits: a softmax would flatten the differences
+
+
+def small_vit():
+    return torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4,
+                                                hidden_dim=64, mlp_dim=128, num_classes=10)
+
+
 def mlp():
     return torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
                                torch.nn.ReLU(), torch.nn.Linear(512, 10))
@@ -45,6 +64,19 @@ MODELS = {
     "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(), lambda b: torch.randn(b, 3, 224, 224), 13),
     "bert_encoder": (Encoder, lambda b: torch.randint(0, 1000, (b, 32)), 17),
     "mlp": (mlp, lambda b: torch.randn(b, 256), 13),
+    # The architecture zoo (test_runtime_model_zoo.py): small inputs keep the suite quick.
+    "densenet121": (lambda: torchvision.models.densenet121(), lambda b: torch.randn(b, 3, 64, 64), 13),
+    "efficientnet_b0": (lambda: torchvision.models.efficientnet_b0(), lambda b: torch.randn(b, 3, 64, 64), 13),
+    "googlenet": (lambda: torchvision.models.googlenet(aux_logits=False, init_weights=True),
+                  lambda b: torch.randn(b, 3, 64, 64), 13),
+    "regnet_y_400mf": (lambda: torchvision.models.regnet_y_400mf(), lambda b: torch.randn(b, 3, 64, 64), 13),
+    "shufflenet_v2": (lambda: torchvision.models.shufflenet_v2_x0_5(), lambda b: torch.randn(b, 3, 64, 64), 13),
+    "squeezenet1_1": (lambda: torchvision.models.squeezenet1_1(), lambda b: torch.randn(b, 3, 64, 64), 13),
+    # Opset 14: HardSwish is one operator there (HardSigmoid too).
+    "mobilenet_v3_small": (lambda: torchvision.models.mobilenet_v3_small(), lambda b: torch.randn(b, 3, 64, 64),
+                           14),
+    "vit": (small_vit, lambda b: torch.randn(b, 3, 32, 32), 17),
+    "keras_nhwc": (KerasStyleNhwc, lambda b: torch.randn(b, 32, 32, 3), 13),
 }
 
 
@@ -55,7 +87,11 @@ def build_model(name):
     # Non-trivial batch-norm statistics, so folding BN into Conv is really exercised.
     with torch.no_grad():
         for m in model.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
+            # Zero-initialized layers (ViT's classification head) would make the output a constant.
+            if isinstance(m, torch.nn.Linear) and not m.weight.any():
+                m.weight.normal_(0, 0.05)
+                m.bias.uniform_(-0.1, 0.1)
+            if isinstance(m, torch.nn.BatchNorm2d) and m.track_running_stats:
                 m.running_mean.uniform_(-0.1, 0.1)
                 m.running_var.uniform_(0.5, 1.5)
                 m.weight.uniform_(0.5, 1.5)

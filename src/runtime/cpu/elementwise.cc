@@ -474,6 +474,7 @@ float Round(float x) { return std::nearbyint(x); }  // half to even, as ONNX spe
 float Cos(float x) { return std::cos(x); }
 float Sin(float x) { return std::sin(x); }
 float Softplus(float x) { return x > 20.f ? x : std::log1p(std::exp(x)); }
+float HardSwish(float x) { return x * std::max(0.f, std::min(1.f, x / 6.f + 0.5f)); }  // MobileNetV3's
 
 }  // namespace
 
@@ -537,6 +538,7 @@ void RegisterElementwiseKernels(KernelRegistry* r) {
                  return UnaryFn([alpha, beta](float x) { return std::max(0.f, std::min(1.f, alpha * x + beta)); });
                }),
                "float"});
+  r->Register({"HardSwish", 14, UnaryFactory(Simple(HardSwish)), "float"});
   r->Register({"Where", 9, WhereFactory, "any but string"});
 }
 

@@ -30,6 +30,7 @@ enum class UnaryOp : uint8_t {
   kSelu,
   kSigmoid,
   kHardSigmoid,
+  kHardSwish,
   kTanh,
   kSoftplus,
   kErf,
@@ -65,6 +66,8 @@ __device__ __forceinline__ float ApplyUnary(const UnaryParams& p, float x) {
       return 1.f / (1.f + expf(-x));
     case UnaryOp::kHardSigmoid:
       return fmaxf(0.f, fminf(1.f, p.alpha * x + p.beta));
+    case UnaryOp::kHardSwish:
+      return x * fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f));
     case UnaryOp::kTanh:
       return tanhf(x);
     case UnaryOp::kSoftplus:
@@ -371,6 +374,7 @@ void RegisterElementwiseKernels(KernelRegistry* r) {
   r->Register({"Sin", 7, UnaryFactory(Plain<UnaryOp::kSin>), "float, float16", {}});
   r->Register({"Cos", 7, UnaryFactory(Plain<UnaryOp::kCos>), "float, float16", {}});
   r->Register({"Softplus", 1, UnaryFactory(Plain<UnaryOp::kSoftplus>), "float, float16", {}});
+  r->Register({"HardSwish", 14, UnaryFactory(Plain<UnaryOp::kHardSwish>), "float, float16", {}});
   r->Register({"Neg", 6, NegAbsFactory(true), "float, float16, double, int8-int64", {}});
   r->Register({"Abs", 6, NegAbsFactory(false), "float, float16, double, int8-int64", {}});
   r->Register({"Not", 1, NotFactory, "bool", {}});
