@@ -28,6 +28,10 @@ StatusOr<std::vector<int64_t>> Attributes::GetInts(const std::string& name, std:
 StatusOr<std::vector<float>> Attributes::GetFloats(const std::string& name, std::vector<float> dflt) const {
   return Get<std::vector<float>>(map_, name, std::move(dflt), "FLOATS");
 }
+StatusOr<std::vector<std::string>> Attributes::GetStrings(const std::string& name,
+                                                          std::vector<std::string> dflt) const {
+  return Get<std::vector<std::string>>(map_, name, std::move(dflt), "STRINGS");
+}
 StatusOr<std::shared_ptr<const Tensor>> Attributes::GetTensor(const std::string& name) const {
   return Get<std::shared_ptr<const Tensor>>(map_, name, nullptr, "TENSOR");
 }

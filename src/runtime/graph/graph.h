@@ -38,6 +38,7 @@ class Attributes {
   StatusOr<std::string> GetString(const std::string& name, std::string dflt) const;
   StatusOr<std::vector<int64_t>> GetInts(const std::string& name, std::vector<int64_t> dflt) const;
   StatusOr<std::vector<float>> GetFloats(const std::string& name, std::vector<float> dflt) const;
+  StatusOr<std::vector<std::string>> GetStrings(const std::string& name, std::vector<std::string> dflt) const;
   // nullptr when absent.
   StatusOr<std::shared_ptr<const Tensor>> GetTensor(const std::string& name) const;
   const std::map<std::string, Attribute>& map() const { return map_; }
