@@ -20,6 +20,7 @@ const KernelRegistry& CpuKernels() {
     RegisterShapeKernels(r);
     RegisterDataKernels(r);
     RegisterResizeKernels(r);
+    RegisterRecurrentKernels(r);
     return r;
   }();
   return *registry;

@@ -25,6 +25,7 @@ void RegisterReduceKernels(KernelRegistry* r);
 void RegisterShapeKernels(KernelRegistry* r);
 void RegisterDataKernels(KernelRegistry* r);
 void RegisterResizeKernels(KernelRegistry* r);
+void RegisterRecurrentKernels(KernelRegistry* r);
 
 // Element-type dispatch (numeric types; by byte width).
 using ops::DispatchBySize;
