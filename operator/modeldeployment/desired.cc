@@ -80,6 +80,20 @@ void MergeContainer(const Json& theirs, Json* ours) {
   }
 }
 
+// OpenMP's idle threads spin 300,000 times (about a millisecond) between parallel regions before
+// they sleep; on a node whose cores other pods want, a spinning thread holds the core its partner
+// needs, and a 0.5 ms MLP took 56 ms. 10,000 spins keep a quiet node's speed and cut that to
+// 2.6 ms (docs/benchmarks.md, "OpenMP spinning"). Set unless the user's server container chooses
+// its own wait policy or spin count.
+void AddOpenMpSpinDefault(Json* server) {
+  Json& env = (*server)["env"];
+  for (const auto& e : env) {
+    const std::string name = e.is_object() ? e.value("name", "") : "";
+    if (name == "OMP_WAIT_POLICY" || name == "GOMP_SPINCOUNT") return;
+  }
+  env.push_back({{"name", "GOMP_SPINCOUNT"}, {"value", "10000"}});
+}
+
 Json ServerContainer(const ModelDeploymentSpec& md, const OperatorSettings& settings, bool batching_on) {
   const std::string base = std::string(kModelsMount) + "/" + md.model_name;
   // Bound to the pod IP rather than 0.0.0.0: the same in a cluster, and it lets a node agent
@@ -167,6 +181,7 @@ DesiredObject VersionDeployment(const ModelDeploymentSpec& md, const VersionSpec
       }
     }
   }
+  AddOpenMpSpinDefault(&server);
   containers.insert(containers.begin(), {server, sync});
   pod_spec["containers"] = containers;
 

@@ -95,6 +95,17 @@ TEST(DesiredTest, ServingPodsRunServerAndSyncOnASharedVolume) {
   EXPECT_EQ(sync2["volumeMounts"].size(), 1u);  // no claim for an https source
 }
 
+TEST(DesiredTest, OpenMpSpinDefaultYieldsToTheUsersChoice) {
+  for (const char* users : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+    auto obj = SampleModelDeployment();
+    obj["spec"]["server"]["podTemplate"] = {
+        {"spec", {{"containers", {{{"name", "server"}, {"env", {{{"name", users}, {"value", "1"}}}}}}}}}};
+    const Json& env = Container(Find(Build(obj), "deployments", "mnist-v1"), "server")["env"];
+    ASSERT_EQ(env.size(), 2u) << users;  // POD_IP and the user's, nothing of ours
+    EXPECT_EQ(env[1]["name"], users);
+  }
+}
+
 TEST(DesiredTest, GpuResourcesNodeSelectorsAndTolerationsPassThrough) {
   auto obj = SampleModelDeployment();
   obj["spec"]["server"] = Json::parse(R"({
@@ -118,7 +129,8 @@ TEST(DesiredTest, GpuResourcesNodeSelectorsAndTolerationsPassThrough) {
   EXPECT_EQ(server["image"], "registry.example/server:gpu");
   EXPECT_EQ(server["resources"]["limits"]["nvidia.com/gpu"], 1);
   EXPECT_TRUE(HasArg(server, "--device=cuda"));
-  EXPECT_EQ(server["env"].size(), 2u);  // POD_IP, then the user's
+  ASSERT_EQ(server["env"].size(), 3u);  // POD_IP, then the user's, then the OpenMP default
+  EXPECT_EQ(server["env"][2], (Json{{"name", "GOMP_SPINCOUNT"}, {"value", "10000"}}));
   EXPECT_EQ(Container(d, "logger")["image"], "busybox");
   EXPECT_EQ(pod["spec"]["containers"].size(), 3u);
 }
