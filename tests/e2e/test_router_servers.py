@@ -43,6 +43,22 @@ def predict_rest(url, x, headers=None):
     return r
 
 
+def mirror_agrees_then_disagrees(router, config, versions, same_weights, send, n):
+    """`send()` makes n calls through `router`, whose config mirrors to `same_weights` (the
+    primary's model): every call is mirrored and none disagrees. Then the mirror moves to v2
+    (other weights) and every one of n more calls disagrees."""
+    send()
+    wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_mirrored_total", version=same_weights) == n,
+             timeout=5, what=f"{n} mirrored calls")
+    assert metric_value(router.metrics(), "modelfleet_router_mirror_disagreements_total", version=same_weights) == 0
+    write_config(config, versions, mirror={"version": "v2", "percent": 100}, model="digits")
+    wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_config_generation") == 2, timeout=3,
+             what="the new config")
+    send()
+    wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_mirror_disagreements_total", version="v2")
+             == n, timeout=5, what=f"{n} disagreements between two different model versions")
+
+
 def test_rest_and_grpc_predict_through_the_router(tmp_path, servers, start_router):
     a, b = servers
     write_config(tmp_path / "router.yaml", [
@@ -97,19 +113,11 @@ def test_mirror_compares_real_predictions(tmp_path, servers, start_router):
     write_config(config, versions, mirror={"version": "v1-copy", "percent": 100}, model="digits")
     router = start_router()
     x = load_digits().data[:2].astype(np.float32)
-    for _ in range(20):
-        predict_rest(router.url, x)
-    wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_mirrored_total", version="v1-copy") == 20,
-             timeout=5, what="20 mirrored requests")
-    assert metric_value(router.metrics(), "modelfleet_router_mirror_disagreements_total", version="v1-copy") == 0
 
-    write_config(config, versions, mirror={"version": "v2", "percent": 100}, model="digits")
-    wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_config_generation") == 2, timeout=3,
-             what="the new config")
-    for _ in range(20):
-        predict_rest(router.url, x)
-    wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_mirror_disagreements_total", version="v2")
-             == 20, timeout=5, what="20 disagreements between two different model versions")
+    def send():
+        for _ in range(20):
+            predict_rest(router.url, x)
+    mirror_agrees_then_disagrees(router, config, versions, "v1-copy", send, 20)
 
 
 def test_grpc_mirror_compares_real_predictions(tmp_path, servers, start_router, start_server):
@@ -151,15 +159,5 @@ def test_grpc_mirror_compares_real_predictions(tmp_path, servers, start_router, 
 
     with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
         stub, v2_stub = services.PredictionServiceStub(channel), v2_grpc.GRPCInferenceServiceStub(channel)
-        call_both(stub, v2_stub, 10)
-        wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_mirrored_total", version="v7") == 20,
-                 timeout=5, what="20 mirrored calls")
-        assert metric_value(router.metrics(), "modelfleet_router_mirror_disagreements_total", version="v7") == 0
-
-        write_config(config, versions, mirror={"version": "v2", "percent": 100}, model="digits")
-        wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_config_generation") == 2, timeout=3,
-                 what="the new config")
-        call_both(stub, v2_stub, 10)
-        wait_for(lambda: metric_value(router.metrics(), "modelfleet_router_mirror_disagreements_total", version="v2")
-                 == 20, timeout=5, what="20 disagreements between two different model versions")
+        mirror_agrees_then_disagrees(router, config, versions, "v7", lambda: call_both(stub, v2_stub, 10), 20)
     assert metric_value(router.metrics(), "modelfleet_router_mirrored_total", version="v2") == 20
