@@ -100,7 +100,8 @@ TEST(DesiredTest, OpenMpSpinDefaultYieldsToTheUsersChoice) {
     auto obj = SampleModelDeployment();
     obj["spec"]["server"]["podTemplate"] = {
         {"spec", {{"containers", {{{"name", "server"}, {"env", {{{"name", users}, {"value", "1"}}}}}}}}}};
-    const Json& env = Container(Find(Build(obj), "deployments", "mnist-v1"), "server")["env"];
+    const DesiredState state = Build(obj);
+    const Json& env = Container(Find(state, "deployments", "mnist-v1"), "server")["env"];
     ASSERT_EQ(env.size(), 2u) << users;  // POD_IP and the user's, nothing of ours
     EXPECT_EQ(env[1]["name"], users);
   }
