@@ -209,6 +209,32 @@ bool ReadShape(std::string_view proto, std::vector<int64_t>* shape) {  // Tensor
   return true;
 }
 
+// How TensorProto's repeated value fields (float_val, double_val, int_val, ...) are encoded;
+// nullopt for its other fields.
+std::optional<Number> TensorProtoValueField(uint32_t field) {
+  switch (field) {
+    case 5:  // float_val
+    case 9:  // scomplex_val
+      return Number::kFloat;
+    case 6:   // double_val
+    case 12:  // dcomplex_val
+      return Number::kDouble;
+    case 7:
+      return Number::kInt32;
+    case 10:
+      return Number::kInt64;
+    case 11:
+      return Number::kBool;
+    case 13:
+      return Number::kHalf;
+    case 16:  // uint32_val
+    case 17:  // uint64_val
+      return Number::kUint64;
+    default:
+      return std::nullopt;
+  }
+}
+
 // tensorflow.TensorProto.
 bool ReadTensorProto(std::string_view proto, Tensor* t) {
   auto fields = ReadFields(proto);
@@ -217,47 +243,18 @@ bool ReadTensorProto(std::string_view proto, Tensor* t) {
   std::string_view content;
   for (const Field& f : *fields) {
     bool ok = true;
-    switch (f.number) {
-      case 1:
-        dtype = f.scalar;
-        break;
-      case 2:
-        ok = f.wire_type == kLengthDelimited && ReadShape(f.bytes, &t->shape);
-        break;
-      case 4:
-        content = f.bytes;
-        break;
-      case 5:
-      case 9:
-        ok = AppendNumbers(f, Number::kFloat, &t->numbers);
-        break;
-      case 6:
-      case 12:
-        ok = AppendNumbers(f, Number::kDouble, &t->numbers);
-        break;
-      case 7:
-        ok = AppendNumbers(f, Number::kInt32, &t->numbers);
-        break;
-      case 8:
-        ok = f.wire_type == kLengthDelimited;
-        t->strings.emplace_back(f.bytes);
-        break;
-      case 10:
-        ok = AppendNumbers(f, Number::kInt64, &t->numbers);
-        break;
-      case 11:
-        ok = AppendNumbers(f, Number::kBool, &t->numbers);
-        break;
-      case 13:
-        ok = AppendNumbers(f, Number::kHalf, &t->numbers);
-        break;
-      case 16:
-      case 17:
-        ok = AppendNumbers(f, Number::kUint64, &t->numbers);
-        break;
-      default:
-        break;  // version_number, resource handles, variants: not part of a prediction
-    }
+    if (auto kind = TensorProtoValueField(f.number)) {
+      ok = AppendNumbers(f, *kind, &t->numbers);
+    } else if (f.number == 1) {
+      dtype = f.scalar;
+    } else if (f.number == 2) {
+      ok = f.wire_type == kLengthDelimited && ReadShape(f.bytes, &t->shape);
+    } else if (f.number == 4) {
+      content = f.bytes;
+    } else if (f.number == 8) {
+      ok = f.wire_type == kLengthDelimited;
+      t->strings.emplace_back(f.bytes);
+    }  // version_number, resource handles, variants: not part of a prediction
     if (!ok) return false;
   }
   t->type = std::to_string(dtype);
