@@ -1,5 +1,7 @@
 #include "k8s/work_queue.h"
 
+#include <algorithm>
+
 #include "common/logging.h"
 
 namespace mf::k8s {
@@ -17,10 +19,22 @@ WorkQueue::~WorkQueue() {
 
 void WorkQueue::Add(const std::string& key) {
   std::lock_guard lock(mu_);
-  if (shutting_down_ || dirty_.count(key)) return;
+  if (shutting_down_) return;
+  if (dirty_.count(key)) {
+    // Already queued: if in the later lane, it moves ahead.
+    if (!in_later_.erase(key)) return;
+    later_.erase(std::find(later_.begin(), later_.end(), key));
+    queue_.push_back(key);
+    return;
+  }
+  QueueLocked(key, queue_);
+}
+
+void WorkQueue::QueueLocked(std::string key, std::deque<std::string>& lane) {
   dirty_.insert(key);
   if (processing_.count(key)) return;  // Done() queues it again
-  queue_.push_back(key);
+  if (&lane == &later_) in_later_.insert(key);
+  lane.push_back(std::move(key));
   cv_.notify_one();
 }
 
@@ -55,10 +69,14 @@ int WorkQueue::NumRequeues(const std::string& key) { return limiter_.NumRequeues
 
 std::optional<std::string> WorkQueue::Get() {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return !queue_.empty() || shutting_down_; });
-  if (queue_.empty()) return std::nullopt;
-  std::string key = std::move(queue_.front());
-  queue_.pop_front();
+  cv_.wait(lock, [this] { return !queue_.empty() || !later_.empty() || shutting_down_; });
+  if (queue_.empty() && later_.empty()) return std::nullopt;
+  const bool from_later = queue_.empty() || (!later_.empty() && taken_since_later_ + 1 >= kLaterShare);
+  std::deque<std::string>& lane = from_later ? later_ : queue_;
+  taken_since_later_ = from_later || later_.empty() ? 0 : taken_since_later_ + 1;
+  std::string key = std::move(lane.front());
+  lane.pop_front();
+  if (from_later) in_later_.erase(key);
   processing_.insert(key);
   dirty_.erase(key);
   return key;
@@ -68,7 +86,7 @@ void WorkQueue::Done(const std::string& key) {
   std::lock_guard lock(mu_);
   processing_.erase(key);
   if (dirty_.count(key)) {
-    queue_.push_back(key);
+    queue_.push_back(key);  // it changed while being processed
     cv_.notify_one();
   }
 }
@@ -87,7 +105,7 @@ bool WorkQueue::ShuttingDown() const {
 
 size_t WorkQueue::Len() const {
   std::lock_guard lock(mu_);
-  return queue_.size();
+  return queue_.size() + later_.size();
 }
 
 void WorkQueue::RunDelays() {
@@ -105,13 +123,7 @@ void WorkQueue::RunDelays() {
     std::string key = waiting_.begin()->second;
     waiting_.erase(waiting_.begin());
     waiting_deadline_.erase(key);
-    if (!dirty_.count(key)) {
-      dirty_.insert(key);
-      if (!processing_.count(key)) {
-        queue_.push_back(std::move(key));
-        cv_.notify_one();
-      }
-    }
+    if (!dirty_.count(key)) QueueLocked(std::move(key), later_);
   }
 }
 

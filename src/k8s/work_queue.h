@@ -4,6 +4,10 @@
 //    dirty set and queued again only when Done() is called for it;
 //  - delayed requeue (AddAfter) and rate-limited requeue (AddRateLimited: per-key exponential
 //    backoff combined with an overall token bucket);
+//  - two lanes: keys from Add() (something changed: a watch event) go ahead of keys whose delay
+//    ran out (resyncs, retries, periodic checks), so a new object is not reconciled behind a
+//    resync of thousands; a key in the later lane that is Add()ed moves ahead. While both lanes
+//    hold keys, every kLaterShare-th Get() takes from the later one, so retries never starve;
 //  - ShutDown(): Get() returns nullopt once the queue is drained, workers exit, delayed adds
 //    are dropped.
 #pragma once
@@ -50,16 +54,23 @@ class WorkQueue {
   // Stops accepting keys; workers drain what is queued, then Get() returns nullopt.
   void ShutDown();
   bool ShuttingDown() const;
-  // Keys queued (not processing, not waiting on a delay).
+  // Keys queued (not processing, not waiting on a delay), both lanes.
   size_t Len() const;
+
+  static constexpr int kLaterShare = 4;
 
  private:
   void RunDelays();
+  // Queues a key that is not dirty yet into `lane` (unless a worker holds it: Done() queues it).
+  void QueueLocked(std::string key, std::deque<std::string>& lane);
 
   ItemRateLimiter limiter_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> queue_;
+  std::deque<std::string> queue_;     // Add()ed: something changed
+  std::deque<std::string> later_;     // delays that ran out: resyncs, retries, periodic checks
+  std::set<std::string> in_later_;    // the keys of later_
+  int taken_since_later_ = 0;         // Get()s from queue_ while later_ waited
   std::set<std::string> dirty_;       // queued or to be re-queued
   std::set<std::string> processing_;  // handed to a worker, Done() not yet called
   bool shutting_down_ = false;

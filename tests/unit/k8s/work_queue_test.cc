@@ -139,6 +139,29 @@ TEST(WorkQueueTest, AddAfterKeepsTheEarliestDeadline) {
   EXPECT_EQ(q.Len(), 0u);  // no leftover copy of the key
 }
 
+// Keys whose delay ran out (a resync of every object, retries) wait in a later lane: a watch
+// event's key is taken first, the later lane gets every kLaterShare-th turn while both hold keys,
+// and an Add() of a key waiting there moves it ahead without a second copy.
+TEST(WorkQueueTest, ChangedKeysGoAheadOfExpiredDelaysWithoutStarvingThem) {
+  WorkQueue q(Fast());
+  for (const char* key : {"resync/a", "resync/b", "resync/c"}) q.AddAfter(key, 1ms);
+  ASSERT_TRUE(Eventually([&] { return q.Len() == 3; }));
+  for (const char* key : {"new/1", "new/2", "new/3", "new/4"}) q.Add(key);
+  q.Add("resync/c");  // changed meanwhile: ahead now, queued once
+  EXPECT_EQ(q.Len(), 7u);
+
+  std::vector<std::string> order;
+  while (q.Len() > 0) {
+    auto key = q.Get();
+    ASSERT_TRUE(key);
+    order.push_back(*key);
+    q.Done(*key);
+  }
+  static_assert(WorkQueue::kLaterShare == 4);
+  EXPECT_EQ(order, (std::vector<std::string>{"new/1", "new/2", "new/3", "resync/a", "new/4", "resync/c", "resync/b"}))
+      << "order taken";
+}
+
 TEST(WorkQueueTest, ShutDownDrainsThenReleasesWorkers) {
   WorkQueue q(Fast());
   q.Add("a");
