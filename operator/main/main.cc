@@ -15,6 +15,7 @@
 
 #include "common/flags.h"
 #include "common/logging.h"
+#include "common/malloc_tuning.h"
 #include "controller/model_deployment_controller.h"
 #include "controller/training_job_controller.h"
 #include "http/client.h"
@@ -142,6 +143,9 @@ int Run(int argc, char** argv) {
   }
   mf::log::SetLevel(level);
   mf::log::SetJson(f.log_json);
+  // Before any thread starts: the arenas are chosen as threads first allocate.
+  mf::TuneMallocForManySmallObjects(2);
+  const std::jthread heap_trimmer = mf::StartHeapTrimmer(std::chrono::seconds(30));
 
   auto config = LoadConfig(f);
   if (!config.ok()) {
