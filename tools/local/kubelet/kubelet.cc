@@ -211,9 +211,12 @@ Status Kubelet::Start() {
   MF_RETURN_IF_ERROR(RegisterNode());
   Heartbeat();
   next_heartbeat_ = std::chrono::steady_clock::now() + kHeartbeatInterval;
-  auto on_change = k8s::EventHandlers{.on_add = [this](const k8s::ObjectPtr&) { Wake(); },
-                                      .on_update = [this](const k8s::ObjectPtr&, const k8s::ObjectPtr&) { Wake(); },
-                                      .on_delete = [this](const k8s::ObjectPtr&) { Wake(); }};
+  auto on_change = [this](bool network) {
+    return k8s::EventHandlers{
+        .on_add = [this, network](const k8s::ObjectPtr&) { Wake(network); },
+        .on_update = [this, network](const k8s::ObjectPtr&, const k8s::ObjectPtr&) { Wake(network); },
+        .on_delete = [this, network](const k8s::ObjectPtr&) { Wake(network); }};
+  };
   pods_ = std::make_unique<k8s::Informer>(
       *client_, k8s::InformerOptions{.collection = {res::Pods(), "", "", ""},
                                      .label_selector = "",
@@ -226,10 +229,10 @@ Status Kubelet::Start() {
     // Pod events go to the simulation's queue only: the sync loop has no pod workers to update.
     simulated_ = std::make_unique<SimulatedPods>(client_, pods_.get(), &ips_, options_.node_ip, kSimulationWorkers);
   } else {
-    pods_->AddEventHandlers(on_change);
+    pods_->AddEventHandlers(on_change(false));
   }
-  services_->AddEventHandlers(on_change);
-  endpoints_->AddEventHandlers(on_change);
+  services_->AddEventHandlers(on_change(true));
+  endpoints_->AddEventHandlers(on_change(true));
   for (auto* informer : {pods_.get(), services_.get(), endpoints_.get()}) MF_RETURN_IF_ERROR(informer->Start());
   thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
   log::Info("node agent started", {{"node", options_.node_name},
@@ -238,10 +241,11 @@ Status Kubelet::Start() {
   return Status::Ok();
 }
 
-void Kubelet::Wake() {
+void Kubelet::Wake(bool network) {
   {
     std::lock_guard lock(mu_);
     dirty_ = true;
+    if (network) network_dirty_ = true;
   }
   wake_.notify_all();
 }
@@ -273,21 +277,39 @@ void Kubelet::Stop() {
 
 void Kubelet::Loop(std::stop_token stop) {
   while (!stop.stop_requested()) {
+    bool sync_network = false;
     {
       std::unique_lock lock(mu_);
       // Pod workers poll their own processes; this loop reacts to API changes, and every second
-      // anyway so finished workers are collected.
-      wake_.wait_for(lock, stop, 1s, [this] { return dirty_; });
+      // anyway so finished workers are collected; a pending network change wakes it on its turn.
+      auto timeout = std::chrono::steady_clock::duration(1s);
+      if (network_dirty_) timeout = std::min(timeout, next_network_sync_ - std::chrono::steady_clock::now());
+      wake_.wait_for(lock, stop, timeout, [this] { return dirty_; });
       dirty_ = false;
+      sync_network = network_dirty_ && std::chrono::steady_clock::now() >= next_network_sync_;
+      if (sync_network) network_dirty_ = false;
     }
     if (stop.stop_requested()) break;
-    for (auto [what, step] : {std::pair<const char*, void (Kubelet::*)()>{"pods", &Kubelet::SyncPods},
-                              {"services", &Kubelet::SyncNetworking}}) {
-      Status s = CatchMalformed(std::string("node agent sync of ") + what, [&] {
-        (this->*step)();
+    Status s = CatchMalformed("node agent sync of pods", [&] {
+      SyncPods();
+      return Status::Ok();
+    });
+    if (!s.ok()) log::Warning("node agent sync failed", {{"error", s.message()}});
+    if (sync_network) {
+      const auto started = std::chrono::steady_clock::now();
+      bool again = false;
+      s = CatchMalformed("node agent sync of services", [&] {
+        again = SyncNetworking();
         return Status::Ok();
       });
       if (!s.ok()) log::Warning("node agent sync failed", {{"error", s.message()}});
+      const auto now = std::chrono::steady_clock::now();
+      std::lock_guard lock(mu_);
+      next_network_sync_ = now + std::max<std::chrono::steady_clock::duration>(100ms, 2 * (now - started));
+      if (again || !s.ok()) {
+        network_dirty_ = true;  // a second later, as before this loop synced only on changes
+        next_network_sync_ = std::max(next_network_sync_, now + 1s);
+      }
     }
     if (std::chrono::steady_clock::now() >= next_heartbeat_) {
       Heartbeat();
@@ -325,8 +347,9 @@ void Kubelet::SyncPods() {
   }
 }
 
-void Kubelet::SyncNetworking() {
-  if (!services_->HasSynced() || !endpoints_->HasSynced()) return;
+bool Kubelet::SyncNetworking() {
+  if (!services_->HasSynced() || !endpoints_->HasSynced()) return true;
+  bool again = false;
   std::vector<Json> services, endpoints;
   for (const auto& s : services_->store().List()) services.push_back(*s);
   for (const auto& e : endpoints_->store().List()) endpoints.push_back(*e);
@@ -398,6 +421,7 @@ void Kubelet::SyncNetworking() {
                                   {{"status", {{"loadBalancer", {{"ingress", ingress}}}}}});
     if (!written.ok()) {
       log::Warning("cannot write LoadBalancer status", {{"service", key}, {"error", written.status().message()}});
+      again = true;
     }
   }
 
@@ -406,8 +430,12 @@ void Kubelet::SyncNetworking() {
   for (const Json& svc : services) namespaces.insert(NamespaceOf(svc));
   for (const std::string& ns : namespaces) {
     Status s = WriteFileIfChanged(HostsFilePath(options_.data_dir, ns), BuildHostsFile(ns, endpoints, vips));
-    if (!s.ok()) log::Warning("cannot write hosts file", {{"error", s.message()}});
+    if (!s.ok()) {
+      log::Warning("cannot write hosts file", {{"error", s.message()}});
+      again = true;
+    }
   }
+  return again || !proxy_errors_.empty();  // a listener that could not open is tried again
 }
 
 }  // namespace mf::local

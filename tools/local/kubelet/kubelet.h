@@ -49,11 +49,11 @@ class Kubelet {
   void Loop(std::stop_token stop);
   void SyncPods();
   // Service proxy listeners, LoadBalancer ingress, and the hosts files.
-  void SyncNetworking();
+  bool SyncNetworking();  // true: something failed or was not ready, to be tried again
   Status RegisterNode();
   void Heartbeat();
   k8s::Json NodeObject() const;
-  void Wake();
+  void Wake(bool network);  // network: a Service or Endpoints changed, else a pod
   // The kubelet API (logs, exec, port-forward) over the pods this agent runs.
   Status StartApiServer();
   // The running container "ns/pod" + name, for exec; NotFound / FailedPrecondition otherwise.
@@ -75,7 +75,12 @@ class Kubelet {
 
   mutable std::mutex mu_;
   std::condition_variable_any wake_;
-  bool dirty_ = true;
+  bool dirty_ = true;  // anything changed
+  // Services or Endpoints changed. Each sync of the Service proxy reads all of them (15,000 of
+  // each at 5,000 ModelDeployments), so, like kube-proxy's minSyncPeriod, syncs are spaced by
+  // twice the last one's duration (at least 100 ms).
+  bool network_dirty_ = true;
+  std::chrono::steady_clock::time_point next_network_sync_;
   std::map<std::string, std::unique_ptr<PodWorker>> workers_;  // by pod uid
   std::map<std::string, std::string> uid_by_key_;              // "ns/name" -> uid of its worker
   std::unique_ptr<KubeletApiServer> api_server_;
