@@ -69,12 +69,60 @@ def rss_mb(pid, field):
     return int(re.search(field + r":\s+(\d+) kB", status).group(1)) / 1024
 
 
+def stage_times(name, until):
+    """Watches one ModelDeployment's objects come up; fills {stage: time.monotonic() when reached}:
+    objects applied (the operator), pods created (kube-controller-manager), pods scheduled,
+    pods ready (the node agent), Deployments available (kube-controller-manager again)."""
+    from kubernetes import client, watch
+    core, apps = client.CoreV1Api(), client.AppsV1Api()
+    selector = f"modelfleet.io/modeldeployment={name}"
+    seen, pods, deployments = {}, {}, {}
+    lock = threading.Lock()
+
+    def mark(stage):
+        with lock:
+            seen.setdefault(stage, time.monotonic())
+
+    def follow(list_fn, on_object):
+        w = watch.Watch()
+        for event in w.stream(list_fn, NS, label_selector=selector, timeout_seconds=30):
+            on_object(event["object"])
+            if until.is_set():
+                w.stop()
+
+    def on_deployment(d):
+        mark("objects applied")
+        deployments[d.metadata.name] = (d.status.available_replicas or 0) >= (d.spec.replicas or 0)
+        if len(deployments) >= 3 and all(deployments.values()):
+            mark("Deployments available")
+
+    def on_pod(p):
+        mark("pods created")
+        ready = any(c.type == "Ready" and c.status == "True" for c in (p.status.conditions or []))
+        pods[p.metadata.name] = (bool(p.spec.node_name), ready)
+        if len(pods) >= 3 and all(s for s, _ in pods.values()):
+            mark("pods scheduled")
+        if len(pods) >= 3 and all(r for _, r in pods.values()):
+            mark("pods ready")
+
+    threads = [threading.Thread(target=follow, args=(apps.list_namespaced_deployment, on_deployment), daemon=True),
+               threading.Thread(target=follow, args=(core.list_namespaced_pod, on_pod), daemon=True)]
+    for t in threads:
+        t.start()
+    return seen, threads
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--count", type=int, default=500)
     parser.add_argument("--workers", type=int, default=32)
     parser.add_argument("--rest-seconds", type=int, default=60)
     parser.add_argument("--timeout", type=int, default=3600)
+    parser.add_argument("--one-more", type=int, default=3, help="how many more to time, one after another")
+    parser.add_argument("--operator-binary", default=str(BUILD / "operator/modelfleet-operator"),
+                        help="another build of the operator to measure (an A/B)")
+    parser.add_argument("--operator-prefix", default="",
+                        help="a command the operator runs under, e.g. 'heaptrack -o /tmp/operator'")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so `finally` stops the cluster
     from kubernetes import client, config
@@ -98,7 +146,7 @@ def main():
                        env=env, check=True, capture_output=True)
         subprocess.run(["kubectl", "create", "namespace", NS], env=env, check=True, capture_output=True)
         metrics_port = free_port()
-        operator = subprocess.Popen([str(BUILD / "operator/modelfleet-operator"), f"--kubeconfig={kubeconfig}",
+        operator = subprocess.Popen(args.operator_prefix.split() + [args.operator_binary, f"--kubeconfig={kubeconfig}",
                                      f"--metrics-port={metrics_port}", "--metrics-address=127.0.0.1",
                                      f"--workers={args.workers}", "--api-qps=400", "--api-burst=800",
                                      "--log-level=warning"], stdout=open(tmp / "operator.log", "w"),
@@ -141,17 +189,29 @@ def main():
         all_ready = time.monotonic() - started
 
         # "Among them" means at rest: let the operator work off what the last status changes
-        # queued (bounded), so the new one is not timed behind a backlog.
-        settle_deadline = time.monotonic() + 300
-        while queue_depth(metrics_url) > 0 and time.monotonic() < settle_deadline:
-            time.sleep(1)
-        depth_before_one = queue_depth(metrics_url)
-        one_started = time.monotonic()
-        create(args.count)
-        while not is_ready(api.get_namespaced_custom_object("modelfleet.io", "v1alpha1", NS, "modeldeployments",
-                                                            f"md-{args.count:05d}")):
-            time.sleep(0.05)
-        one_ready = time.monotonic() - one_started
+        # queued (bounded), so a new one is not timed behind a backlog. Then time a few, one after
+        # another, each with the stages its objects went through.
+        one_more = []
+        for k in range(args.one_more):
+            settle_deadline = time.monotonic() + 300
+            while queue_depth(metrics_url) > 0 and time.monotonic() < settle_deadline:
+                time.sleep(1)
+            depth = queue_depth(metrics_url)
+            name = f"md-{args.count + k:05d}"
+            done = threading.Event()
+            stages, _ = stage_times(name, done)
+            time.sleep(0.5)  # the watches are open before the object exists
+            one_started = time.monotonic()
+            create(args.count + k)
+            while not is_ready(api.get_namespaced_custom_object("modelfleet.io", "v1alpha1", NS, "modeldeployments",
+                                                                name)):
+                time.sleep(0.05)
+            took = time.monotonic() - one_started
+            done.set()
+            stages = {s: t - one_started for s, t in stages.items()}
+            one_more.append(took)
+            print(f"  one more ({name}): Ready in {took:.2f} s, queue depth {depth:.0f} at its start; "
+                  + ", ".join(f"{s} {t:.2f} s" for s, t in sorted(stages.items(), key=lambda x: x[1])), flush=True)
 
         time.sleep(5)  # let the last status writes settle
         quiet_start = reconciles(metrics_url)
@@ -180,7 +240,7 @@ def main():
         rows = [("ModelDeployments", f"{args.count}"),
                 ("created in", f"{created:.1f} s"),
                 ("all Ready after", f"{all_ready:.1f} s"),
-                ("one more Ready in", f"{one_ready:.2f} s (operator queue depth at its start: {depth_before_one:.0f})"),
+                ("one more Ready in", " / ".join(f"{t:.2f}" for t in one_more) + " s (one after another, each at rest)"),
                 ("operator peak RSS", f"{rss_mb(operator.pid, 'VmHWM'):.0f} MiB"),
                 ("reconciles/min at rest", f"{quiet:.0f}"),
                 ("reconciles/min while labelling", f"{busy:.0f} ({labelled[0] * 60 / args.rest_seconds:.0f} label patches/min)")]
