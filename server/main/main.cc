@@ -12,6 +12,7 @@
 
 #include "common/flags.h"
 #include "common/logging.h"
+#include "common/malloc_tuning.h"
 #include "http/server.h"
 #include "modelfleet_version.h"
 #include "runtime/weight_mappings.h"
@@ -36,6 +37,7 @@ std::chrono::milliseconds Millis(double seconds) {
 }
 
 int Main(int argc, char** argv) {
+  TuneMallocForReusedBuffers();  // before any thread starts
   FlagSet flag_set("modelfleet-server", "Serves ONNX model versions over TF Serving REST/gRPC and KServe v2.");
   flag_set.EnableConfigFile();
   ServerFlags flags;

@@ -1,6 +1,7 @@
 #include "runtime/execution_plan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <unordered_set>
 
 #include "runtime/graph/bind.h"
@@ -97,6 +98,19 @@ Status ExecutionPlan::WarmUp(const std::vector<const Tensor*>& inputs, std::vect
 Status ExecutionPlan::Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
                           size_t* peak_bytes) const {
   return RunSteps(inputs, outputs, peak_bytes, nullptr);
+}
+
+Status ExecutionPlan::RunTimed(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
+                               std::vector<size_t>* nodes, std::vector<double>* seconds) const {
+  nodes->clear();
+  seconds->clear();
+  auto last = std::chrono::steady_clock::now();
+  return RunSteps(inputs, outputs, nullptr, [&](const Step& step, std::vector<const Tensor*>&) {
+    const auto now = std::chrono::steady_clock::now();
+    nodes->push_back(step.node);
+    seconds->push_back(std::chrono::duration<double>(now - last).count());
+    last = now;
+  });
 }
 
 Status ExecutionPlan::RunSteps(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,

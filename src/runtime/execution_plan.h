@@ -25,6 +25,11 @@ class ExecutionPlan {
   // `peak_bytes` is set it receives the largest number of intermediate bytes alive at once.
   Status Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs, size_t* peak_bytes) const;
 
+  // Run() that also measures each step: `seconds[i]` gets the wall time of the plan's i-th step
+  // (its kernel plus the frame bookkeeping before it), and `nodes[i]` the graph node it ran.
+  Status RunTimed(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs, std::vector<size_t>* nodes,
+                  std::vector<double>* seconds) const;
+
   // Bytes of all constant values the plan reads (weights after folding and fusion), as the
   // graph holds them.
   size_t constant_bytes() const { return constant_bytes_; }

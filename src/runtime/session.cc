@@ -152,7 +152,11 @@ StatusOr<std::unique_ptr<Session::Impl>> Session::Build(Graph graph, const Sessi
     if (options.optimize) {
       FuseConvBatchNorm(&graph);
       FuseConvAdd(&graph);
-      FuseActivations(&graph);
+      if (!cuda) {  // the CUDA backend has no biased MatMul nor Gelu kernel yet
+        FuseMatMulBias(&graph);
+        FuseGelu(&graph);
+      }
+      FuseActivations(&graph, /*gelu=*/!cuda);
       RemoveDeadNodes(&graph);
       AssignChannelsLast(&graph);
     }
@@ -221,6 +225,24 @@ Status Session::Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor
   if (impl_->options.threads > 0) omp_set_num_threads(impl_->options.threads);
   std::vector<Tensor> result;
   MF_RETURN_IF_ERROR(impl_->RunPlan(inputs, &result, nullptr));
+  *outputs = std::move(result);
+  return Status::Ok();
+}
+
+Status Session::RunTimed(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
+                         std::vector<NodeTime>* times) const {
+  MF_RETURN_IF_ERROR(impl_->CheckInputs(inputs));
+  if (!impl_->plan) return Unimplemented("per-node timing is available on the CPU backend only");
+  if (impl_->options.threads > 0) omp_set_num_threads(impl_->options.threads);
+  std::vector<size_t> nodes;
+  std::vector<double> seconds;
+  std::vector<Tensor> result;
+  MF_RETURN_IF_ERROR(impl_->plan->RunTimed(inputs, &result, &nodes, &seconds));
+  times->clear();
+  const Graph& graph = impl_->plan->graph();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    times->push_back({graph.nodes[nodes[i]].op_type, graph.nodes[nodes[i]].name, seconds[i]});
+  }
   *outputs = std::move(result);
   return Status::Ok();
 }

@@ -64,6 +64,16 @@ class Session {
   // particular, accept any size). `outputs` is replaced by one tensor per signature output, in
   // order. Thread-safe. Bad inputs give INVALID_ARGUMENT and leave the Session unchanged.
   Status Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs) const;
+  // Run() that also times every node (CPU backend; UNIMPLEMENTED on CUDA, whose kernels are
+  // asynchronous): one entry per node run, in execution order. For profiling (modelfleet-run
+  // --profile), not for serving.
+  struct NodeTime {
+    std::string op_type;
+    std::string name;
+    double seconds = 0;
+  };
+  Status RunTimed(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
+                  std::vector<NodeTime>* times) const;
   // An uninitialized host tensor to fill with an input of this session, in the memory the
   // backend reads fastest: page-locked (and reused across calls) on CUDA, so the copy to the
   // device is one DMA; plain memory on the CPU. For callers that assemble inputs anyway (a

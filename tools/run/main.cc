@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "common/flags.h"
+#include "common/malloc_tuning.h"
 #include "runtime/backend.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
@@ -77,7 +79,45 @@ int Fail(const mf::Status& s) {
 
 }  // namespace
 
+// Times every node over `runs` runs; prints per op type (nodes, mean ms per run, share) and the
+// ten slowest nodes.
+mf::Status PrintProfile(const mf::runtime::Session& session, const std::vector<const Tensor*>& inputs, int runs) {
+  std::vector<Tensor> outputs;
+  std::vector<mf::runtime::Session::NodeTime> times;
+  std::map<std::string, std::pair<int, double>> by_op;            // op type -> nodes per run, seconds in all runs
+  std::map<std::string, std::pair<std::string, double>> by_node;  // name -> op type, seconds in all runs
+  double total = 0;
+  for (int r = 0; r < runs; ++r) {
+    MF_RETURN_IF_ERROR(session.RunTimed(inputs, &outputs, &times));
+    for (const auto& t : times) {
+      auto& [count, seconds] = by_op[t.op_type];
+      if (r == 0) ++count;
+      seconds += t.seconds;
+      by_node[t.name] = {t.op_type, by_node[t.name].second + t.seconds};
+      total += t.seconds;
+    }
+  }
+  std::vector<std::pair<double, std::string>> ops;
+  for (const auto& [op, v] : by_op) ops.emplace_back(v.second, op);
+  std::sort(ops.rbegin(), ops.rend());
+  std::printf("\nper op type, mean of %d runs (%.3f ms per run in nodes):\n%-28s %6s %10s %7s\n", runs,
+              total * 1e3 / runs, "op", "nodes", "ms/run", "share");
+  for (const auto& [seconds, op] : ops) {
+    std::printf("%-28s %6d %10.4f %6.1f%%\n", op.c_str(), by_op[op].first, seconds * 1e3 / runs, 100 * seconds / total);
+  }
+  std::vector<std::pair<double, std::string>> nodes;
+  for (const auto& [name, v] : by_node) nodes.emplace_back(v.second, name);
+  std::sort(nodes.rbegin(), nodes.rend());
+  std::printf("\nslowest nodes:\n");
+  for (size_t i = 0; i < std::min<size_t>(10, nodes.size()); ++i) {
+    std::printf("%-48s %-20s %8.4f ms\n", nodes[i].second.c_str(), by_node[nodes[i].second].first.c_str(),
+                nodes[i].first * 1e3 / runs);
+  }
+  return mf::Status::Ok();
+}
+
 int main(int argc, char** argv) {
+  mf::TuneMallocForReusedBuffers();  // as the server does
   std::vector<const char*> args(argv, argv + argc);
   std::vector<std::string> inputs = ExtractRepeated(&args, "input");
 
@@ -86,7 +126,7 @@ int main(int argc, char** argv) {
                     "name=path) and prints outputs and timings.");
   std::string backend_name = "cpu", precision_name = "fp32", output_dir;
   int threads = 0, iterations = 1, warmup = 1, show = 8;
-  bool list_ops = false, no_optimize = false;
+  bool list_ops = false, no_optimize = false, profile = false;
   flags.Add("backend", &backend_name, "cpu | cuda");
   flags.Add("precision", &precision_name, "fp32 | tf32 | fp16 (tf32 and fp16 change only the cuda backend)");
   flags.Add("threads", &threads, "intra-op threads (0: one per core)");
@@ -96,6 +136,9 @@ int main(int argc, char** argv) {
   flags.Add("output_dir", &output_dir, "write each output as <dir>/output_<i>.npy");
   flags.Add("list_ops", &list_ops, "print the supported-operator table (Markdown) and exit");
   flags.Add("no_optimize", &no_optimize, "skip graph rewrites (folding, fusion)");
+  flags.Add("profile", &profile,
+            "after the timed runs, time every node over --iterations more runs and print the time per op type and "
+            "the slowest nodes (cpu)");
   if (auto s = flags.Parse(static_cast<int>(args.size()), args.data()); !s.ok()) {
     std::fprintf(stderr, "%s\n%s", s.message().c_str(), flags.Usage().c_str());
     return 2;
@@ -188,5 +231,8 @@ int main(int argc, char** argv) {
   std::printf("load %.1f ms, memory %.1f MiB; %d runs: mean %.3f ms, p50 %.3f ms, p90 %.3f ms, min %.3f ms\n", load_ms,
               static_cast<double>((*session)->memory_bytes()) / (1 << 20), iterations,
               sum / static_cast<double>(ms.size()), pct(0.5), pct(0.9), ms.front());
+  if (profile) {
+    if (auto s = PrintProfile(**session, ptrs, iterations); !s.ok()) return Fail(s);
+  }
   return 0;
 }

@@ -96,6 +96,8 @@ dnnl::algorithm EltwiseAlgorithm(Activation a) {
       return dnnl::algorithm::eltwise_tanh;
     case Activation::kClip:
       return dnnl::algorithm::eltwise_clip;
+    case Activation::kGelu:
+      return dnnl::algorithm::eltwise_gelu_erf;
     case Activation::kNone:
       break;
   }

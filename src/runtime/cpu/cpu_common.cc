@@ -14,15 +14,19 @@ Status RequireFloat(const KernelInit& init, size_t i) {
   return Status::Ok();
 }
 
+bool IsSmallGemm(int64_t m, int64_t n, int64_t k) {
+  constexpr double kParallelFlops = 4e6;
+  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < kParallelFlops;
+}
+
 Status Sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
              const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return Status::Ok();
   // Small products (an MLP layer at batch 1) finish before a thread team even wakes up; waking one
   // costs more than the work, and far more on a loaded machine. Run those on the calling thread
   // (the OpenMP thread count is a per-thread setting, so concurrent Run() calls are unaffected).
-  constexpr double kParallelFlops = 4e6;
   int saved_threads = omp_get_max_threads();
-  bool serial = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < kParallelFlops;
+  bool serial = IsSmallGemm(m, n, k);
   if (serial) omp_set_num_threads(1);
   dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (serial) omp_set_num_threads(saved_threads);

@@ -62,8 +62,11 @@ void ParallelFor(int64_t n, int64_t grain, Fn&& fn) {
 // Checks that input `i` is present and has one of the float types.
 Status RequireFloat(const KernelInit& init, size_t i);
 
+// True for an m x k by k x n product too small (under 4 MFLOP) to pay for waking the thread team.
+bool IsSmallGemm(int64_t m, int64_t n, int64_t k);
+
 // Row-major C = alpha * op(A) * op(B) + beta * C on oneDNN's sgemm (op: transpose when ta / tb);
-// products too small to pay for waking the thread team run on the calling thread.
+// small products (IsSmallGemm) run on the calling thread.
 Status Sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
              const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 

@@ -45,6 +45,44 @@ StatusOr<BoundKernel> GatherFactory(const KernelInit& init) {
 }
 
 // Slice from opset 10: starts, ends, axes, steps as inputs.
+//
+// The output is copied as contiguous runs of the input: trailing dims taken whole merge into one
+// run, which the innermost sliced dim extends when its step is 1 (a Q/K/V split of a fused
+// projection copies rows of head_dim floats). An odometer walks the outer dims, so no element
+// costs a division.
+template <typename T>
+void CopySlice(const T* px, const Shape& in_shape, const ops::SlicePlan& plan, T* po) {
+  const std::vector<int64_t> strides = ops::RowMajorStrides(in_shape);
+  int d = static_cast<int>(in_shape.size()) - 1;
+  auto at = [](const auto& v, int i) { return v[static_cast<size_t>(i)]; };
+  int64_t run = 1, offset = 0;
+  while (d >= 0 && at(plan.step, d) == 1 && at(plan.start, d) == 0 && at(plan.shape, d) == at(in_shape, d)) {
+    run *= at(plan.shape, d--);
+  }
+  if (d >= 0 && at(plan.step, d) == 1) {
+    run *= at(plan.shape, d);
+    offset += at(plan.start, d) * at(strides, d);
+    --d;
+  }
+  const int outer_rank = d + 1;
+  int64_t outer = 1;
+  for (int k = 0; k < outer_rank; ++k) {
+    outer *= at(plan.shape, k);
+    offset += at(plan.start, k) * at(strides, k);
+  }
+  if (run == 0 || outer == 0) return;
+  std::vector<int64_t> index(static_cast<size_t>(outer_rank), 0);
+  for (int64_t o = 0; o < outer; ++o, po += run) {
+    std::memcpy(po, px + offset, static_cast<size_t>(run) * sizeof(T));
+    for (int k = outer_rank - 1; k >= 0; --k) {
+      offset += at(plan.step, k) * at(strides, k);
+      if (++index[static_cast<size_t>(k)] < at(plan.shape, k)) break;
+      offset -= at(plan.step, k) * at(strides, k) * at(plan.shape, k);
+      index[static_cast<size_t>(k)] = 0;
+    }
+  }
+}
+
 StatusOr<BoundKernel> SliceFactory(const KernelInit& init) {
   MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, 0));
   MF_RETURN_IF_ERROR(ops::RequireFixedWidth(init, 1));
@@ -53,26 +91,10 @@ StatusOr<BoundKernel> SliceFactory(const KernelInit& init) {
       [](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
         MF_ASSIGN_OR_RETURN(ops::SlicePlan plan, ops::PlanSlice(in));
-        const Shape& shape = plan.shape;
-        const std::vector<int64_t>&start = plan.start, &step = plan.step;
-        int rank = x.rank();
-        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(x.dtype(), shape));
-        std::vector<int64_t> strides = ops::RowMajorStrides(x.shape());
+        MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(x.dtype(), plan.shape));
         return DispatchBySize(x.dtype(), [&](auto tag) -> Status {
           using T = decltype(tag);
-          const T* px = x.data<T>();
-          T* po = out[0].data<T>();
-          int64_t n = out[0].num_elements();
-          for (int64_t i = 0; i < n; ++i) {
-            int64_t rem = i, off = 0;
-            for (int d = rank; d-- > 0;) {
-              int64_t idx = rem % shape[static_cast<size_t>(d)];
-              rem /= shape[static_cast<size_t>(d)];
-              off += (start[static_cast<size_t>(d)] + idx * step[static_cast<size_t>(d)]) *
-                     strides[static_cast<size_t>(d)];
-            }
-            po[i] = px[off];
-          }
+          CopySlice(x.data<T>(), x.shape(), plan, out[0].data<T>());
           return Status::Ok();
         });
       },

@@ -1,4 +1,7 @@
 // Gemm and MatMul on oneDNN's row-major sgemm (packed, multi-threaded, AVX-512 where present).
+#include <cstring>
+#include <mutex>
+
 #include "runtime/cpu/activation.h"
 #include "runtime/cpu/cpu_common.h"
 #include "runtime/ops/matmul_shapes.h"
@@ -48,9 +51,11 @@ StatusOr<BoundKernel> GemmFactory(const KernelInit& init) {
       {DataType::kFloat32});
 }
 
+// MatMul; a third input (FuseMatMulBias) is a bias of N values added to every output row.
 StatusOr<BoundKernel> MatMulFactory(const KernelInit& init) {
   MF_RETURN_IF_ERROR(RequireFloat(init, 0));
   MF_RETURN_IF_ERROR(RequireFloat(init, 1));
+  if (init.has_input(2)) MF_RETURN_IF_ERROR(RequireFloat(init, 2));
   MF_ASSIGN_OR_RETURN(ActivationParams act, FusedActivation(init));
   return Bind(
       [act](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
@@ -64,12 +69,20 @@ StatusOr<BoundKernel> MatMulFactory(const KernelInit& init) {
         const float* pa = A.data<float>();
         const float* pb = B.data<float>();
         int64_t batches = NumElements(batch);
+        const Tensor* bias = in.size() > 2 ? in[2] : nullptr;
+        if (bias) {
+          if (bias->num_elements() != n || NumElements(batch_b) != 1) {
+            return InvalidArgument("a MatMul bias needs " + std::to_string(n) + " values and a shared right operand");
+          }
+          for (int64_t row = 0; row < batches * m; ++row)
+            std::memcpy(y + row * n, bias->data<float>(), n * sizeof(float));
+        }
         if (NumElements(batch_b) == 1 && batches > 0) {
           // Shared right operand (weights): one big GEMM over all batch rows of A.
-          MF_RETURN_IF_ERROR(Sgemm(false, false, batches * m, n, k, 1.f, pa, k, pb, n, 0.f, y, n));
+          MF_RETURN_IF_ERROR(Sgemm(false, false, batches * m, n, k, 1.f, pa, k, pb, n, bias ? 1.f : 0.f, y, n));
         } else {
           std::vector<int64_t> st_a = BroadcastStrides(batch_a, batch), st_b = BroadcastStrides(batch_b, batch);
-          for (int64_t bi = 0; bi < batches; ++bi) {
+          auto one = [&](int64_t bi) {
             int64_t rem = bi, oa = 0, ob = 0;
             for (size_t d = batch.size(); d-- > 0;) {
               int64_t idx = rem % batch[d];
@@ -77,8 +90,24 @@ StatusOr<BoundKernel> MatMulFactory(const KernelInit& init) {
               oa += idx * st_a[d];
               ob += idx * st_b[d];
             }
-            MF_RETURN_IF_ERROR(
-                Sgemm(false, false, m, n, k, 1.f, pa + oa * m * k, k, pb + ob * k * n, n, 0.f, y + bi * m * n, n));
+            return Sgemm(false, false, m, n, k, 1.f, pa + oa * m * k, k, pb + ob * k * n, n, 0.f, y + bi * m * n, n);
+          };
+          if (IsSmallGemm(m, n, k)) {
+            // Many small products (attention's per-head scores): one thread each, side by side,
+            // instead of one after another on one thread (Sgemm runs a small one serially).
+            std::mutex mu;
+            Status failed;
+            ParallelFor(batches, 1, [&](int64_t b, int64_t e) {
+              for (int64_t bi = b; bi < e; ++bi) {
+                if (Status s = one(bi); !s.ok()) {
+                  std::lock_guard lock(mu);
+                  failed = s;
+                }
+              }
+            });
+            MF_RETURN_IF_ERROR(failed);
+          } else {
+            for (int64_t bi = 0; bi < batches; ++bi) MF_RETURN_IF_ERROR(one(bi));
           }
         }
         ApplyActivation(act, y, out[0].num_elements());

@@ -94,7 +94,7 @@ void FuseConvBatchNorm(Graph* g) {
   g->nodes = std::move(kept);
 }
 
-void FuseActivations(Graph* g) {
+void FuseActivations(Graph* g, bool gelu) {
   std::vector<int> consumer = SoleConsumers(*g);
   std::vector<bool> removed(g->nodes.size(), false);
   for (size_t i = 0; i < g->nodes.size(); ++i) {
@@ -134,6 +134,10 @@ void FuseActivations(Graph* g) {
         }
         if (!ok) continue;
       }
+    } else if (act.op_type == "Gelu") {
+      if (!gelu || prod.op_type == "Conv") continue;
+      auto approximate = act.attributes.GetString("approximate", "none");
+      if (!approximate.ok() || *approximate != "none") continue;
     } else if (act.op_type != "Relu" && act.op_type != "Sigmoid" && act.op_type != "Tanh") {
       continue;
     }
@@ -183,6 +187,113 @@ void FuseConvAdd(Graph* g) {
     if (!removed[i]) kept.push_back(std::move(g->nodes[i]));
   }
   g->nodes = std::move(kept);
+}
+
+namespace {
+
+// Node index that writes each value (-1 for inputs and constants).
+std::vector<int> Producers(const Graph& g) {
+  std::vector<int> producer(g.values.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (int o : g.nodes[i].outputs) {
+      if (o != kNoValue) producer[static_cast<size_t>(o)] = static_cast<int>(i);
+    }
+  }
+  return producer;
+}
+
+// True when value `v` is a float32 constant holding one number within `tolerance` of `want`.
+bool IsConstNear(const Graph& g, int v, float want, float tolerance) {
+  if (v == kNoValue) return false;
+  const Tensor* t = g.values[static_cast<size_t>(v)].constant.get();
+  return t && t->dtype() == DataType::kFloat32 && t->num_elements() == 1 &&
+         std::fabs(t->data<float>()[0] - want) <= tolerance;
+}
+
+// For a two-input node reading `v`, its other input; kNoValue otherwise.
+int OtherInput(const Node& n, int v) {
+  if (n.inputs.size() != 2 || n.outputs.size() != 1) return kNoValue;
+  if (n.inputs[0] == v) return n.inputs[1];
+  if (n.inputs[1] == v) return n.inputs[0];
+  return kNoValue;
+}
+
+void DropRemoved(Graph* g, const std::vector<bool>& removed) {
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    if (!removed[i]) kept.push_back(std::move(g->nodes[i]));
+  }
+  g->nodes = std::move(kept);
+}
+
+}  // namespace
+
+void FuseMatMulBias(Graph* g) {
+  std::vector<int> consumer = SoleConsumers(*g);
+  std::vector<bool> removed(g->nodes.size(), false);
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    Node& mm = g->nodes[i];
+    if (mm.op_type != "MatMul" || mm.inputs.size() != 2 || mm.outputs.size() != 1 || !mm.fused_activation.empty())
+      continue;
+    const Tensor* w = ConstFloat(*g, mm, 1);
+    if (!w || w->rank() != 2) continue;
+    int c = consumer[static_cast<size_t>(mm.outputs[0])];
+    if (c < 0 || removed[static_cast<size_t>(c)]) continue;
+    const Node& add = g->nodes[static_cast<size_t>(c)];
+    if (add.op_type != "Add") continue;
+    const int bias = OtherInput(add, mm.outputs[0]);
+    if (bias == kNoValue || bias == mm.outputs[0]) continue;
+    // Only a bias of rank 1: one of higher rank could widen the Add's output beyond the product's.
+    const Tensor* b = g->values[static_cast<size_t>(bias)].constant.get();
+    if (!b || b->dtype() != DataType::kFloat32 || b->rank() != 1 || b->dim(0) != w->dim(1)) continue;
+    mm.inputs.push_back(bias);
+    mm.outputs = {add.outputs[0]};
+    removed[static_cast<size_t>(c)] = true;
+  }
+  DropRemoved(g, removed);
+}
+
+void FuseGelu(Graph* g) {
+  std::vector<int> consumer = SoleConsumers(*g);
+  std::vector<int> producer = Producers(*g);
+  std::vector<bool> removed(g->nodes.size(), false);
+  auto sole = [&](int value) -> Node* {
+    int c = value == kNoValue ? -1 : consumer[static_cast<size_t>(value)];
+    return c < 0 || removed[static_cast<size_t>(c)] ? nullptr : &g->nodes[static_cast<size_t>(c)];
+  };
+  constexpr float kTolerance = 1e-5f;
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    Node& erf = g->nodes[i];
+    if (erf.op_type != "Erf" || erf.inputs.size() != 1 || erf.outputs.size() != 1 || removed[i]) continue;
+    const int scaled = erf.inputs[0];
+    const int s = producer[static_cast<size_t>(scaled)];
+    if (s < 0 || consumer[static_cast<size_t>(scaled)] != static_cast<int>(i)) continue;
+    const Node& scale = g->nodes[static_cast<size_t>(s)];
+    int x = kNoValue;
+    if (scale.op_type == "Div" && scale.inputs.size() == 2 &&
+        IsConstNear(*g, scale.inputs[1], 1.41421356f, kTolerance)) {
+      x = scale.inputs[0];
+    } else if (scale.op_type == "Mul" && scale.inputs.size() == 2) {
+      for (int k : {0, 1}) {
+        if (IsConstNear(*g, scale.inputs[static_cast<size_t>(k)], 0.70710678f, kTolerance)) x = scale.inputs[1 - k];
+      }
+    }
+    if (x == kNoValue || g->values[static_cast<size_t>(x)].dtype != DataType::kFloat32) continue;
+    Node* add = sole(erf.outputs[0]);
+    if (!add || add->op_type != "Add" || !IsConstNear(*g, OtherInput(*add, erf.outputs[0]), 1.f, kTolerance)) continue;
+    Node* times_x = sole(add->outputs[0]);
+    if (!times_x || times_x->op_type != "Mul" || OtherInput(*times_x, add->outputs[0]) != x) continue;
+    Node* half = sole(times_x->outputs[0]);
+    if (!half || half->op_type != "Mul" || !IsConstNear(*g, OtherInput(*half, times_x->outputs[0]), 0.5f, kTolerance))
+      continue;
+    const int y = half->outputs[0];
+    for (const Node* n : {add, times_x, half}) removed[static_cast<size_t>(n - g->nodes.data())] = true;
+    removed[static_cast<size_t>(s)] = true;
+    erf.op_type = "Gelu";
+    erf.inputs = {x};
+    erf.outputs = {y};
+  }
+  DropRemoved(g, removed);
 }
 
 namespace {

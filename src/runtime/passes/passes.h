@@ -16,7 +16,15 @@ Status FoldConstants(Graph* graph, const KernelRegistry& registry, bool fold);
 // Folds BatchNormalization into the preceding Conv's weights and bias (constant weights, a
 // single consumer), then Conv/Gemm/MatMul + Relu/LeakyRelu/Sigmoid/Tanh/Clip into one node.
 void FuseConvBatchNorm(Graph* graph);
-void FuseActivations(Graph* graph);
+// `gelu`: Gelu nodes fuse too (into Gemm/MatMul; the CPU backend runs them, the CUDA one not yet).
+void FuseActivations(Graph* graph, bool gelu = false);
+// MatMul by a constant [K, N] weight followed by Add of a constant [N] bias: the MatMul
+// takes the bias as a third input and adds it itself (the CPU backend's MatMul reads it).
+void FuseMatMulBias(Graph* graph);
+// PyTorch's export of exact GELU, Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) (or x * 1/sqrt 2
+// instead of the Div, operands in either order), becomes one Gelu node (ONNX opset 20's, which
+// the CPU backend runs).
+void FuseGelu(Graph* graph);
 // Conv followed by Add of a computed (non-constant) residual: the Conv adds it in place.
 void FuseConvAdd(Graph* graph);
 

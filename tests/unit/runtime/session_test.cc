@@ -68,6 +68,107 @@ TEST(SessionTest, RewritesDoNotChangeResults) {
   }
 }
 
+// A transformer feed-forward block as PyTorch exports it: MatMul + bias Add, exact GELU spelled
+// Div / Erf / Add / Mul / Mul, a batched MatMul by a second input, Softmax over the last axis and
+// a Slice of it. The rewrites fold the bias and the GELU into the first MatMul.
+std::string FeedForwardBlock() {
+  ModelBuilder b(17);
+  b.Input("x", {-1, 3, 4}).Input("k", {-1, 6, 5}).Output("y");
+  b.Initializer("w", {4, 6}, RandomValues(24, 21));
+  b.Initializer("bias", {6}, RandomValues(6, 22));
+  b.Initializer("sqrt2", {}, {1.41421354f});
+  b.Initializer("one", {}, {1.f});
+  b.Initializer("half", {}, {0.5f});
+  b.Int64Initializer("starts", {1}, {1});
+  b.Int64Initializer("ends", {1}, {4});
+  b.Int64Initializer("axes", {1}, {2});
+  b.Node("MatMul", {"x", "w"}, {"mm"});
+  b.Node("Add", {"bias", "mm"}, {"h"});
+  b.Node("Div", {"h", "sqrt2"}, {"d"});
+  b.Node("Erf", {"d"}, {"e"});
+  b.Node("Add", {"e", "one"}, {"e1"});
+  b.Node("Mul", {"h", "e1"}, {"he"});
+  b.Node("Mul", {"he", "half"}, {"g"});
+  b.Node("MatMul", {"g", "k"}, {"s"});
+  b.Node("Softmax", {"s"}, {"p"});
+  b.Node("Slice", {"p", "starts", "ends", "axes"}, {"y"});
+  return b.Serialize();
+}
+
+TEST(SessionTest, TransformerFusionsMatchTheFormula) {
+  SessionOptions plain;
+  plain.optimize = false;
+  auto slow = Session::LoadFromBytes(FeedForwardBlock(), "", plain);
+  auto fast = Session::LoadFromBytes(FeedForwardBlock(), "", SessionOptions{});
+  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  EXPECT_EQ((*slow)->placement().host, 10);
+  EXPECT_EQ((*fast)->placement().host, 4);  // MatMul (+ bias + GELU), MatMul, Softmax, Slice
+  const std::vector<float> w = RandomValues(24, 21), bias = RandomValues(6, 22);
+  for (int64_t batch : {1, 5}) {
+    std::vector<float> xs = RandomValues(static_cast<size_t>(batch) * 12, 23);
+    std::vector<float> ks = RandomValues(static_cast<size_t>(batch) * 30, 24);
+    for (float& v : xs) v *= 4.f;  // into erf's tails too
+    Tensor x = FloatTensor({batch, 3, 4}, xs), k = FloatTensor({batch, 6, 5}, ks);
+    std::vector<Tensor> a, b;
+    ASSERT_TRUE((*slow)->Run({&x, &k}, &a).ok());
+    ASSERT_TRUE((*fast)->Run({&x, &k}, &b).ok());
+    ASSERT_EQ(b[0].shape(), (Shape{batch, 3, 3}));
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t r = 0; r < 3; ++r) {
+        // The formula in double: g = GELU(x W + bias), s = g K, softmax over s's row.
+        double g[6], s[5], sum = 0, mx = -1e300;
+        for (int j = 0; j < 6; ++j) {
+          double h = bias[static_cast<size_t>(j)];
+          for (int i = 0; i < 4; ++i)
+            h += xs[static_cast<size_t>((n * 3 + r) * 4 + i)] * w[static_cast<size_t>(i * 6 + j)];
+          g[j] = 0.5 * h * (1 + std::erf(h / std::sqrt(2.0)));
+        }
+        for (int c = 0; c < 5; ++c) {
+          s[c] = 0;
+          for (int j = 0; j < 6; ++j) s[c] += g[j] * ks[static_cast<size_t>((n * 6 + j) * 5 + c)];
+          mx = std::max(mx, s[c]);
+        }
+        for (double& v : s) sum += std::exp(v - mx);
+        for (int c = 1; c < 4; ++c) {
+          const double want = std::exp(s[c] - mx) / sum;
+          const int64_t at = (n * 3 + r) * 3 + (c - 1);
+          EXPECT_NEAR(a[0].data<float>()[at], want, 1e-5) << "unfused, batch " << batch;
+          EXPECT_NEAR(b[0].data<float>()[at], want, 1e-5) << "fused, batch " << batch;
+        }
+      }
+    }
+  }
+}
+
+// The GELU formula on a graph input (nothing to fuse it into) becomes a standalone Gelu node.
+TEST(SessionTest, StandaloneGeluMatchesTheFormula) {
+  ModelBuilder b(17);
+  b.Input("x", {-1}).Output("y");
+  b.Initializer("inv_sqrt2", {}, {0.70710677f});
+  b.Initializer("one", {}, {1.f});
+  b.Initializer("half", {}, {0.5f});
+  b.Node("Mul", {"inv_sqrt2", "x"}, {"d"});
+  b.Node("Erf", {"d"}, {"e"});
+  b.Node("Add", {"one", "e"}, {"e1"});
+  b.Node("Mul", {"e1", "x"}, {"he"});
+  b.Node("Mul", {"half", "he"}, {"y"});
+  auto session = Session::LoadFromBytes(b.Serialize(), "", SessionOptions{});
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  EXPECT_EQ((*session)->placement().host, 1);
+  std::vector<float> xs;
+  for (float v = -8.f; v <= 8.f; v += 0.0625f) xs.push_back(v);
+  xs.push_back(NAN);
+  Tensor x = FloatTensor({static_cast<int64_t>(xs.size())}, xs);
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*session)->Run({&x}, &out).ok());
+  for (size_t i = 0; i + 1 < xs.size(); ++i) {
+    const double v = xs[i], want = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+    EXPECT_NEAR(out[0].data<float>()[i], want, 1e-6 * std::max(1.0, std::fabs(want))) << "at " << v;
+  }
+  EXPECT_TRUE(std::isnan(out[0].data<float>()[xs.size() - 1])) << "NaN in, NaN out";
+}
+
 // The conv kernel keeps constant weights packed per oneDNN layout, and the graph's plain copy is
 // dropped after the warm-up: shapes whose primitive wants another layout get it from a packed
 // copy. Checked against the same conv with the weights as a graph input (never packed), over
