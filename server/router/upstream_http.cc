@@ -30,14 +30,53 @@ using tcp = asio::ip::tcp;
 // A connection made on one of the client's own io threads keeps that io_context alive: pooled
 // connections may outlive the client. One made on a server io thread (`local`) lives and is pooled
 // on that thread only, so it never outlives the thread's io_context (see LocalPools).
-struct HttpConnection {
+//
+// Each connection enforces its exchange's deadline with one watchdog timer that is not re-armed
+// per request: an exchange only writes `deadline`; the watchdog, armed at most once per deadline
+// period, re-arms itself for a later deadline when it fires early, and closes the socket when the
+// deadline has passed. (A timer armed and cancelled around every request cost a timer-queue
+// insert, a cancel and an extra handler per proxied request.)
+struct HttpConnection : std::enable_shared_from_this<HttpConnection> {
   HttpConnection(std::shared_ptr<asio::io_context> context, bool on_server_thread)
-      : ioc(std::move(context)), socket(*ioc), local(on_server_thread) {}
+      : ioc(std::move(context)), socket(*ioc), local(on_server_thread), watchdog(*ioc) {}
   std::shared_ptr<asio::io_context> ioc;
   tcp::socket socket;
   beast::flat_buffer buffer;
   Clock::time_point idle_since;
   const bool local;
+
+  // The running exchange's deadline (Clock::time_point::max() when none runs). On the
+  // connection's io thread only.
+  void Guard(Clock::time_point deadline) {
+    deadline_ = deadline;
+    timed_out_ = false;
+    if (!watchdog_armed_ || deadline < watchdog_at_) ArmWatchdog(deadline);
+  }
+  void Unguard() { deadline_ = Clock::time_point::max(); }
+  bool timed_out() const { return timed_out_; }
+
+ private:
+  void ArmWatchdog(Clock::time_point at) {
+    watchdog_armed_ = true;
+    watchdog_at_ = at;
+    watchdog.expires_at(at);
+    watchdog.async_wait([weak = weak_from_this(), at](beast::error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->watchdog_at_ != at) return;  // cancelled, gone, or re-armed since
+      self->watchdog_armed_ = false;
+      if (self->deadline_ == Clock::time_point::max()) return;  // idle: sleeps until the next Guard
+      if (Clock::now() < self->deadline_) return self->ArmWatchdog(self->deadline_);
+      self->timed_out_ = true;
+      beast::error_code ignored;
+      self->socket.close(ignored);
+    });
+  }
+
+  asio::steady_timer watchdog;  // after `ioc`, which it runs on
+  Clock::time_point deadline_ = Clock::time_point::max();
+  Clock::time_point watchdog_at_;
+  bool watchdog_armed_ = false;
+  bool timed_out_ = false;
 };
 
 using IdleList = std::vector<std::shared_ptr<HttpConnection>>;
@@ -250,17 +289,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   }
 
  private:
-  void Arm(Clock::time_point at) {
-    timer_.emplace(*conn_->ioc);
-    timer_->expires_at(at);
-    timer_fired_ = false;
-    timer_->async_wait([self = shared_from_this(), conn = conn_](beast::error_code ec) {
-      if (ec || conn != self->conn_) return;
-      self->timer_fired_ = true;
-      beast::error_code ignored;
-      conn->socket.close(ignored);
-    });
-  }
+  void Arm(Clock::time_point at) { conn_->Guard(at); }
 
   void Connect() {
     std::string host;
@@ -288,11 +317,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
   void OnConnect(beast::error_code ec) {
     if (ec) {
-      if (timer_fired_ && Clock::now() >= deadline_)
+      if (conn_->timed_out() && Clock::now() >= deadline_)
         return Finish(UpstreamError::kTimeout, "deadline passed while connecting");
-      std::string why =
-          timer_fired_ ? "connect timed out after " + std::to_string(client_->options().connect_timeout.count()) + " ms"
-                       : ec.message();
+      std::string why = conn_->timed_out() ? "connect timed out after " +
+                                                 std::to_string(client_->options().connect_timeout.count()) + " ms"
+                                           : ec.message();
       return Finish(UpstreamError::kConnect, "cannot connect to " + endpoint_->address() + ": " + why);
     }
     beast::error_code ignored;
@@ -354,7 +383,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
   void OnReadError(beast::error_code ec) {
     if (!received_any_) return OnFailureBeforeResponse(ec);
-    if (timer_fired_) return Finish(UpstreamError::kTimeout, "deadline passed while reading the response");
+    if (conn_->timed_out()) return Finish(UpstreamError::kTimeout, "deadline passed while reading the response");
     if (ec == asio::error::eof && parser_->is_header_done()) {
       beast::error_code eof_ec;
       parser_->put_eof(eof_ec);  // a body delimited by the end of the connection
@@ -364,11 +393,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   }
 
   void OnFailureBeforeResponse(beast::error_code ec) {
-    if (timer_fired_) return Finish(UpstreamError::kTimeout, "deadline passed waiting for the response");
+    if (conn_->timed_out()) return Finish(UpstreamError::kTimeout, "deadline passed waiting for the response");
     if (reused_ && request_->retry_safe) {
       // The upstream closed a pooled connection as we reused it: once more on a fresh one.
       reused_ = false;
-      timer_.reset();
+      conn_->Unguard();
       conn_ = client_->NewConnection(conn_->local ? conn_->ioc.get() : nullptr);
       asio::post(*conn_->ioc, [self = shared_from_this()] { self->Connect(); });
       return;
@@ -378,7 +407,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   }
 
   void Complete(bool keep_alive) {
-    timer_.reset();
+    conn_->Unguard();
     UpstreamResult result;
     auto& message = parser_->get();
     result.response.status = static_cast<int>(message.result_int());
@@ -393,8 +422,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   }
 
   void Finish(UpstreamError error, std::string message) {
-    timer_.reset();
     if (conn_) {
+      conn_->Unguard();
       beast::error_code ignored;
       conn_->socket.close(ignored);
     }
@@ -411,12 +440,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   Clock::time_point deadline_;
   UpstreamCallback done_;
   std::shared_ptr<HttpConnection> conn_;
-  std::optional<asio::steady_timer> timer_;
   std::optional<tcp::resolver> resolver_;
   std::optional<bhttp::response_parser<bhttp::string_body>> parser_;
   asio::io_context* local_ = nullptr;  // the server io thread this exchange runs on, if any
   bool reused_ = false;
-  bool timer_fired_ = false;
   bool received_any_ = false;
 };
 
