@@ -217,13 +217,18 @@ void Informer::RunDispatcher(std::stop_token stop) {
         // Resync: re-announce the cache while holding the lock, so it slots in between
         // changes and never reorders them.
         if (synced_.load()) {
-          for (const ObjectPtr& object : store_.List()) queue_.push_back(Notification{Kind::kUpdate, object, object});
+          for (std::string& key : store_.Keys())
+            queue_.push_back(Notification{Kind::kResync, nullptr, nullptr, std::move(key)});
         }
         next_resync = Clock::now() + options_.resync_period;
         continue;
       }
       n = std::move(queue_.front());
       queue_.pop_front();
+    }
+    if (n.kind == Kind::kResync) {
+      n.new_object = n.old_object = store_.Get(n.key);
+      if (!n.new_object) continue;  // deleted since the resync began
     }
     if (n.kind == Kind::kSynced) {
       std::lock_guard lock(sync_mu_);
@@ -249,6 +254,7 @@ void Informer::Deliver(const EventHandlers& h, const Notification& n) {
       if (h.on_add) h.on_add(n.new_object);
       break;
     case Kind::kUpdate:
+    case Kind::kResync:
       if (h.on_update) h.on_update(n.old_object, n.new_object);
       break;
     case Kind::kDelete:
