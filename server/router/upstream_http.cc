@@ -411,6 +411,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     UpstreamResult result;
     auto& message = parser_->get();
     result.response.status = static_cast<int>(message.result_int());
+    result.response.headers.Reserve(static_cast<size_t>(std::distance(message.begin(), message.end())) + 1);
     for (const auto& field : message) {
       result.response.headers.Add(http::wire::ToStd(field.name_string()), http::wire::ToStd(field.value()));
     }

@@ -26,6 +26,7 @@ class Headers {
   void Set(std::string_view name, std::string_view value);
   // Appends a field, keeping existing ones (Set-Cookie, Warning, ...).
   void Add(std::string_view name, std::string_view value);
+  void Reserve(size_t fields) { fields_.reserve(fields); }
   void Remove(std::string_view name);
 
   const std::vector<Field>& fields() const { return fields_; }

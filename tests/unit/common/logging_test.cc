@@ -51,7 +51,14 @@ TEST_F(LoggingTest, LevelFilters) {
   EXPECT_FALSE(ParseLevel("loud", &l));
 }
 
-TEST_F(LoggingTest, RequestIdsAreDistinct) { EXPECT_NE(NewRequestId(), NewRequestId()); }
+TEST_F(LoggingTest, RequestIdsAreDistinctSixteenHexDigits) {
+  EXPECT_NE(NewRequestId(), NewRequestId());
+  for (int i = 0; i < 100; ++i) {
+    const std::string id = NewRequestId();
+    EXPECT_EQ(id.size(), 16u);
+    EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
+  }
+}
 
 }  // namespace
 }  // namespace mf::log
