@@ -85,25 +85,6 @@ Tag WeightsTag(const ConvParams& p, size_t rank, bool grouped) {
   return grouped ? Tag::goidhw : Tag::oidhw;
 }
 
-dnnl::algorithm EltwiseAlgorithm(Activation a) {
-  switch (a) {
-    case Activation::kRelu:
-    case Activation::kLeakyRelu:
-      return dnnl::algorithm::eltwise_relu;
-    case Activation::kSigmoid:
-      return dnnl::algorithm::eltwise_logistic;
-    case Activation::kTanh:
-      return dnnl::algorithm::eltwise_tanh;
-    case Activation::kClip:
-      return dnnl::algorithm::eltwise_clip;
-    case Activation::kGelu:
-      return dnnl::algorithm::eltwise_gelu_erf;
-    case Activation::kNone:
-      break;
-  }
-  return dnnl::algorithm::undef;
-}
-
 struct Prepared {
   dnnl::primitive prim;
   // The layouts oneDNN chose (blocked, e.g. nChw16c, where that runs faster) and the plain
@@ -260,11 +241,7 @@ class ConvKernel final : public Kernel {
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       dnnl::post_ops ops;
       if (with_sum) ops.append_sum(1.f);
-      if (with_act && p_.act.kind != Activation::kNone) {
-        float alpha = p_.act.alpha, beta = p_.act.beta;
-        if (p_.act.kind == Activation::kRelu) alpha = 0.f;
-        ops.append_eltwise(1.f, EltwiseAlgorithm(p_.act.kind), alpha, beta);
-      }
+      if (with_act) AppendActivation(p_.act, ops);
       attr.set_post_ops(ops);
       // Channels-last activations are handed to oneDNN as NHWC, so a chain of convolutions
       // runs without reorders even where oneDNN, left to pick, would choose a blocked layout

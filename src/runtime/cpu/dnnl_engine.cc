@@ -7,6 +7,35 @@ dnnl::engine& CpuEngine() {
   return *engine;
 }
 
+void AppendActivation(const ActivationParams& act, dnnl::post_ops& ops) {
+  dnnl::algorithm alg = dnnl::algorithm::undef;
+  float alpha = act.alpha, beta = act.beta;
+  switch (act.kind) {
+    case Activation::kNone:
+      return;
+    case Activation::kRelu:
+      alg = dnnl::algorithm::eltwise_relu;
+      alpha = 0.f;
+      break;
+    case Activation::kLeakyRelu:
+      alg = dnnl::algorithm::eltwise_relu;  // alpha: the negative slope
+      break;
+    case Activation::kSigmoid:
+      alg = dnnl::algorithm::eltwise_logistic;
+      break;
+    case Activation::kTanh:
+      alg = dnnl::algorithm::eltwise_tanh;
+      break;
+    case Activation::kClip:
+      alg = dnnl::algorithm::eltwise_clip;
+      break;
+    case Activation::kGelu:
+      alg = dnnl::algorithm::eltwise_gelu_erf;
+      break;
+  }
+  ops.append_eltwise(1.f, alg, alpha, beta);
+}
+
 Status DnnlError(const dnnl::error& e, const std::string& what) {
   return InvalidArgument(what + ": oneDNN refused it (" + std::string(e.what()) + ")");
 }

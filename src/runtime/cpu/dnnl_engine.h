@@ -5,10 +5,14 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "common/status.h"
+#include "runtime/cpu/activation.h"
 
 namespace mf::runtime::cpu {
 
 dnnl::engine& CpuEngine();
+
+// Appends the oneDNN eltwise post-op computing `act` (nothing for Activation::kNone).
+void AppendActivation(const ActivationParams& act, dnnl::post_ops& ops);
 
 // Turns a oneDNN exception into a Status (INVALID_ARGUMENT: oneDNN rejects shapes it cannot run).
 Status DnnlError(const dnnl::error& e, const std::string& what);
