@@ -148,7 +148,10 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
     tried_.push_back(endpoint);
     endpoint->Begin();
     upstream_.Send(endpoint, upstream_request_, deadline_,
-                   [self = shared_from_this(), endpoint](UpstreamResult result) {
+                   // Only `self` (16 bytes) is captured, so std::function keeps the callback inline
+                   // instead of allocating it: the endpoint is the last one tried.
+                   [self = shared_from_this()](UpstreamResult result) {
+                     std::shared_ptr<Endpoint> endpoint = self->tried_.back();
                      endpoint->End();
                      self->OnResult(endpoint, std::move(result));
                    });
