@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "runtime/cpu/activation.h"
 #include "runtime/cpu/cpu_common.h"
@@ -39,6 +40,24 @@ StatusOr<BoundKernel> BatchNormFactory(const KernelInit& init) {
         return Status::Ok();
       },
       outs);
+}
+
+// One row of LayerNormalization: the mean, the variance about it (two passes: the one-pass form
+// loses precision), then the scaled and shifted values; returns (mean, 1 / stddev). Vectorized,
+// and compiled for AVX-512 and AVX2 as well.
+__attribute__((target_clones("avx512f", "avx2", "default"))) std::pair<float, float> LayerNormRow(
+    const float* s, float* d, int64_t cols, const float* scale, const float* bias, float epsilon) {
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < cols; ++i) sum += s[i];
+  const float mean = sum / static_cast<float>(cols);
+  float var = 0.f;
+#pragma omp simd reduction(+ : var)
+  for (int64_t i = 0; i < cols; ++i) var += (s[i] - mean) * (s[i] - mean);
+  const float inv = 1.f / std::sqrt(var / static_cast<float>(cols) + epsilon);
+#pragma omp simd
+  for (int64_t i = 0; i < cols; ++i) d[i] = (s[i] - mean) * inv * scale[i] + bias[i];
+  return {mean, inv};
 }
 
 StatusOr<BoundKernel> LayerNormFactory(const KernelInit& init) {
@@ -86,18 +105,12 @@ StatusOr<BoundKernel> LayerNormFactory(const KernelInit& init) {
         }
         const float* px = x.data<float>();
         float* po = out[0].data<float>();
-        ParallelFor(rows, 8, [&](int64_t b, int64_t e) {
+        // Rows of a few hundred values (a transformer's hidden size) are microseconds each: a
+        // thread team only for many of them.
+        ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1)), [&](int64_t b, int64_t e) {
           for (int64_t r = b; r < e; ++r) {
-            const float* s = px + r * cols;
-            double sum = 0;
-            for (int64_t i = 0; i < cols; ++i) sum += s[i];
-            float mean = static_cast<float>(sum / static_cast<double>(cols));
-            double var = 0;
-            for (int64_t i = 0; i < cols; ++i) var += (s[i] - mean) * (s[i] - mean);
-            float inv = 1.f / std::sqrt(static_cast<float>(var / static_cast<double>(cols)) + attrs.epsilon);
-            for (int64_t i = 0; i < cols; ++i) {
-              po[r * cols + i] = (s[i] - mean) * inv * scale[static_cast<size_t>(i)] + bias[static_cast<size_t>(i)];
-            }
+            const auto [mean, inv] =
+                LayerNormRow(px + r * cols, po + r * cols, cols, scale.data(), bias.data(), attrs.epsilon);
             if (mean_out) mean_out[r] = mean;
             if (inv_out) inv_out[r] = inv;
           }

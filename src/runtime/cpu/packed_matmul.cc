@@ -1,8 +1,11 @@
 #include "runtime/cpu/packed_matmul.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -21,6 +24,24 @@ struct Prepared {
   memory::desc src_md, dst_md, bias_md, scratch_md;
   memory weights;  // packed, read-only
 };
+
+// Sets the calling thread's OpenMP team to one thread for its scope, when `active`.
+class OneThreadIf {
+ public:
+  explicit OneThreadIf(bool active) : saved_(active ? omp_get_max_threads() : 0) {
+    if (active) omp_set_num_threads(1);
+  }
+  ~OneThreadIf() {
+    if (saved_) omp_set_num_threads(saved_);
+  }
+  OneThreadIf(const OneThreadIf&) = delete;
+  OneThreadIf& operator=(const OneThreadIf&) = delete;
+
+ private:
+  const int saved_;
+};
+
+constexpr int64_t kSerialWeightElements = 64 * 1024;
 
 class PackedMatMulKernel final : public Kernel {
  public:
@@ -42,11 +63,17 @@ class PackedMatMulKernel final : public Kernel {
     const bool fits = a.rank() >= 1 && (!p_.gemm || a.rank() == 2) && a.dim(a.rank() - 1) == k &&
                       (!bias || bias->num_elements() == n);
     const int64_t m = fits && k > 0 ? a.num_elements() / k : 0;
-    if (!fits || m == 0 || n == 0 || k == 0 || IsSmallGemm(m, n, k)) return p_.fallback(in, out);
+    if (!fits || m == 0 || n == 0 || k == 0) return p_.fallback(in, out);
+    // A small product runs on the calling thread (waking the team costs more than the work), on
+    // a primitive made for one thread: oneDNN fixes a primitive's thread count when making it.
+    // Not when its weights outgrow a core's cache (256 KiB): a few rows by a large matrix are
+    // bound by reading it, and each thread then reads its share from its own core's cache.
+    const bool serial = IsSmallGemm(m, n, k) && k * n <= kSerialWeightElements;
+    OneThreadIf one_thread(serial);
     Shape out_shape = a.shape();
     out_shape.back() = n;
     MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, out_shape));
-    MF_ASSIGN_OR_RETURN(std::shared_ptr<const Prepared> prep, Prepare(m, k, n, w, bias != nullptr));
+    MF_ASSIGN_OR_RETURN(std::shared_ptr<const Prepared> prep, Prepare(m, k, n, w, bias != nullptr, serial));
     try {
       dnnl::engine& eng = CpuEngine();
       dnnl::stream stream(eng);
@@ -65,11 +92,12 @@ class PackedMatMulKernel final : public Kernel {
   }
 
  private:
-  StatusOr<std::shared_ptr<const Prepared>> Prepare(int64_t m, int64_t k, int64_t n, const Tensor& w,
-                                                    bool has_bias) const {
+  StatusOr<std::shared_ptr<const Prepared>> Prepare(int64_t m, int64_t k, int64_t n, const Tensor& w, bool has_bias,
+                                                    bool serial) const {
+    const Key key{m, has_bias, serial};
     {
       std::lock_guard lock(mu_);
-      if (auto it = cache_.find({m, has_bias}); it != cache_.end()) return it->second;
+      if (auto it = cache_.find(key); it != cache_.end()) return it->second;
     }
     auto prep = std::make_shared<Prepared>();
     try {
@@ -101,7 +129,7 @@ class PackedMatMulKernel final : public Kernel {
         packed = std::prev(packed_.end());
       }
       prep->weights = packed->second;
-      cache_[{m, has_bias}] = prep;
+      cache_[key] = prep;
     } catch (const dnnl::error& e) {
       return DnnlError(e, p_.gemm ? "Gemm" : "MatMul");
     }
@@ -110,7 +138,8 @@ class PackedMatMulKernel final : public Kernel {
 
   const PackedMatMulParams p_;
   mutable std::mutex mu_;
-  mutable std::map<std::pair<int64_t, bool>, std::shared_ptr<const Prepared>> cache_;
+  using Key = std::tuple<int64_t, bool, bool>;  // rows, bias, serial
+  mutable std::map<Key, std::shared_ptr<const Prepared>> cache_;
   mutable std::vector<std::pair<memory::desc, memory>> packed_;
 };
 
