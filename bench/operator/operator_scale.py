@@ -69,6 +69,45 @@ def rss_mb(pid, field):
     return int(re.search(field + r":\s+(\d+) kB", status).group(1)) / 1024
 
 
+def control_plane_pids(data_dir):
+    """kube-controller-manager and kube-scheduler of this bench's cluster (their command lines name
+    its data directory)."""
+    pids = []
+    for proc in pathlib.Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if str(data_dir) in cmdline and ("kube-controller-manager" in cmdline or "kube-scheduler" in cmdline):
+            pids.append(int(proc.name))
+    return pids
+
+
+def cpu_seconds(pids):
+    total = 0
+    for pid in pids:
+        try:
+            fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime + stime
+        except OSError:
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_quiet(pids, window=5.0, limit=0.1, timeout=300):
+    """Waits (bounded) until `pids` use under `limit` of a core over `window` seconds; returns
+    their last measured share."""
+    deadline = time.monotonic() + timeout
+    while True:
+        before = cpu_seconds(pids)
+        time.sleep(window)
+        share = (cpu_seconds(pids) - before) / window
+        if share < limit or time.monotonic() > deadline:
+            return share
+
+
 def stage_times(name, until):
     """Watches one ModelDeployment's objects come up; fills {stage: time.monotonic() when reached}:
     objects applied (the operator), pods created (kube-controller-manager), pods scheduled,
@@ -85,10 +124,13 @@ def stage_times(name, until):
 
     def follow(list_fn, on_object):
         w = watch.Watch()
-        for event in w.stream(list_fn, NS, label_selector=selector, timeout_seconds=30):
-            on_object(event["object"])
-            if until.is_set():
-                w.stop()
+        try:
+            for event in w.stream(list_fn, NS, label_selector=selector, timeout_seconds=30):
+                on_object(event["object"])
+                if until.is_set():
+                    w.stop()
+        except Exception:  # the cluster went away under a watch still open: its stages are in
+            pass
 
     def on_deployment(d):
         mark("objects applied")
@@ -189,14 +231,17 @@ def main():
         all_ready = time.monotonic() - started
 
         # "Among them" means at rest: let the operator work off what the last status changes
-        # queued (bounded), so a new one is not timed behind a backlog. Then time a few, one after
-        # another, each with the stages its objects went through.
+        # queued, and kube-controller-manager and kube-scheduler theirs (each bounded), so a new
+        # one is not timed behind a backlog. Then time a few, one after another, each with the
+        # stages its objects went through.
         one_more = []
+        controllers = control_plane_pids(tmp / "data")
         for k in range(args.one_more):
             settle_deadline = time.monotonic() + 300
             while queue_depth(metrics_url) > 0 and time.monotonic() < settle_deadline:
                 time.sleep(1)
             depth = queue_depth(metrics_url)
+            busy = wait_until_quiet(controllers)
             name = f"md-{args.count + k:05d}"
             done = threading.Event()
             stages, _ = stage_times(name, done)
@@ -210,7 +255,8 @@ def main():
             done.set()
             stages = {s: t - one_started for s, t in stages.items()}
             one_more.append(took)
-            print(f"  one more ({name}): Ready in {took:.2f} s, queue depth {depth:.0f} at its start; "
+            print(f"  one more ({name}): Ready in {took:.2f} s, queue depth {depth:.0f} at its start, "
+                  f"controller-manager + scheduler at {busy:.0%} of a core; "
                   + ", ".join(f"{s} {t:.2f} s" for s, t in sorted(stages.items(), key=lambda x: x[1])), flush=True)
 
         time.sleep(5)  # let the last status writes settle
