@@ -1,11 +1,8 @@
 #include "runtime/cpu/packed_matmul.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <map>
 #include <mutex>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -24,24 +21,6 @@ struct Prepared {
   memory::desc src_md, dst_md, bias_md, scratch_md;
   memory weights;  // packed, read-only
 };
-
-// Sets the calling thread's OpenMP team to one thread for its scope, when `active`.
-class OneThreadIf {
- public:
-  explicit OneThreadIf(bool active) : saved_(active ? omp_get_max_threads() : 0) {
-    if (active) omp_set_num_threads(1);
-  }
-  ~OneThreadIf() {
-    if (saved_) omp_set_num_threads(saved_);
-  }
-  OneThreadIf(const OneThreadIf&) = delete;
-  OneThreadIf& operator=(const OneThreadIf&) = delete;
-
- private:
-  const int saved_;
-};
-
-constexpr int64_t kSerialWeightElements = 64 * 1024;
 
 class PackedMatMulKernel final : public Kernel {
  public:
@@ -63,17 +42,16 @@ class PackedMatMulKernel final : public Kernel {
     const bool fits = a.rank() >= 1 && (!p_.gemm || a.rank() == 2) && a.dim(a.rank() - 1) == k &&
                       (!bias || bias->num_elements() == n);
     const int64_t m = fits && k > 0 ? a.num_elements() / k : 0;
-    if (!fits || m == 0 || n == 0 || k == 0) return p_.fallback(in, out);
-    // A small product runs on the calling thread (waking the team costs more than the work), on
-    // a primitive made for one thread: oneDNN fixes a primitive's thread count when making it.
-    // Not when its weights outgrow a core's cache (256 KiB): a few rows by a large matrix are
-    // bound by reading it, and each thread then reads its share from its own core's cache.
-    const bool serial = IsSmallGemm(m, n, k) && k * n <= kSerialWeightElements;
-    OneThreadIf one_thread(serial);
+    // Small products and few rows stay on sgemm: a few rows by a matrix are bound by reading it,
+    // which packing does not change, and packing them (a batch-1 warm-up of an MLP) would hold
+    // the weights twice from the load on; the plain copy stays for sgemm. More rows pay for a
+    // packed copy (kept beside the plain one: owned_bytes() counts it).
+    constexpr int64_t kMinPackedRows = 8;
+    if (!fits || m < kMinPackedRows || n == 0 || k == 0 || IsSmallGemm(m, n, k)) return p_.fallback(in, out);
     Shape out_shape = a.shape();
     out_shape.back() = n;
     MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, out_shape));
-    MF_ASSIGN_OR_RETURN(std::shared_ptr<const Prepared> prep, Prepare(m, k, n, w, bias != nullptr, serial));
+    MF_ASSIGN_OR_RETURN(std::shared_ptr<const Prepared> prep, Prepare(m, k, n, w, bias != nullptr));
     try {
       dnnl::engine& eng = CpuEngine();
       dnnl::stream stream(eng);
@@ -92,9 +70,9 @@ class PackedMatMulKernel final : public Kernel {
   }
 
  private:
-  StatusOr<std::shared_ptr<const Prepared>> Prepare(int64_t m, int64_t k, int64_t n, const Tensor& w, bool has_bias,
-                                                    bool serial) const {
-    const Key key{m, has_bias, serial};
+  StatusOr<std::shared_ptr<const Prepared>> Prepare(int64_t m, int64_t k, int64_t n, const Tensor& w,
+                                                    bool has_bias) const {
+    const Key key{m, has_bias};
     {
       std::lock_guard lock(mu_);
       if (auto it = cache_.find(key); it != cache_.end()) return it->second;
@@ -138,7 +116,7 @@ class PackedMatMulKernel final : public Kernel {
 
   const PackedMatMulParams p_;
   mutable std::mutex mu_;
-  using Key = std::tuple<int64_t, bool, bool>;  // rows, bias, serial
+  using Key = std::pair<int64_t, bool>;  // rows, bias
   mutable std::map<Key, std::shared_ptr<const Prepared>> cache_;
   mutable std::vector<std::pair<memory::desc, memory>> packed_;
 };

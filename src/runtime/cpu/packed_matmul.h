@@ -15,8 +15,8 @@ struct PackedMatMulParams {
   bool gemm = false;                // Gemm: A is [M, K] (output [M, N]); MatMul: rows of any rank
   bool transposed_weights = false;  // Gemm transB: the weights are stored [N, K]
   ActivationParams act;
-  // The sgemm kernel of the same node: runs a bias that is not N values, empty products and
-  // shapes that do not fit (its errors).
+  // The sgemm kernel of the same node: runs products too small to pay for a packed copy
+  // (IsSmallGemm), empty products, and shapes that do not fit (its errors).
   FunctionKernel::Fn fallback;
 };
 
