@@ -25,6 +25,15 @@ const Tensor* ConstFloat(const Graph& g, const Node& n, size_t i) {
   return t && t->dtype() == DataType::kFloat32 ? t : nullptr;
 }
 
+// Keeps the nodes not marked `removed`, in order.
+void DropRemoved(Graph* g, const std::vector<bool>& removed) {
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    if (!removed[i]) kept.push_back(std::move(g->nodes[i]));
+  }
+  g->nodes = std::move(kept);
+}
+
 int AddConstant(Graph* g, const std::string& name, Tensor t) {
   Value v;
   v.name = name;
@@ -87,11 +96,7 @@ void FuseConvBatchNorm(Graph* g) {
     if (bn.inputs.empty() || bn.inputs[0] != conv.outputs[0]) continue;
     if (FoldBatchNormInto(g, conv, bn)) removed[static_cast<size_t>(c)] = true;
   }
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g->nodes.size(); ++i) {
-    if (!removed[i]) kept.push_back(std::move(g->nodes[i]));
-  }
-  g->nodes = std::move(kept);
+  DropRemoved(g, removed);
 }
 
 void FuseActivations(Graph* g, bool gelu) {
@@ -147,11 +152,7 @@ void FuseActivations(Graph* g, bool gelu) {
     prod.outputs = {act.outputs[0]};
     removed[static_cast<size_t>(c)] = true;
   }
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g->nodes.size(); ++i) {
-    if (!removed[i]) kept.push_back(std::move(g->nodes[i]));
-  }
-  g->nodes = std::move(kept);
+  DropRemoved(g, removed);
 }
 
 void FuseConvAdd(Graph* g) {
@@ -182,11 +183,7 @@ void FuseConvAdd(Graph* g) {
     conv.outputs = {add.outputs[0]};
     removed[static_cast<size_t>(c)] = true;
   }
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g->nodes.size(); ++i) {
-    if (!removed[i]) kept.push_back(std::move(g->nodes[i]));
-  }
-  g->nodes = std::move(kept);
+  DropRemoved(g, removed);
 }
 
 namespace {
@@ -216,14 +213,6 @@ int OtherInput(const Node& n, int v) {
   if (n.inputs[0] == v) return n.inputs[1];
   if (n.inputs[1] == v) return n.inputs[0];
   return kNoValue;
-}
-
-void DropRemoved(Graph* g, const std::vector<bool>& removed) {
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g->nodes.size(); ++i) {
-    if (!removed[i]) kept.push_back(std::move(g->nodes[i]));
-  }
-  g->nodes = std::move(kept);
 }
 
 }  // namespace
