@@ -15,6 +15,7 @@
 #include "common/malloc_tuning.h"
 #include "http/server.h"
 #include "modelfleet_version.h"
+#include "runtime/tensor.h"
 #include "runtime/weight_mappings.h"
 #include "server/config/batching_parameters.h"
 #include "server/config/monitoring_config.h"
@@ -37,7 +38,8 @@ std::chrono::milliseconds Millis(double seconds) {
 }
 
 int Main(int argc, char** argv) {
-  TuneMallocForReusedBuffers();  // before any thread starts
+  TuneMallocForReusedBuffers();                          // before any thread starts
+  runtime::KeepLargeBuffersForReuse(size_t{256} << 20);  // what malloc keeps for buffers above 32 MiB
   FlagSet flag_set("modelfleet-server", "Serves ONNX model versions over TF Serving REST/gRPC and KServe v2.");
   flag_set.EnableConfigFile();
   ServerFlags flags;

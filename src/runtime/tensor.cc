@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/mapping_pool.h"
 #include "runtime/weight_mappings.h"
 
 namespace mf::runtime {
@@ -49,13 +50,30 @@ const TypeInfo& Info(DataType dtype) { return kTypes[static_cast<size_t>(dtype)]
 
 constexpr size_t kAlignment = 64;
 
+// Buffers at least this large come from LargeBuffers(): glibc maps them afresh on every malloc
+// whatever its mmap threshold (32 MiB is the highest it takes), so without the pool each run of a
+// model with such an activation faults in every page of it anew.
+constexpr size_t kLargeBufferMinBytes = size_t{32} << 20;
+
+MappingPool& LargeBuffers() {
+  static MappingPool* pool = new MappingPool;  // never destroyed: tensors may die during static destruction
+  return *pool;
+}
+
+void UnmapLargeBuffer(void* data) { MappingPool::Unmap(LargeBuffers(), data); }
+
 // `bytes` of uninitialized host memory, 64-byte aligned: a mapping of its own when `own_mapping`
-// and large enough (AllocateWeightBuffer says why), else aligned_alloc. Sets `release` to what
+// and large enough (AllocateWeightBuffer says why), one from LargeBuffers() when larger than
+// malloc would keep in its heap, else aligned_alloc. Sets `release` to what
 // frees it; null when out of memory.
 void* AllocateBytes(size_t bytes, bool own_mapping, void (**release)(void*)) {
   if (own_mapping && bytes >= kOwnMappingMinBytes) {
     *release = &weight_mappings::Unmap;
     return weight_mappings::Map(bytes);
+  }
+  if (bytes >= kLargeBufferMinBytes) {
+    *release = &UnmapLargeBuffer;
+    return LargeBuffers().Map(bytes);
   }
   *release = &FreeAligned;
   const size_t rounded = std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
@@ -190,6 +208,10 @@ std::shared_ptr<void> AllocateWeightBuffer(size_t bytes) {
   void* p = AllocateBytes(bytes, /*own_mapping=*/true, &release);
   return p ? std::shared_ptr<void>(p, release) : nullptr;
 }
+
+void KeepLargeBuffersForReuse(size_t max_bytes) { LargeBuffers().SetLimit(max_bytes); }
+
+size_t KeptLargeBufferBytes() { return LargeBuffers().kept_bytes(); }
 
 void ReleaseResidentPages(const void* data, size_t bytes) {
   if (data == nullptr || bytes < kMinReleaseBytes) return;

@@ -127,6 +127,15 @@ class Tensor {
   std::vector<std::string> strings_;
 };
 
+// Host buffers of 32 MiB or more are mappings of their own (malloc would map them afresh on every
+// allocation anyway). Released ones are kept mapped, up to `max_bytes` in all (0, the default:
+// none), for the next buffer of about their size: a model whose activations are that large then
+// runs without faulting their pages in on every run, as ONNX Runtime's arena does. The server and
+// modelfleet-run turn it on; lowering it to 0 unmaps what is kept.
+void KeepLargeBuffersForReuse(size_t max_bytes);
+// Bytes of released large buffers kept right now.
+size_t KeptLargeBufferBytes();
+
 // Hands a dead host buffer's pages back to the kernel just before the buffer is freed. A freed
 // block that lies below live ones stays resident in glibc's heap (until malloc_trim), so a
 // load that frees one copy of the weights after making another would otherwise keep both

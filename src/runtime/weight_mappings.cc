@@ -1,127 +1,27 @@
 #include "runtime/weight_mappings.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
+#include <limits>
 
-#include <algorithm>
-#include <mutex>
-#include <utility>
-#include <vector>
+#include "runtime/mapping_pool.h"
 
 namespace mf::runtime::weight_mappings {
 namespace {
 
-size_t PageSize() { return static_cast<size_t>(::sysconf(_SC_PAGESIZE)); }
-
-// Whole mapping length for `bytes` of data: one page in front holds the length, for Unmap().
-size_t MappingLength(size_t bytes) {
-  const size_t page = PageSize();
-  return page + (bytes + page - 1) / page * page;
-}
-
-struct Kept {
-  void* base;
-  size_t length;
-  size_t resident_pages;
-};
-
-class Pool {
- public:
-  void* Take(size_t length) {
-    std::lock_guard lock(mu_);
-    // A longer mapping serves too, up to 1/8 more, so that weights a few pages apart in size
-    // (packed layouts pad) still reuse each other's pages without keeping much unused.
-    auto best = kept_.end();
-    for (auto it = kept_.begin(); it != kept_.end(); ++it) {
-      if (it->length < length || it->length - length > length / 8) continue;
-      if (best == kept_.end() || it->resident_pages > best->resident_pages) best = it;
-    }
-    if (best == kept_.end()) return nullptr;
-    void* base = best->base;
-    bytes_ -= best->length;
-    *best = kept_.back();
-    kept_.pop_back();
-    return base;
-  }
-
-  // True when kept; false: the caller unmaps it.
-  bool Keep(void* base, size_t length) {
-    {
-      std::lock_guard lock(mu_);
-      if (!on_) return false;
-    }
-    // Pages a load already handed back (MADV_DONTNEED as it consumed them) would fault in anew
-    // anyway: a mapping with none resident is not worth its address space.
-    const size_t pages = length / PageSize();
-    std::vector<unsigned char> residency(pages);
-    if (::mincore(base, length, residency.data()) != 0) return false;
-    const size_t resident = static_cast<size_t>(
-        std::count_if(residency.begin(), residency.end(), [](unsigned char r) { return (r & 1) != 0; }));
-    if (resident <= 1) return false;  // the header page alone
-    std::lock_guard lock(mu_);
-    if (!on_) return false;
-    kept_.push_back({base, length, resident});
-    bytes_ += length;
-    return true;
-  }
-
-  std::vector<Kept> TakeAll(bool* on) {
-    std::lock_guard lock(mu_);
-    if (on != nullptr) on_ = *on;
-    bytes_ = 0;
-    return std::exchange(kept_, {});
-  }
-
-  size_t bytes() {
-    std::lock_guard lock(mu_);
-    return bytes_;
-  }
-
- private:
-  std::mutex mu_;
-  bool on_ = false;
-  size_t bytes_ = 0;
-  std::vector<Kept> kept_;
-};
-
-Pool& ThePool() {
-  static Pool* pool = new Pool;  // never destroyed: weights may be released during static destruction
+MappingPool& ThePool() {
+  static MappingPool* pool = new MappingPool;  // never destroyed: weights may be released during static destruction
   return *pool;
-}
-
-size_t UnmapAll(std::vector<Kept> kept) {
-  size_t bytes = 0;
-  for (const Kept& k : kept) {
-    (void)::munmap(k.base, k.length);
-    bytes += k.length;
-  }
-  return bytes;
 }
 
 }  // namespace
 
-void* Map(size_t bytes) {
-  const size_t length = MappingLength(bytes);
-  void* base = ThePool().Take(length);
-  if (base == nullptr) {
-    base = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED) return nullptr;
-    *static_cast<size_t*>(base) = length;
-  }
-  return static_cast<char*>(base) + PageSize();
-}
+void* Map(size_t bytes) { return ThePool().Map(bytes); }
 
-void Unmap(void* data) {
-  if (data == nullptr) return;
-  void* base = static_cast<char*>(data) - PageSize();
-  const size_t length = *static_cast<size_t*>(base);
-  if (!ThePool().Keep(base, length)) (void)::munmap(base, length);
-}
+void Unmap(void* data) { MappingPool::Unmap(ThePool(), data); }
 
-void SetRetention(bool on) { UnmapAll(ThePool().TakeAll(&on)); }
+void SetRetention(bool on) { ThePool().SetLimit(on ? std::numeric_limits<size_t>::max() / 2 : 0); }
 
-size_t ReleaseRetained() { return UnmapAll(ThePool().TakeAll(nullptr)); }
+size_t ReleaseRetained() { return ThePool().ReleaseAll(); }
 
-size_t RetainedBytes() { return ThePool().bytes(); }
+size_t RetainedBytes() { return ThePool().kept_bytes(); }
 
 }  // namespace mf::runtime::weight_mappings

@@ -17,6 +17,7 @@
 #include "runtime/backend.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
+#include "runtime/tensor.h"
 #include "tools/run/ops_table.h"
 
 namespace {
@@ -118,6 +119,7 @@ mf::Status PrintProfile(const mf::runtime::Session& session, const std::vector<c
 
 int main(int argc, char** argv) {
   mf::TuneMallocForReusedBuffers();  // as the server does
+  mf::runtime::KeepLargeBuffersForReuse(size_t{256} << 20);
   std::vector<const char*> args(argv, argv + argc);
   std::vector<std::string> inputs = ExtractRepeated(&args, "input");
 
