@@ -113,6 +113,14 @@ Status ExecutionPlan::RunTimed(const std::vector<const Tensor*>& inputs, std::ve
   });
 }
 
+bool ExecutionPlan::Donatable(const Step& step, int value, const std::vector<const Tensor*>& ptr,
+                              const std::vector<Tensor>& owned) const {
+  if (value == kNoValue || ptr[static_cast<size_t>(value)] != &owned[static_cast<size_t>(value)]) return false;
+  if (std::find(step.release.begin(), step.release.end(), value) == step.release.end()) return false;
+  const std::vector<int>& inputs = graph_.nodes[step.node].inputs;
+  return std::count(inputs.begin(), inputs.end(), value) == 1 && !graph_.nodes[step.node].outputs.empty();
+}
+
 Status ExecutionPlan::RunSteps(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
                                size_t* peak_bytes, const AfterStep& after_step) const {
   const Graph& g = graph_;
@@ -137,6 +145,16 @@ Status ExecutionPlan::RunSteps(const std::vector<const Tensor*>& inputs, std::ve
     }
     out.clear();
     out.resize(node.outputs.size());
+    if (const int k = step.kernel->in_place_input(); k >= 0 && static_cast<size_t>(k) < in.size()) {
+      const int v = node.inputs[static_cast<size_t>(k)];
+      if (Donatable(step, v, ptr, owned)) {
+        live -= owned[static_cast<size_t>(v)].byte_size();
+        out[0] = std::move(owned[static_cast<size_t>(v)]);
+        owned[static_cast<size_t>(v)] = Tensor();
+        ptr[static_cast<size_t>(v)] = nullptr;
+        in[static_cast<size_t>(k)] = &out[0];
+      }
+    }
     Status s = step.kernel->Run(in, out);
     if (!s.ok()) return s.WithContext(Graph::Describe(node));
     if (after_step) after_step(step, ptr);

@@ -56,6 +56,10 @@ class ExecutionPlan {
   using AfterStep = std::function<void(const Step&, std::vector<const Tensor*>& frame)>;
   Status RunSteps(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs, size_t* peak_bytes,
                   const AfterStep& after_step) const;
+  // True when `value`'s tensor can become this step's output 0 (Kernel::in_place_input): the
+  // frame owns it (no graph input or constant), this step is its last reader, and reads it once.
+  bool Donatable(const Step& step, int value, const std::vector<const Tensor*>& ptr,
+                 const std::vector<Tensor>& owned) const;
   size_t CountConstantBytes() const;
   bool ReadersOwnCopies(int value) const;
   bool DropIfOwned(int value);  // true when the value's data was dropped now

@@ -32,6 +32,12 @@ class Kernel {
   virtual bool OwnsCopyOfInput(size_t /*index*/) const { return false; }
   // Bytes of the kernel's own copies of constant inputs (packed weights).
   virtual size_t owned_bytes() const { return 0; }
+  // An input whose buffer the kernel can make output 0's (a convolution adding a residual
+  // accumulates into it), or -1. When the run frame owns that input and this node is its last
+  // reader, the executor moves the tensor into `outputs[0]` before Run and points the input at
+  // it: the kernel then either writes its result there, or moves it aside before replacing
+  // outputs[0] (it must still read the input through the pointer it was given).
+  virtual int in_place_input() const { return -1; }
 };
 
 // What a factory may look at when binding a node.

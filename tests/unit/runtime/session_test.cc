@@ -259,44 +259,64 @@ TEST(SessionTest, PackedConstantWeightsMatchRuntimeWeightsAtEveryShape) {
   }
 }
 
-// A residual block: conv1+relu -> conv2, Add(conv2, conv1 output) -> relu -> conv3 -> global
-// pool. Optimized, conv2 absorbs the Add (sum post-op) and the activations between the convs
-// stay channels-last; the results must not change.
-std::string ResidualNet() {
+// Residual blocks: conv1+relu -> a; a -> conv2 [-> conv2b]; Add(last conv, a) -> relu -> conv3
+// -> global pool. Optimized, the last conv absorbs the Add (sum post-op) and the activations
+// between the convs stay channels-last; the results must not change in any of these:
+enum class Residual {
+  kAlsoConvInput,  // the Add reads conv2's own input: conv2 cannot overwrite it
+  kLastRead,       // conv2b is the residual's last reader: it accumulates into its buffer in place
+  kReadLater,      // a later node (a second output) still reads the residual: it must stay intact
+};
+
+std::string ResidualNet(Residual kind) {
   ModelBuilder b(13);
   b.Input("x", {-1, 4, 6, 6}).Output("y");
+  if (kind == Residual::kReadLater) b.Output("y2");
   b.Initializer("w1", {8, 4, 3, 3}, RandomValues(288, 11));
   b.Initializer("w2", {8, 8, 3, 3}, RandomValues(576, 12));
   b.Initializer("b2", {8}, RandomValues(8, 13));
+  b.Initializer("w2b", {8, 8, 1, 1}, RandomValues(64, 15));
   b.Initializer("w3", {6, 8, 1, 1}, RandomValues(48, 14));
   auto* c1 = b.Node("Conv", {"x", "w1"}, {"c1"}, "conv1");
   ModelBuilder::IntsAttr(c1, "pads", {1, 1, 1, 1});
   b.Node("Relu", {"c1"}, {"a"}, "relu1");
   auto* c2 = b.Node("Conv", {"a", "w2", "b2"}, {"c2"}, "conv2");
   ModelBuilder::IntsAttr(c2, "pads", {1, 1, 1, 1});
-  b.Node("Add", {"c2", "a"}, {"s"}, "residual");
+  std::string last = "c2";
+  if (kind != Residual::kAlsoConvInput) {
+    b.Node("Conv", {"c2", "w2b"}, {"c2b"}, "conv2b");
+    last = "c2b";
+  }
+  b.Node("Add", {last, "a"}, {"s"}, "residual");
   b.Node("Relu", {"s"}, {"r"}, "relu2");
   b.Node("Conv", {"r", "w3"}, {"c3"}, "conv3");
   b.Node("GlobalAveragePool", {"c3"}, {"y"}, "pool");
+  if (kind == Residual::kReadLater) b.Node("GlobalAveragePool", {"a"}, {"y2"}, "pool_residual");
   return b.Serialize();
 }
 
 TEST(SessionTest, ResidualFusionAndChannelsLastDoNotChangeResults) {
-  SessionOptions plain;
-  plain.optimize = false;
-  auto slow = Session::LoadFromBytes(ResidualNet(), "", plain);
-  auto fast = Session::LoadFromBytes(ResidualNet(), "", SessionOptions{});
-  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
-  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
-  for (int64_t batch : {1, 5}) {
-    Tensor x = FloatTensor({batch, 4, 6, 6}, RandomValues(static_cast<size_t>(batch) * 144, 21));
-    std::vector<Tensor> a, b;
-    ASSERT_TRUE((*slow)->Run({&x}, &a).ok());
-    ASSERT_TRUE((*fast)->Run({&x}, &b).ok());
-    ASSERT_EQ(a[0].shape(), (Shape{batch, 6, 1, 1}));
-    ASSERT_EQ(b[0].shape(), a[0].shape());
-    for (int64_t i = 0; i < a[0].num_elements(); ++i) {
-      EXPECT_NEAR(a[0].data<float>()[i], b[0].data<float>()[i], 1e-4) << "batch " << batch << " element " << i;
+  for (Residual kind : {Residual::kAlsoConvInput, Residual::kLastRead, Residual::kReadLater}) {
+    SessionOptions plain;
+    plain.optimize = false;
+    auto slow = Session::LoadFromBytes(ResidualNet(kind), "", plain);
+    auto fast = Session::LoadFromBytes(ResidualNet(kind), "", SessionOptions{});
+    ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+    ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+    for (int64_t batch : {1, 5}) {
+      Tensor x = FloatTensor({batch, 4, 6, 6}, RandomValues(static_cast<size_t>(batch) * 144, 21));
+      std::vector<Tensor> a, b;
+      ASSERT_TRUE((*slow)->Run({&x}, &a).ok());
+      ASSERT_TRUE((*fast)->Run({&x}, &b).ok());
+      ASSERT_EQ(a[0].shape(), (Shape{batch, 6, 1, 1}));
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t k = 0; k < a.size(); ++k) {
+        ASSERT_EQ(b[k].shape(), a[k].shape());
+        for (int64_t i = 0; i < a[k].num_elements(); ++i) {
+          EXPECT_NEAR(a[k].data<float>()[i], b[k].data<float>()[i], 1e-4)
+              << "case " << static_cast<int>(kind) << " batch " << batch << " output " << k << " element " << i;
+        }
+      }
     }
   }
 }
