@@ -108,17 +108,20 @@ class KernelRegistry {
 class FunctionKernel final : public Kernel {
  public:
   using Fn = std::function<Status(const std::vector<const Tensor*>&, std::vector<Tensor>&)>;
-  explicit FunctionKernel(Fn fn) : fn_(std::move(fn)) {}
+  // `in_place_input`: see Kernel::in_place_input (`fn` must then handle a donated outputs[0]).
+  explicit FunctionKernel(Fn fn, int in_place_input = -1) : fn_(std::move(fn)), in_place_input_(in_place_input) {}
   Status Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) const override {
     return fn_(inputs, outputs);
   }
+  int in_place_input() const override { return in_place_input_; }
 
  private:
   Fn fn_;
+  int in_place_input_;
 };
 
-inline BoundKernel Bind(FunctionKernel::Fn fn, std::vector<DataType> output_dtypes) {
-  return BoundKernel{std::make_unique<FunctionKernel>(std::move(fn)), std::move(output_dtypes)};
+inline BoundKernel Bind(FunctionKernel::Fn fn, std::vector<DataType> output_dtypes, int in_place_input = -1) {
+  return BoundKernel{std::make_unique<FunctionKernel>(std::move(fn), in_place_input), std::move(output_dtypes)};
 }
 
 }  // namespace mf::runtime

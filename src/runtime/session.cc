@@ -152,9 +152,10 @@ StatusOr<std::unique_ptr<Session::Impl>> Session::Build(Graph graph, const Sessi
     if (options.optimize) {
       FuseConvBatchNorm(&graph);
       FuseConvAdd(&graph);
-      if (!cuda) {  // the CUDA backend has no biased MatMul nor Gelu kernel yet
+      if (!cuda) {  // the CUDA backend has no biased or strided MatMul nor Gelu kernel yet
         FuseMatMulBias(&graph);
         FuseGelu(&graph);
+        FuseMatMulTransposes(&graph);
       }
       FuseActivations(&graph, /*gelu=*/!cuda);
       RemoveDeadNodes(&graph);

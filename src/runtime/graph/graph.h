@@ -76,6 +76,15 @@ struct Node {
   // Set by the fusion pass on a Conv whose output fed an Add: the other Add operand is appended
   // as the last input and added before the activation (a residual connection).
   bool fused_sum = false;
+  // Set by FuseMatMulTransposes on a MatMul whose right operand is computed (attention's
+  // products): the permutations of the Transposes it reads its inputs through and writes its
+  // output through (empty: none), and a constant factor the product is scaled by.
+  struct MatMulLayout {
+    std::vector<int64_t> perm_a, perm_b, perm_y;
+    float scale = 1.f;
+    bool plain() const { return perm_a.empty() && perm_b.empty() && perm_y.empty() && scale == 1.f; }
+  };
+  MatMulLayout matmul_layout;
 };
 
 struct Graph {

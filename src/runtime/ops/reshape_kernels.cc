@@ -16,6 +16,16 @@ StatusOr<std::vector<int64_t>> ReadHostInts(const Tensor& t, const char* what) {
   return ReadInts(t, what);
 }
 
+// Output 0 as `x` in `shape`: the input's own tensor relabelled when the plan handed it over
+// (Kernel::in_place_input: nothing reads it after this node), else a copy.
+Status Relabel(const Tensor& x, Shape shape, CopyWithShapeFn copy, std::vector<Tensor>& out) {
+  if (out[0].raw_data() == nullptr) {
+    MF_ASSIGN_OR_RETURN(out[0], copy(x, std::move(shape)));
+    return Status::Ok();
+  }
+  return out[0].Reshape(std::move(shape));
+}
+
 StatusOr<BoundKernel> ReshapeFactory(const KernelInit& init, CopyWithShapeFn copy) {
   MF_RETURN_IF_ERROR(RequireFixedWidth(init, 0));
   MF_RETURN_IF_ERROR(RequireInput(init, 1));
@@ -25,10 +35,9 @@ StatusOr<BoundKernel> ReshapeFactory(const KernelInit& init, CopyWithShapeFn cop
         const Tensor& x = *in[0];
         MF_ASSIGN_OR_RETURN(std::vector<int64_t> req, ReadHostInts(*in[1], "shape"));
         MF_ASSIGN_OR_RETURN(Shape shape, ReshapeShape(x.shape(), x.num_elements(), req, allowzero != 0));
-        MF_ASSIGN_OR_RETURN(out[0], copy(x, std::move(shape)));
-        return Status::Ok();
+        return Relabel(x, std::move(shape), copy, out);
       },
-      {init.dtype(0)});
+      {init.dtype(0)}, /*in_place_input=*/0);
 }
 
 StatusOr<BoundKernel> FlattenFactory(const KernelInit& init, CopyWithShapeFn copy) {
@@ -38,10 +47,9 @@ StatusOr<BoundKernel> FlattenFactory(const KernelInit& init, CopyWithShapeFn cop
       [axis_attr, copy](const std::vector<const Tensor*>& in, std::vector<Tensor>& out) -> Status {
         const Tensor& x = *in[0];
         MF_ASSIGN_OR_RETURN(Shape shape, FlattenShape(x.shape(), axis_attr));
-        MF_ASSIGN_OR_RETURN(out[0], copy(x, std::move(shape)));
-        return Status::Ok();
+        return Relabel(x, std::move(shape), copy, out);
       },
-      {init.dtype(0)});
+      {init.dtype(0)}, /*in_place_input=*/0);
 }
 
 // Squeeze and Unsqueeze: axes from an attribute before opset 13, from input 1 after.
@@ -57,10 +65,9 @@ StatusOr<BoundKernel> SqueezeFactory(const KernelInit& init, bool unsqueeze, Cop
           MF_ASSIGN_OR_RETURN(axes, ReadHostInts(*in[1], "axes"));
         }
         MF_ASSIGN_OR_RETURN(Shape shape, unsqueeze ? UnsqueezeShape(x.shape(), axes) : SqueezeShape(x.shape(), axes));
-        MF_ASSIGN_OR_RETURN(out[0], copy(x, std::move(shape)));
-        return Status::Ok();
+        return Relabel(x, std::move(shape), copy, out);
       },
-      {init.dtype(0)});
+      {init.dtype(0)}, /*in_place_input=*/0);
 }
 
 }  // namespace

@@ -287,6 +287,91 @@ void FuseGelu(Graph* g) {
 
 namespace {
 
+// The `perm` attribute of a Transpose node when it is a permutation of rank 2 or more (ONNX's
+// default, reversing the dims, needs the rank, which a pass may not know: empty then).
+std::vector<int64_t> TransposePerm(const Node& t) {
+  StatusOr<std::vector<int64_t>> perm = t.attributes.GetInts("perm", {});
+  if (!perm.ok() || perm->size() < 2) return {};
+  std::vector<bool> seen(perm->size(), false);
+  for (int64_t p : *perm) {
+    if (p < 0 || p >= static_cast<int64_t>(perm->size()) || seen[static_cast<size_t>(p)]) return {};
+    seen[static_cast<size_t>(p)] = true;
+  }
+  return *perm;
+}
+
+// Whether a MatMul operand permuted by `perm` is still a matrix with a unit stride on one side
+// (its last or second-last dim is the source's innermost), which a strided sgemm reads as is.
+bool SgemmReadable(const std::vector<int64_t>& perm) {
+  const int64_t last = static_cast<int64_t>(perm.size()) - 1;
+  return perm[perm.size() - 1] == last || perm[perm.size() - 2] == last;
+}
+
+}  // namespace
+
+void FuseMatMulTransposes(Graph* g) {
+  std::vector<int> consumer = SoleConsumers(*g);
+  std::vector<int> producer = Producers(*g);
+  std::vector<bool> removed(g->nodes.size(), false);
+  // The node that alone reads `value` and writes it from one op of `op_type`, if any.
+  auto sole_producer = [&](int value, const char* op_type, size_t reader) -> Node* {
+    if (value == kNoValue || consumer[static_cast<size_t>(value)] != static_cast<int>(reader)) return nullptr;
+    const int p = producer[static_cast<size_t>(value)];
+    if (p < 0 || removed[static_cast<size_t>(p)] || g->nodes[static_cast<size_t>(p)].op_type != op_type) return nullptr;
+    return &g->nodes[static_cast<size_t>(p)];
+  };
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    Node& mm = g->nodes[i];
+    if (mm.op_type != "MatMul" || mm.inputs.size() != 2 || mm.outputs.size() != 1 || !mm.matmul_layout.plain())
+      continue;
+    if (g->values[static_cast<size_t>(mm.inputs[1])].constant) continue;  // weights: the packed kernel's
+    Node::MatMulLayout layout;
+    for (size_t k : {size_t{0}, size_t{1}}) {
+      // A scalar Div or Mul on the operand becomes the product's scale.
+      for (const char* op : {"Div", "Mul"}) {
+        Node* scaling = sole_producer(mm.inputs[k], op, i);
+        if (!scaling || scaling->inputs.size() != 2) continue;
+        for (size_t c : {size_t{1}, size_t{0}}) {
+          const Tensor* f = ConstFloat(*g, *scaling, c);
+          if (!f || f->num_elements() != 1 || (c == 0 && scaling->op_type == "Div")) continue;
+          const float factor = f->data<float>()[0];
+          if (!std::isfinite(factor) || factor == 0.f) continue;
+          layout.scale *= scaling->op_type == "Div" ? 1.f / factor : factor;
+          const int scaled = scaling->inputs[1 - c];
+          const int scaling_index = static_cast<int>(scaling - g->nodes.data());
+          if (consumer[static_cast<size_t>(scaled)] == scaling_index)
+            consumer[static_cast<size_t>(scaled)] = static_cast<int>(i);
+          mm.inputs[k] = scaled;
+          removed[static_cast<size_t>(scaling_index)] = true;
+          break;
+        }
+      }
+      if (Node* t = sole_producer(mm.inputs[k], "Transpose", i)) {
+        std::vector<int64_t> perm = TransposePerm(*t);
+        if (!perm.empty() && SgemmReadable(perm)) {
+          (k == 0 ? layout.perm_a : layout.perm_b) = perm;
+          mm.inputs[k] = t->inputs[0];
+          removed[static_cast<size_t>(t - g->nodes.data())] = true;
+        }
+      }
+    }
+    const int c = consumer[static_cast<size_t>(mm.outputs[0])];
+    if (c >= 0 && !removed[static_cast<size_t>(c)] && g->nodes[static_cast<size_t>(c)].op_type == "Transpose") {
+      std::vector<int64_t> perm = TransposePerm(g->nodes[static_cast<size_t>(c)]);
+      // The output must keep its rows contiguous: sgemm writes C row by row.
+      if (!perm.empty() && perm.back() == static_cast<int64_t>(perm.size()) - 1) {
+        layout.perm_y = perm;
+        mm.outputs = g->nodes[static_cast<size_t>(c)].outputs;
+        removed[static_cast<size_t>(c)] = true;
+      }
+    }
+    mm.matmul_layout = std::move(layout);
+  }
+  DropRemoved(g, removed);
+}
+
+namespace {
+
 bool IsConv2d(const Graph& g, const Node& n) {
   if (n.op_type != "Conv" || n.inputs.size() < 2 || n.inputs[1] == kNoValue) return false;
   const Value& w = g.values[static_cast<size_t>(n.inputs[1])];

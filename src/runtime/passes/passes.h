@@ -25,6 +25,12 @@ void FuseMatMulBias(Graph* graph);
 // instead of the Div, operands in either order), becomes one Gelu node (ONNX opset 20's, which
 // the CPU backend runs).
 void FuseGelu(Graph* graph);
+// A MatMul of two computed operands (attention's scores and context) reads its inputs through
+// the Transposes before it and writes through a Transpose after it (Node::matmul_layout), and
+// absorbs a division or multiplication of an input by a constant scalar: PyTorch's attention
+// exports six Transposes and a Div per layer around these two products. Only permutations that
+// leave each matrix with a unit stride on one side qualify (the CPU backend's strided sgemm).
+void FuseMatMulTransposes(Graph* graph);
 // Conv followed by Add of a computed (non-constant) residual: the Conv adds it in place.
 void FuseConvAdd(Graph* graph);
 

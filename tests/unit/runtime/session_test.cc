@@ -141,6 +141,56 @@ TEST(SessionTest, TransformerFusionsMatchTheFormula) {
   }
 }
 
+// Attention as PyTorch exports it, on q, k, v of [L, heads, d]: Transposes into [heads, L, d]
+// (k into [heads, d, L]), q divided by a constant, two MatMuls, and a Transpose back. Optimized,
+// both MatMuls read and write through the Transposes and scale by the Div. A second product
+// through permutations sgemm cannot read (no unit stride) keeps its Transposes.
+std::string AttentionBlock() {
+  ModelBuilder b(17);
+  b.Input("q", {-1, 3, 4}).Input("k", {-1, 3, 4}).Input("v", {-1, 3, 4}).Output("y").Output("y2");
+  b.Initializer("scale", {}, {2.f});
+  ModelBuilder::IntsAttr(b.Node("Transpose", {"q"}, {"tq"}), "perm", {1, 0, 2});
+  b.Node("Div", {"tq", "scale"}, {"sq"});
+  ModelBuilder::IntsAttr(b.Node("Transpose", {"k"}, {"tk"}), "perm", {1, 2, 0});
+  b.Node("MatMul", {"sq", "tk"}, {"s"});
+  b.Node("Softmax", {"s"}, {"p"});
+  ModelBuilder::IntsAttr(b.Node("Transpose", {"v"}, {"tv"}), "perm", {1, 0, 2});
+  b.Node("MatMul", {"p", "tv"}, {"o"});
+  ModelBuilder::IntsAttr(b.Node("Transpose", {"o"}, {"y"}), "perm", {1, 0, 2});
+  ModelBuilder::IntsAttr(b.Node("Transpose", {"q"}, {"q201"}), "perm", {2, 0, 1});  // [d, L, heads]
+  ModelBuilder::IntsAttr(b.Node("Transpose", {"k"}, {"k210"}), "perm", {2, 1, 0});  // [d, heads, L]
+  b.Node("MatMul", {"q201", "k210"}, {"y2"});
+  return b.Serialize();
+}
+
+TEST(SessionTest, MatMulsReadAndWriteThroughTransposes) {
+  SessionOptions plain;
+  plain.optimize = false;
+  auto slow = Session::LoadFromBytes(AttentionBlock(), "", plain);
+  auto fast = Session::LoadFromBytes(AttentionBlock(), "", SessionOptions{});
+  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  EXPECT_EQ((*slow)->placement().host, 11);
+  EXPECT_EQ((*fast)->placement().host, 6);  // MatMul, Softmax, MatMul; two Transposes and their MatMul
+  for (int64_t len : {1, 5, 17}) {
+    const size_t n = static_cast<size_t>(len) * 12;
+    Tensor q = FloatTensor({len, 3, 4}, RandomValues(n, 31)), k = FloatTensor({len, 3, 4}, RandomValues(n, 32)),
+           v = FloatTensor({len, 3, 4}, RandomValues(n, 33));
+    std::vector<Tensor> a, b;
+    ASSERT_TRUE((*slow)->Run({&q, &k, &v}, &a).ok());
+    ASSERT_TRUE((*fast)->Run({&q, &k, &v}, &b).ok());
+    ASSERT_EQ(a[0].shape(), (Shape{len, 3, 4}));
+    ASSERT_EQ(a[1].shape(), (Shape{4, len, len}));
+    for (size_t o = 0; o < 2; ++o) {
+      ASSERT_EQ(b[o].shape(), a[o].shape());
+      for (int64_t i = 0; i < a[o].num_elements(); ++i) {
+        ASSERT_NEAR(a[o].data<float>()[i], b[o].data<float>()[i], 1e-5)
+            << "L " << len << " output " << o << " at " << i;
+      }
+    }
+  }
+}
+
 // The GELU formula on a graph input (nothing to fuse it into) becomes a standalone Gelu node.
 TEST(SessionTest, StandaloneGeluMatchesTheFormula) {
   ModelBuilder b(17);
