@@ -62,7 +62,7 @@ void ParallelFor(int64_t n, int64_t grain, Fn&& fn) {
 // Checks that input `i` is present and has one of the float types.
 Status RequireFloat(const KernelInit& init, size_t i);
 
-// True for an m x k by k x n product too small (under 4 MFLOP) to pay for waking the thread team.
+// True for an m x k by k x n product too small (under 1 MFLOP) to pay for waking the thread team.
 bool IsSmallGemm(int64_t m, int64_t n, int64_t k);
 
 // Row-major C = alpha * op(A) * op(B) + beta * C on oneDNN's sgemm (op: transpose when ta / tb);
