@@ -267,6 +267,18 @@ class ConvKernel final : public Kernel {
       // are reordered. Should oneDNN have only its reference code for NHWC here, it picks
       // freely instead: reorders are cheaper than reference convolutions.
       std::optional<ConvPrimitive> made;
+      if (std::optional<PointwiseMatMul> mm = MakePointwiseMatMul(geo, has_bias, with_sum, attr)) {
+        // Every description, plain ones included, is the matmul's 2-D view of the same bytes.
+        prep->prim = mm->made.prim;
+        prep->scratch_md = mm->made.scratch_md;
+        prep->src_md = prep->plain_src_md = mm->made.src_md;
+        prep->dst_md = prep->plain_dst_md = prep->addend_md = mm->made.dst_md;
+        prep->bias_md = mm->bias_md;
+        prep->weights_md = mm->made.weights_md;
+        prep->user_weights_md = mm->user_weights_md;
+        prep->weights_reorder = prep->user_weights_md != prep->weights_md;
+        return Finish(std::move(prep), key, w);
+      }
       if (p_.src_nhwc || p_.dst_nhwc) {
         made = MakePrimitive(geo, p_.src_nhwc ? plain_src : any_src, p_.dst_nhwc ? plain_dst : any_dst, bias_md, attr,
                              /*fail_on_reference=*/true);
@@ -290,6 +302,12 @@ class ConvKernel final : public Kernel {
     } catch (const dnnl::error& e) {
       return DnnlError(e, p_.attrs.transpose ? "ConvTranspose" : "Conv");
     }
+    return Finish(std::move(prep), key, w);
+  }
+
+  // Packs the constant weights for `prep` (once per layout) and caches it under `key`.
+  StatusOr<std::shared_ptr<const Prepared>> Finish(std::shared_ptr<Prepared> prep, const Shape& key,
+                                                   const Tensor& w) const {
     std::lock_guard<std::mutex> lock(mu_);
     if (weights_constant_) {
       if (weights_lost_) return Internal("the constant weights were lost when packing them failed midway");
@@ -398,6 +416,47 @@ class ConvKernel final : public Kernel {
     dnnl::primitive prim;
     memory::desc src_md, weights_md, dst_md, scratch_md;
   };
+
+  // A 1x1 convolution with stride 1, no padding and one group, between channels-last
+  // activations (and residual), is a product of [N*H*W, C] rows by [C, M] weights over the same
+  // bytes. Where the weights outgrow a core's L2 (2 MiB), oneDNN's matmul runs it about 10 %
+  // faster than its 1x1 convolution (ResNet-50's last stage, 512 <-> 2048 channels at 7x7, batch
+  // 8: 2.8 against 3.15 ms); with smaller weights the two are even, or the convolution is ahead
+  // (MobileNetV2). The bias, residual and activation run as the same post-ops. nullopt when the
+  // convolution is not one of these, or oneDNN has only reference code for the product.
+  struct PointwiseMatMul {
+    ConvPrimitive made;
+    memory::desc bias_md, user_weights_md;
+  };
+  std::optional<PointwiseMatMul> MakePointwiseMatMul(const Geometry& geo, bool has_bias, bool with_sum,
+                                                     const dnnl::primitive_attr& attr) const {
+    if (p_.attrs.transpose || p_.attrs.group != 1 || geo.spatial != 2 || !p_.src_nhwc || !p_.dst_nhwc ||
+        (with_sum && !p_.addend_nhwc)) {
+      return std::nullopt;
+    }
+    for (size_t i = 0; i < 2; ++i) {
+      if (geo.weights[2 + i] != 1 || geo.strides[i] != 1 || geo.pad_l[i] != 0 || geo.pad_r[i] != 0) return std::nullopt;
+    }
+    const int64_t rows = geo.src[0] * geo.src[2] * geo.src[3], c = geo.src[1], m = geo.dst[1];
+    constexpr int64_t kMinWeightElements = int64_t{512} * 1024;
+    if (rows == 0 || c * m < kMinWeightElements) return std::nullopt;
+    dnnl::engine& eng = CpuEngine();
+    const auto f32 = memory::data_type::f32;
+    PointwiseMatMul mm;
+    memory::desc src({rows, c}, f32, Tag::ab), dst({rows, m}, f32, Tag::ab), any_w({c, m}, f32, Tag::any);
+    if (has_bias) mm.bias_md = memory::desc({1, m}, f32, Tag::ab);
+    // ONNX's [M, C, 1, 1] weights read as [C, M]: column-major.
+    mm.user_weights_md = memory::desc({c, m}, f32, Tag::ba);
+    try {
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, any_w, mm.bias_md, dst), attr, eng);
+      if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return std::nullopt;
+      mm.made =
+          ConvPrimitive{dnnl::primitive(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc()};
+    } catch (const dnnl::error&) {
+      return std::nullopt;
+    }
+    return mm;
+  }
 
   // The (de)convolution primitive for the given src/dst layouts (either may be format any).
   // With `fail_on_reference`, nullopt when oneDNN would run it only with its reference code or

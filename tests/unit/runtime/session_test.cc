@@ -371,6 +371,47 @@ TEST(SessionTest, ResidualFusionAndChannelsLastDoNotChangeResults) {
   }
 }
 
+// A bottleneck with weights beyond 2 MiB: its 1x1 convolutions between channels-last
+// activations run as matmuls (bias, residual and ReLU as post-ops); results must not change.
+std::string WidePointwiseNet() {
+  ModelBuilder b(13);
+  b.Input("x", {-1, 8, 3, 3}).Output("y");
+  b.Initializer("w1", {512, 8, 3, 3}, RandomValues(512 * 8 * 9, 41));
+  b.Initializer("w2", {1024, 512, 1, 1}, RandomValues(1024 * 512, 42));
+  b.Initializer("b2", {1024}, RandomValues(1024, 43));
+  b.Initializer("w3", {512, 1024, 1, 1}, RandomValues(512 * 1024, 44));
+  ModelBuilder::IntsAttr(b.Node("Conv", {"x", "w1"}, {"c1"}), "pads", {1, 1, 1, 1});
+  b.Node("Relu", {"c1"}, {"a"});
+  b.Node("Conv", {"a", "w2", "b2"}, {"c2"});
+  b.Node("Relu", {"c2"}, {"r2"});
+  b.Node("Conv", {"r2", "w3"}, {"c3"});
+  b.Node("Add", {"c3", "a"}, {"s"});
+  b.Node("Relu", {"s"}, {"r3"});
+  b.Node("GlobalAveragePool", {"r3"}, {"y"});
+  return b.Serialize();
+}
+
+TEST(SessionTest, WidePointwiseConvolutionsAsMatMulsDoNotChangeResults) {
+  SessionOptions plain;
+  plain.optimize = false;
+  auto slow = Session::LoadFromBytes(WidePointwiseNet(), "", plain);
+  auto fast = Session::LoadFromBytes(WidePointwiseNet(), "", SessionOptions{});
+  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  for (int64_t batch : {1, 3}) {
+    Tensor x = FloatTensor({batch, 8, 3, 3}, RandomValues(static_cast<size_t>(batch) * 72, 45));
+    std::vector<Tensor> a, b;
+    ASSERT_TRUE((*slow)->Run({&x}, &a).ok());
+    ASSERT_TRUE((*fast)->Run({&x}, &b).ok());
+    ASSERT_EQ(a[0].shape(), (Shape{batch, 512, 1, 1}));
+    ASSERT_EQ(b[0].shape(), a[0].shape());
+    for (int64_t i = 0; i < a[0].num_elements(); ++i) {
+      ASSERT_NEAR(a[0].data<float>()[i], b[0].data<float>()[i], 1e-3 * (1 + std::fabs(a[0].data<float>()[i])))
+          << "batch " << batch << " element " << i;
+    }
+  }
+}
+
 TEST(SessionTest, ConcurrentRunsMatchSerialRuns) {
   auto s = Session::LoadFromBytes(SmallConvNet(), "", SessionOptions{});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
