@@ -70,7 +70,7 @@ CMD ["--port=8500", "--rest_api_port=8501"]
 # modelfleet-router: the L7 load balancer in front of a ModelDeployment's versions.
 FROM runtime-base AS router
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-      libssl3 zlib1g libprometheus-cpp-core1.0 libyaml-cpp0.7 libstdc++6 libgcc-s1 \
+      libssl3 zlib1g libprometheus-cpp-core1.0 libyaml-cpp0.7 libstdc++6 libgcc-s1 libjemalloc2 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/server/router/modelfleet-router /usr/local/bin/modelfleet-router
 USER 10001:10001

@@ -16,6 +16,7 @@ packages=(
   libboost1.74-dev libssl-dev zlib1g-dev nlohmann-json3-dev libyaml-cpp-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   prometheus-cpp-dev libonnx-dev libdnnl-dev libsimdjson-dev libre2-dev
+  libjemalloc-dev  # the router's allocator (docs/router.md, "Allocator")
   libgtest-dev libgmock-dev libbenchmark-dev
   # Python side (always /usr/bin/python3, never a pyenv one). The tests run on the venv below, made
   # from it with --system-site-packages so that Debian's torch and torchvision stay reachable.

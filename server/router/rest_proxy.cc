@@ -1,6 +1,7 @@
 #include "server/router/rest_proxy.h"
 
 #include <array>
+#include <cstdint>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -20,6 +21,14 @@ bool IsHopByHop(std::string_view name) {
   static constexpr std::array<std::string_view, 10> kNames = {
       "connection", "keep-alive",     "proxy-connection", "transfer-encoding", "te", "trailer",
       "upgrade",    "content-length", "expect",           "proxy-authenticate"};
+  // Every field of every request and response passes here: a bit per name length rules most
+  // out before any comparison.
+  static constexpr uint32_t kLengths = [] {
+    uint32_t bits = 0;
+    for (std::string_view n : kNames) bits |= uint32_t{1} << n.size();
+    return bits;
+  }();
+  if (name.size() >= 32 || (kLengths & (uint32_t{1} << name.size())) == 0) return false;
   for (std::string_view n : kNames) {
     if (http::EqualsIgnoreCase(name, n)) return true;
   }

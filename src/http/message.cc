@@ -4,17 +4,6 @@
 
 namespace mf::http {
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
-
 std::optional<std::string_view> Headers::Get(std::string_view name) const {
   for (const auto& [n, v] : fields_) {
     if (EqualsIgnoreCase(n, name)) return std::string_view(v);

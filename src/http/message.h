@@ -37,8 +37,18 @@ class Headers {
   std::vector<Field> fields_;
 };
 
-// True when a and b are equal ignoring ASCII case.
-bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+// True when a and b are equal ignoring ASCII case. Inline: header lookups call it for every field,
+// and most calls end at the length check.
+inline bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
 
 struct Request {
   std::string method = "GET";  // as sent: "GET", "POST", ...

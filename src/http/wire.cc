@@ -1,5 +1,6 @@
 #include "http/wire.h"
 
+#include <array>
 #include <charconv>
 
 #include "http/body_codec.h"
@@ -130,12 +131,24 @@ bool RequestReader::WantsContinue() const {
          parser_->get().find(bhttp::field::expect) != parser_->get().end();
 }
 
+namespace {
+
+// RFC 9110 tchar: the bytes a field name may hold.
+constexpr std::array<bool, 256> kTokenChars = [] {
+  std::array<bool, 256> table{};
+  for (int c = 'a'; c <= 'z'; ++c) table[static_cast<size_t>(c)] = true;
+  for (int c = 'A'; c <= 'Z'; ++c) table[static_cast<size_t>(c)] = true;
+  for (int c = '0'; c <= '9'; ++c) table[static_cast<size_t>(c)] = true;
+  for (char c : std::string_view("!#$%&'*+-.^_`|~")) table[static_cast<unsigned char>(c)] = true;
+  return table;
+}();
+
+}  // namespace
+
 bool IsValidHeaderField(std::string_view name, std::string_view value) {
   if (name.empty()) return false;
   for (unsigned char c : name) {
-    bool token = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
-    if (!token) return false;
+    if (!kTokenChars[c]) return false;
   }
   for (unsigned char c : value) {
     if (c == '\r' || c == '\n' || c == '\0') return false;
