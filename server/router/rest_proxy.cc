@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/coarse_clock.h"
 #include "common/logging.h"
 #include "server/router/mirror_compare.h"
 #include "server/router/proxy_common.h"
@@ -149,7 +150,7 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
   // Sends the request to an untried endpoint of version_ of snapshot_.
   void Attempt() {
     std::shared_ptr<Endpoint> endpoint =
-        ChooseEndpoint(snapshot_->versions[version_].rest, tried_, Clock::now(), options_.max_requests_per_endpoint);
+        ChooseEndpoint(snapshot_->versions[version_].rest, tried_, CoarseNow(), options_.max_requests_per_endpoint);
     if (!endpoint) {
       return Answer(
           JsonError(503, NoEndpointLeftMessage(*snapshot_, version_, false, options_.max_requests_per_endpoint)));

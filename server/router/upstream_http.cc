@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/coarse_clock.h"
 #include "http/io_server.h"
 #include "http/wire.h"
 #include "server/router/io_pool.h"
@@ -182,7 +183,7 @@ class HttpUpstream::Impl {
   std::shared_ptr<HttpConnection> TakeIdle(Endpoint& endpoint, asio::io_context* local, bool probe) {
     if (local) {
       LocalPools& pools = ThisThreadsPools();
-      const Clock::time_point now = Clock::now();
+      const Clock::time_point now = CoarseNow();
       pools.Prune(now, now - options_.idle_ttl);
       return TakeFrom(pools.For(id_, endpoint.address()), probe);
     }
@@ -191,7 +192,7 @@ class HttpUpstream::Impl {
   }
 
   void GiveBack(Endpoint& endpoint, std::shared_ptr<HttpConnection> conn) {
-    conn->idle_since = Clock::now();
+    conn->idle_since = CoarseNow();
     if (conn->local) return Keep(ThisThreadsPools().For(id_, endpoint.address()), std::move(conn));
     std::lock_guard lock(endpoint.connections().mu);
     Keep(endpoint.connections().items, std::move(conn));
@@ -216,7 +217,7 @@ class HttpUpstream::Impl {
   // (IdleList) or an Endpoint's shelf (shared_ptr<void>, under its mutex).
   template <class Item>
   std::shared_ptr<HttpConnection> TakeFrom(std::vector<Item>& items, bool probe) {
-    const Clock::time_point oldest = Clock::now() - options_.idle_ttl;
+    const Clock::time_point oldest = CoarseNow() - options_.idle_ttl;
     std::shared_ptr<HttpConnection> found;
     while (!items.empty()) {
       auto conn = std::static_pointer_cast<HttpConnection>(std::move(items.back()));

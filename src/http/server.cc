@@ -32,6 +32,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "common/coarse_clock.h"
 #include "common/logging.h"
 #include "http/io_server.h"
 #include "http/wire.h"
@@ -194,7 +195,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (bodyless || head_request_) body_.clear();
     status_ = response.status;
     state_ = State::kWriting;
-    deadline_ = Clock::now() + core_->options.write_timeout;
+    deadline_ = CoarseNow() + core_->options.write_timeout;
     std::array<asio::const_buffer, 2> buffers = {asio::buffer(head_), asio::buffer(body_)};
     AsyncWrite(buffers, [self = shared_from_this()](beast::error_code ec, size_t) { self->OnResponseWritten(ec); });
   }
@@ -221,7 +222,7 @@ class Session : public std::enable_shared_from_this<Session> {
     body_.clear();
     LogAndCount();
     stream_writing_ = true;
-    deadline_ = Clock::now() + core_->options.write_timeout;
+    deadline_ = CoarseNow() + core_->options.write_timeout;
     AsyncWrite(asio::buffer(head_),
                [self = shared_from_this()](beast::error_code ec, size_t) { self->OnStreamWritten(ec, 0, false); });
     WatchForPeerGone();
@@ -293,11 +294,11 @@ class Session : public std::enable_shared_from_this<Session> {
     reader_.Reset();
     if (buffer_.size() > 0) {
       state_ = State::kReading;
-      deadline_ = Clock::now() + core_->options.read_timeout;
+      deadline_ = CoarseNow() + core_->options.read_timeout;
       return Parse();
     }
     state_ = State::kIdle;
-    deadline_ = Clock::now() + core_->options.idle_timeout;
+    deadline_ = CoarseNow() + core_->options.idle_timeout;
     ReadMore();
   }
 
@@ -314,7 +315,7 @@ class Session : public std::enable_shared_from_this<Session> {
     buffer_.commit(n);
     if (state_ == State::kIdle) {
       state_ = State::kReading;
-      deadline_ = Clock::now() + core_->options.read_timeout;
+      deadline_ = CoarseNow() + core_->options.read_timeout;
     }
     Parse();
   }
@@ -440,7 +441,7 @@ class Session : public std::enable_shared_from_this<Session> {
     Socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return Close();
     state_ = State::kWriting;  // not idle: Drain() must not cut it short
-    deadline_ = Clock::now() + std::chrono::seconds(2);
+    deadline_ = CoarseNow() + std::chrono::seconds(2);
     DiscardUntilEof();
   }
 
@@ -494,7 +495,7 @@ class Session : public std::enable_shared_from_this<Session> {
       stream_writing_ = true;
     }
     size_t payload = stream_out_.size();
-    deadline_ = Clock::now() + core_->options.write_timeout;
+    deadline_ = CoarseNow() + core_->options.write_timeout;
     AsyncWrite(asio::buffer(stream_out_), [self = shared_from_this(), payload, finish](beast::error_code ec, size_t) {
       self->OnStreamWritten(ec, payload, finish);
     });
@@ -535,7 +536,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // instead of a bare close, so whoever typed http:// for https:// sees why.
   void Handshake() {
     state_ = State::kReading;
-    deadline_ = Clock::now() + core_->options.read_timeout;
+    deadline_ = CoarseNow() + core_->options.read_timeout;
     Socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
       if (self->state_ == State::kClosed) return;
       if (ec) return self->Close();
@@ -559,7 +560,7 @@ class Session : public std::enable_shared_from_this<Session> {
     static constexpr std::string_view kAnswer =
         "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
     state_ = State::kWriting;
-    deadline_ = Clock::now() + core_->options.write_timeout;
+    deadline_ = CoarseNow() + core_->options.write_timeout;
     asio::async_write(Socket(), asio::buffer(kAnswer.data(), kAnswer.size()),
                       [self = shared_from_this()](beast::error_code ec, size_t) {
                         if (self->state_ == State::kClosed) return;
