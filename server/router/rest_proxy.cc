@@ -56,12 +56,13 @@ bool NamedByConnection(const http::Headers& headers, std::string_view name) {
 // Drops the hop-by-hop fields of an upstream response in place (the server frames the answer
 // to the client itself).
 void RemoveHopByHop(http::Headers& headers) {
-  std::vector<std::string> drop;
-  const bool connection_lists_fields = headers.Has("connection");
-  for (const auto& [name, value] : headers.fields()) {
-    if (IsHopByHop(name) || (connection_lists_fields && NamedByConnection(headers, name))) drop.push_back(name);
+  if (headers.Has("connection")) {
+    // The Connection field lists more names: decide on a copy, since it goes too.
+    const http::Headers original = headers;
+    headers.RemoveIf([&](std::string_view name) { return IsHopByHop(name) || NamedByConnection(original, name); });
+    return;
   }
-  for (const std::string& name : drop) headers.Remove(name);
+  headers.RemoveIf(IsHopByHop);
 }
 
 http::Response JsonError(int status, const std::string& message) {

@@ -28,6 +28,11 @@ class Headers {
   void Add(std::string_view name, std::string_view value);
   void Reserve(size_t fields) { fields_.reserve(fields); }
   void Remove(std::string_view name);
+  // Removes every field for which drop(name) is true, in one pass.
+  template <class Pred>
+  void RemoveIf(Pred drop) {
+    std::erase_if(fields_, [&](const Field& f) { return drop(std::string_view(f.first)); });
+  }
 
   const std::vector<Field>& fields() const { return fields_; }
   bool empty() const { return fields_.empty(); }

@@ -33,6 +33,7 @@ class Backend:
         self.name = name
         self.delay = 0.0
         self.predictions = [[0.25, 0.75]]
+        self.response_headers = {}  # sent with every answer
         self.requests = []
         backend = self
 
@@ -55,6 +56,8 @@ class Backend:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
+                for name, value in backend.response_headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(payload)
@@ -205,6 +208,13 @@ def test_weighted_split_70_30_over_keep_alive(tmp_path, backends, start_router):
     assert headers.get("x-forwarded-for") == "10.1.2.3, 127.0.0.1"
     assert "x-hop" not in headers and headers.get("x-end-to-end") == "2", headers
     assert headers.get("x-request-id") == "from-client" and r.headers["x-request-id"] == "from-client"
+    # The same for the answer: the upstream's hop-by-hop fields (and those its Connection names)
+    # do not reach the client; its end-to-end ones do.
+    for b in (v1a, v1b, v2):
+        b.response_headers = {"Connection": "keep-alive, x-resp-hop", "X-Resp-Hop": "1", "X-Resp-End": "2"}
+    r = requests.get(router.url + "/v1/models/m", timeout=5)
+    assert r.status_code == 200 and r.headers.get("x-resp-end") == "2", r.headers
+    assert "x-resp-hop" not in r.headers, r.headers
 
 
 def test_header_route_and_sticky_users(tmp_path, backends, start_router):
