@@ -176,10 +176,7 @@ class ConvKernel final : public Kernel {
           std::memcpy(dst.get_data_handle(), addend->raw_data(), addend->byte_size());
         }
       }
-      // Uninitialized: oneDNN writes its scratchpad before reading it (a zero-filled vector
-      // cost a memset of up to megabytes per call).
-      std::unique_ptr<uint8_t[]> scratch(new uint8_t[prep->scratch_md.get_size()]);
-      memory scratch_mem(prep->scratch_md, eng, scratch.get());
+      memory scratch_mem(prep->scratch_md, eng, ThreadScratchpad(prep->scratch_md.get_size()));
       std::unordered_map<int, memory> args{
           {DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch_mem}};
       memory weights;

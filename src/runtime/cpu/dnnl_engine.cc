@@ -1,10 +1,24 @@
 #include "runtime/cpu/dnnl_engine.h"
 
+#include <algorithm>
+#include <memory>
+
 namespace mf::runtime::cpu {
 
 dnnl::engine& CpuEngine() {
   static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);  // never destroyed
   return *engine;
+}
+
+uint8_t* ThreadScratchpad(size_t bytes) {
+  thread_local std::unique_ptr<uint8_t[]> buffer;
+  thread_local size_t capacity = 0;
+  if (bytes > capacity || !buffer) {
+    capacity = std::max<size_t>(bytes, 64);
+    buffer.reset();  // the old one first: never both at once
+    buffer.reset(new uint8_t[capacity]);
+  }
+  return buffer.get();
 }
 
 void AppendActivation(const ActivationParams& act, dnnl::post_ops& ops) {

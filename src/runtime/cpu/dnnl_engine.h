@@ -2,6 +2,8 @@
 // per-call stream and user-provided scratchpad, so concurrent Run() calls never share state.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "common/status.h"
@@ -10,6 +12,13 @@
 namespace mf::runtime::cpu {
 
 dnnl::engine& CpuEngine();
+
+// The calling thread's scratchpad for one primitive call that needs `bytes`: uninitialized
+// (oneDNN writes it before reading), valid until the thread's next call. Kept per thread and
+// grown as needed: a new buffer per call cost a malloc and a free, and freeing a large one made
+// glibc consolidate its heap each time (about a third of a small convolution's time outside
+// oneDNN). A thread keeps the largest scratchpad it has needed.
+uint8_t* ThreadScratchpad(size_t bytes);
 
 // Appends the oneDNN eltwise post-op computing `act` (nothing for Activation::kNone).
 void AppendActivation(const ActivationParams& act, dnnl::post_ops& ops);

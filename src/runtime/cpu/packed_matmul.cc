@@ -55,11 +55,11 @@ class PackedMatMulKernel final : public Kernel {
     try {
       dnnl::engine& eng = CpuEngine();
       dnnl::stream stream(eng);
-      std::unique_ptr<uint8_t[]> scratch(new uint8_t[prep->scratch_md.get_size()]);
-      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(prep->src_md, eng, const_cast<void*>(a.raw_data()))},
-                                           {DNNL_ARG_WEIGHTS, prep->weights},
-                                           {DNNL_ARG_DST, memory(prep->dst_md, eng, out[0].raw_data())},
-                                           {DNNL_ARG_SCRATCHPAD, memory(prep->scratch_md, eng, scratch.get())}};
+      std::unordered_map<int, memory> args{
+          {DNNL_ARG_SRC, memory(prep->src_md, eng, const_cast<void*>(a.raw_data()))},
+          {DNNL_ARG_WEIGHTS, prep->weights},
+          {DNNL_ARG_DST, memory(prep->dst_md, eng, out[0].raw_data())},
+          {DNNL_ARG_SCRATCHPAD, memory(prep->scratch_md, eng, ThreadScratchpad(prep->scratch_md.get_size()))}};
       if (bias) args[DNNL_ARG_BIAS] = memory(prep->bias_md, eng, const_cast<void*>(bias->raw_data()));
       prep->prim.execute(stream, args);
       stream.wait();

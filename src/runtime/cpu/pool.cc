@@ -154,8 +154,7 @@ class ChannelsLastPoolKernel final : public Kernel {
         dnnl::reorder(user_src, src).execute(stream, user_src, src);
       }
       if (prep->user_dst_md != prep->dst_md) dst = memory(prep->dst_md, eng);
-      std::unique_ptr<uint8_t[]> scratch(new uint8_t[prep->scratch_md.get_size()]);
-      memory scratch_mem(prep->scratch_md, eng, scratch.get());
+      memory scratch_mem(prep->scratch_md, eng, ThreadScratchpad(prep->scratch_md.get_size()));
       prep->pool->execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch_mem}});
       if (prep->user_dst_md != prep->dst_md) dnnl::reorder(dst, user_dst).execute(stream, dst, user_dst);
       stream.wait();
