@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "runtime/npy.h"
 #include "tests/unit/runtime/model_builder.h"
@@ -48,18 +50,26 @@ std::string SmallConvNet() {
   return b.Serialize();
 }
 
+// The model loaded as written (no graph rewrites) and optimized, to compare their results; null
+// where a load failed (the failure is reported).
+std::pair<std::unique_ptr<Session>, std::unique_ptr<Session>> LoadPlainAndOptimized(const std::string& model) {
+  SessionOptions unoptimized;
+  unoptimized.optimize = false;
+  auto plain = Session::LoadFromBytes(model, "", unoptimized);
+  auto optimized = Session::LoadFromBytes(model, "", SessionOptions{});
+  EXPECT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_TRUE(optimized.ok()) << optimized.status().ToString();
+  return {plain.ok() ? std::move(*plain) : nullptr, optimized.ok() ? std::move(*optimized) : nullptr};
+}
+
 TEST(SessionTest, RewritesDoNotChangeResults) {
-  SessionOptions plain;
-  plain.optimize = false;
-  auto slow = Session::LoadFromBytes(SmallConvNet(), "", plain);
-  auto fast = Session::LoadFromBytes(SmallConvNet(), "", SessionOptions{});
-  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
-  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  auto [slow, fast] = LoadPlainAndOptimized(SmallConvNet());
+  ASSERT_TRUE(slow && fast);
   for (int64_t batch : {1, 3, 8}) {
     Tensor x = FloatTensor({batch, 3, 8, 8}, RandomValues(static_cast<size_t>(batch) * 192, 7));
     std::vector<Tensor> a, b;
-    ASSERT_TRUE((*slow)->Run({&x}, &a).ok());
-    ASSERT_TRUE((*fast)->Run({&x}, &b).ok());
+    ASSERT_TRUE(slow->Run({&x}, &a).ok());
+    ASSERT_TRUE(fast->Run({&x}, &b).ok());
     ASSERT_EQ(a[0].shape(), (Shape{batch, 5}));
     ASSERT_EQ(b[0].shape(), a[0].shape());
     for (int64_t i = 0; i < a[0].num_elements(); ++i) {
@@ -96,14 +106,10 @@ std::string FeedForwardBlock() {
 }
 
 TEST(SessionTest, TransformerFusionsMatchTheFormula) {
-  SessionOptions plain;
-  plain.optimize = false;
-  auto slow = Session::LoadFromBytes(FeedForwardBlock(), "", plain);
-  auto fast = Session::LoadFromBytes(FeedForwardBlock(), "", SessionOptions{});
-  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
-  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
-  EXPECT_EQ((*slow)->placement().host, 10);
-  EXPECT_EQ((*fast)->placement().host, 4);  // MatMul (+ bias + GELU), MatMul, Softmax, Slice
+  auto [slow, fast] = LoadPlainAndOptimized(FeedForwardBlock());
+  ASSERT_TRUE(slow && fast);
+  EXPECT_EQ(slow->placement().host, 10);
+  EXPECT_EQ(fast->placement().host, 4);  // MatMul (+ bias + GELU), MatMul, Softmax, Slice
   const std::vector<float> w = RandomValues(24, 21), bias = RandomValues(6, 22);
   for (int64_t batch : {1, 5}) {
     std::vector<float> xs = RandomValues(static_cast<size_t>(batch) * 12, 23);
@@ -111,8 +117,8 @@ TEST(SessionTest, TransformerFusionsMatchTheFormula) {
     for (float& v : xs) v *= 4.f;  // into erf's tails too
     Tensor x = FloatTensor({batch, 3, 4}, xs), k = FloatTensor({batch, 6, 5}, ks);
     std::vector<Tensor> a, b;
-    ASSERT_TRUE((*slow)->Run({&x, &k}, &a).ok());
-    ASSERT_TRUE((*fast)->Run({&x, &k}, &b).ok());
+    ASSERT_TRUE(slow->Run({&x, &k}, &a).ok());
+    ASSERT_TRUE(fast->Run({&x, &k}, &b).ok());
     ASSERT_EQ(b[0].shape(), (Shape{batch, 3, 3}));
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t r = 0; r < 3; ++r) {
@@ -164,21 +170,17 @@ std::string AttentionBlock() {
 }
 
 TEST(SessionTest, MatMulsReadAndWriteThroughTransposes) {
-  SessionOptions plain;
-  plain.optimize = false;
-  auto slow = Session::LoadFromBytes(AttentionBlock(), "", plain);
-  auto fast = Session::LoadFromBytes(AttentionBlock(), "", SessionOptions{});
-  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
-  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
-  EXPECT_EQ((*slow)->placement().host, 11);
-  EXPECT_EQ((*fast)->placement().host, 6);  // MatMul, Softmax, MatMul; two Transposes and their MatMul
+  auto [slow, fast] = LoadPlainAndOptimized(AttentionBlock());
+  ASSERT_TRUE(slow && fast);
+  EXPECT_EQ(slow->placement().host, 11);
+  EXPECT_EQ(fast->placement().host, 6);  // MatMul, Softmax, MatMul; two Transposes and their MatMul
   for (int64_t len : {1, 5, 17}) {
     const size_t n = static_cast<size_t>(len) * 12;
     Tensor q = FloatTensor({len, 3, 4}, RandomValues(n, 31)), k = FloatTensor({len, 3, 4}, RandomValues(n, 32)),
            v = FloatTensor({len, 3, 4}, RandomValues(n, 33));
     std::vector<Tensor> a, b;
-    ASSERT_TRUE((*slow)->Run({&q, &k, &v}, &a).ok());
-    ASSERT_TRUE((*fast)->Run({&q, &k, &v}, &b).ok());
+    ASSERT_TRUE(slow->Run({&q, &k, &v}, &a).ok());
+    ASSERT_TRUE(fast->Run({&q, &k, &v}, &b).ok());
     ASSERT_EQ(a[0].shape(), (Shape{len, 3, 4}));
     ASSERT_EQ(a[1].shape(), (Shape{4, len, len}));
     for (size_t o = 0; o < 2; ++o) {
@@ -347,17 +349,13 @@ std::string ResidualNet(Residual kind) {
 
 TEST(SessionTest, ResidualFusionAndChannelsLastDoNotChangeResults) {
   for (Residual kind : {Residual::kAlsoConvInput, Residual::kLastRead, Residual::kReadLater}) {
-    SessionOptions plain;
-    plain.optimize = false;
-    auto slow = Session::LoadFromBytes(ResidualNet(kind), "", plain);
-    auto fast = Session::LoadFromBytes(ResidualNet(kind), "", SessionOptions{});
-    ASSERT_TRUE(slow.ok()) << slow.status().ToString();
-    ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+    auto [slow, fast] = LoadPlainAndOptimized(ResidualNet(kind));
+    ASSERT_TRUE(slow && fast);
     for (int64_t batch : {1, 5}) {
       Tensor x = FloatTensor({batch, 4, 6, 6}, RandomValues(static_cast<size_t>(batch) * 144, 21));
       std::vector<Tensor> a, b;
-      ASSERT_TRUE((*slow)->Run({&x}, &a).ok());
-      ASSERT_TRUE((*fast)->Run({&x}, &b).ok());
+      ASSERT_TRUE(slow->Run({&x}, &a).ok());
+      ASSERT_TRUE(fast->Run({&x}, &b).ok());
       ASSERT_EQ(a[0].shape(), (Shape{batch, 6, 1, 1}));
       ASSERT_EQ(a.size(), b.size());
       for (size_t k = 0; k < a.size(); ++k) {
@@ -392,17 +390,13 @@ std::string WidePointwiseNet() {
 }
 
 TEST(SessionTest, WidePointwiseConvolutionsAsMatMulsDoNotChangeResults) {
-  SessionOptions plain;
-  plain.optimize = false;
-  auto slow = Session::LoadFromBytes(WidePointwiseNet(), "", plain);
-  auto fast = Session::LoadFromBytes(WidePointwiseNet(), "", SessionOptions{});
-  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
-  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  auto [slow, fast] = LoadPlainAndOptimized(WidePointwiseNet());
+  ASSERT_TRUE(slow && fast);
   for (int64_t batch : {1, 3}) {
     Tensor x = FloatTensor({batch, 8, 3, 3}, RandomValues(static_cast<size_t>(batch) * 72, 45));
     std::vector<Tensor> a, b;
-    ASSERT_TRUE((*slow)->Run({&x}, &a).ok());
-    ASSERT_TRUE((*fast)->Run({&x}, &b).ok());
+    ASSERT_TRUE(slow->Run({&x}, &a).ok());
+    ASSERT_TRUE(fast->Run({&x}, &b).ok());
     ASSERT_EQ(a[0].shape(), (Shape{batch, 512, 1, 1}));
     ASSERT_EQ(b[0].shape(), a[0].shape());
     for (int64_t i = 0; i < a[0].num_elements(); ++i) {

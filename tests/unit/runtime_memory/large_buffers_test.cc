@@ -2,26 +2,20 @@
 // one is unmapped; with a limit set, the next tensor of about its size takes its pages without a
 // page fault, and what would pass the limit is unmapped instead of kept.
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 
 #include "runtime/tensor.h"
+#include "tests/unit/runtime_memory/page_probe.h"
 
 namespace mf::runtime {
 namespace {
 
+using page_probe::Mapped;
+using page_probe::MinorFaults;
+
 constexpr int64_t kFloats = int64_t{40} << 18;  // 40 MiB of floats
 constexpr size_t kBytes = static_cast<size_t>(kFloats) * sizeof(float);
-
-long MinorFaults() {
-  rusage usage{};
-  getrusage(RUSAGE_THREAD, &usage);
-  return usage.ru_minflt;
-}
 
 // Writes every page of `t`; returns the page faults that took.
 long Touch(Tensor& t) {
@@ -34,13 +28,6 @@ Tensor Make(int64_t floats) {
   StatusOr<Tensor> t = Tensor::AllocateUninitialized(DataType::kFloat32, {floats});
   EXPECT_TRUE(t.ok()) << t.status().ToString();
   return std::move(t).value();
-}
-
-bool Mapped(const void* data) {
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  unsigned char residency = 0;
-  void* aligned = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(data) & ~(page - 1));
-  return mincore(aligned, page, &residency) == 0 || errno != ENOMEM;
 }
 
 class LargeBuffersTest : public ::testing::Test {

@@ -5,25 +5,19 @@
 #include "runtime/weight_mappings.h"
 
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 
 #include "runtime/tensor.h"
+#include "tests/unit/runtime_memory/page_probe.h"
 
 namespace mf::runtime::weight_mappings {
 namespace {
 
-constexpr size_t kBytes = size_t{8} << 20;
+using page_probe::Mapped;
+using page_probe::MinorFaults;
 
-long MinorFaults() {
-  rusage usage{};
-  getrusage(RUSAGE_THREAD, &usage);
-  return usage.ru_minflt;
-}
+constexpr size_t kBytes = size_t{8} << 20;
 
 // Minor faults taken while writing every page of [data, data + bytes).
 long FaultsToTouch(void* data, size_t bytes) {
@@ -40,13 +34,6 @@ void* TouchAndRelease() {
   FaultsToTouch(data, kBytes);
   Unmap(data);
   return data;
-}
-
-bool Mapped(void* data) {
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  unsigned char residency = 0;
-  void* aligned = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(data) & ~(page - 1));
-  return mincore(aligned, page, &residency) == 0 || errno != ENOMEM;
 }
 
 class WeightMappingsTest : public ::testing::Test {
