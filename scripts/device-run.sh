@@ -6,6 +6,7 @@
 #   scripts/device-run.sh bench        # bench/runtime/bench_gpu.py
 #   scripts/device-run.sh serve        # bench/server/gpu_batching.py (bundle made with --server)
 #   scripts/device-run.sh placement    # a YAML model config placing version 1 on the CPU, 2 on the GPU
+#   scripts/device-run.sh router       # bench/router/run.sh with cores to spare (bundle made with --router)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/mf-out}
@@ -61,6 +62,16 @@ for what in "${@:-tests}"; do
       grep -q 'version=1.*device=cpu' "$OUT/placement.log" && grep -q 'version=2.*device=cuda' "$OUT/placement.log" \
         && echo "placement: version 1 on cpu, version 2 on cuda" || { echo "placement: wrong devices"; status=1; }
       kill "$pid"; wait "$pid" 2>/dev/null
+      ;;
+    router)
+      # The router's targets on a machine where the proxy has cores of its own: wrk or h2load on
+      # cores 0-3, the proxy (router: 4 io + 4 upstream threads; nginx: 4 workers) on 4-7, the two
+      # backends (one io thread each) on 8-9.
+      echo "== router vs direct vs nginx, cores to spare"
+      PATH="$MODELFLEET_BIN:$PATH" MODELFLEET_BENCH_BIN="$MODELFLEET_BIN" CLIENT_CPUS=0-3 PROXY_CPUS=4-7 \
+        BACKEND_CPUS=8-9 ROUTER_THREADS=4 NGINX_WORKERS=4 WRK_THREADS=4 GRPC_CONNECTIONS=16 \
+        bash bench/router/run.sh "${ROUTER_SECONDS:-5}" "${ROUTER_CONNECTIONS:-64}" "${ROUTER_ROUNDS:-3}" \
+        2>&1 | tee "$OUT/router.log" || status=1
       ;;
     *) echo "unknown: $what"; status=2 ;;
   esac

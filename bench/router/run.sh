@@ -16,7 +16,10 @@
 # and one upstream io thread (ROUTER_THREADS), nginx one worker (NGINX_WORKERS).
 # Usage: bench/router/run.sh [seconds per run (5)] [REST connections (32)] [rounds (3)]
 # Env: MODELFLEET_BUILD_DIR (build), ROUTER_BINARY (another modelfleet-router to measure, e.g. an
-# older build), GRPC_CONNECTIONS (8), GRPC_STREAMS per connection (4).
+# older build), GRPC_CONNECTIONS (8), GRPC_STREAMS per connection (4), WRK_THREADS (1),
+# MODELFLEET_BENCH_BIN (a folder holding modelfleet-router, http_bench_server and
+# grpc_bench_server already built: nothing is built then; scripts/device-run.sh router uses it on a
+# machine with more cores).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 DURATION="${1:-5}"
@@ -26,6 +29,7 @@ GRPC_CONNECTIONS="${GRPC_CONNECTIONS:-8}"
 GRPC_STREAMS="${GRPC_STREAMS:-4}"
 ROUTER_THREADS="${ROUTER_THREADS:-1}"
 NGINX_WORKERS="${NGINX_WORKERS:-1}"
+WRK_THREADS="${WRK_THREADS:-1}"
 BUILD_DIR="${MODELFLEET_BUILD_DIR:-$ROOT/build}"
 CORES="$(nproc)"
 CLIENT_CPUS="${CLIENT_CPUS:-0}"
@@ -35,10 +39,16 @@ if [ -z "${BACKEND_CPUS:-}" ]; then BACKEND_CPUS=$([ "$CORES" -ge 4 ] && echo 2-
 for tool in wrk h2load nginx taskset; do
   command -v "$tool" >/dev/null || { echo "run.sh needs $tool on PATH" >&2; exit 1; }
 done
-ninja -C "$BUILD_DIR" modelfleet-router http_bench_server grpc_bench_server >/dev/null
-ROUTER="${ROUTER_BINARY:-$BUILD_DIR/server/router/modelfleet-router}"
-REST_BACKEND="$BUILD_DIR/bench/http/http_bench_server"
-GRPC_BACKEND="$BUILD_DIR/bench/router/grpc_bench_server"
+if [ -n "${MODELFLEET_BENCH_BIN:-}" ]; then
+  ROUTER="${ROUTER_BINARY:-$MODELFLEET_BENCH_BIN/modelfleet-router}"
+  REST_BACKEND="$MODELFLEET_BENCH_BIN/http_bench_server"
+  GRPC_BACKEND="$MODELFLEET_BENCH_BIN/grpc_bench_server"
+else
+  ninja -C "$BUILD_DIR" modelfleet-router http_bench_server grpc_bench_server >/dev/null
+  ROUTER="${ROUTER_BINARY:-$BUILD_DIR/server/router/modelfleet-router}"
+  REST_BACKEND="$BUILD_DIR/bench/http/http_bench_server"
+  GRPC_BACKEND="$BUILD_DIR/bench/router/grpc_bench_server"
+fi
 
 TMP="$(mktemp -d)"
 PIDS=()
@@ -87,6 +97,10 @@ error_log $TMP/nginx/error.log warn;
 events { worker_connections 4096; }
 http {
   access_log off;
+  # Temporary files under the run's folder, not the compiled-in /var/lib/nginx (absent where
+  # nginx is not installed, e.g. scripts/device-run.sh router).
+  client_body_temp_path $TMP/nginx/body; proxy_temp_path $TMP/nginx/proxy;
+  fastcgi_temp_path $TMP/nginx/fastcgi; uwsgi_temp_path $TMP/nginx/uwsgi; scgi_temp_path $TMP/nginx/scgi;
   # nginx closes a keep-alive connection after 1000 requests by default (client side, upstream
   # side, and HTTP/2 with a GOAWAY that h2load does not reconnect after): lifted, as the router
   # has no such limit.
@@ -129,7 +143,7 @@ measure() {
   before="$(cpu_ticks "$@")"
   if [ "$kind" = rest ]; then
     local out
-    out="$(taskset -c "$CLIENT_CPUS" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "http://127.0.0.1:$port/")"
+    out="$(taskset -c "$CLIENT_CPUS" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "http://127.0.0.1:$port/")"
     after="$(cpu_ticks "$@")"
     echo "$out" | awk -v ticks="$((after - before))" -v tick_us="$TICK_US" '
       function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
@@ -180,7 +194,7 @@ grpc_not_ok="$(curl -s "http://127.0.0.1:$AP/metrics" |
 
 med_of() { echo "$1" | tr ' ' '\n' | grep . | median; }
 echo
-echo "$(date -u +%Y-%m-%d) wrk -t1 -c$CONNECTIONS / h2load -c$GRPC_CONNECTIONS -m$GRPC_STREAMS, ${DURATION}s per run," \
+echo "$(date -u +%Y-%m-%d) wrk -t$WRK_THREADS -c$CONNECTIONS / h2load -c$GRPC_CONNECTIONS -m$GRPC_STREAMS, ${DURATION}s per run," \
   "median of $ROUNDS rounds; $CORES cores, load $(cut -d' ' -f1-3 /proc/loadavg); cpus: client $CLIENT_CPUS," \
   "proxy $PROXY_CPUS, backends $BACKEND_CPUS; router threads $ROUTER_THREADS+$ROUTER_THREADS, nginx workers $NGINX_WORKERS"
 printf '| %-26s | %10s | %8s | %8s | %9s | %9s | %9s | %13s |\n' path "requests/s" "p50 ms" "p99 ms" "added p50" \
