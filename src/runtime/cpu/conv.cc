@@ -158,7 +158,7 @@ class ConvKernel final : public Kernel {
     }
     try {
       dnnl::engine& eng = CpuEngine();
-      dnnl::stream stream(eng);
+      dnnl::stream& stream = ThreadStream();
       memory user_src(prep->plain_src_md, eng, const_cast<void*>(x.raw_data()));
       memory user_dst(prep->plain_dst_md, eng, out[0].raw_data());
       memory src = user_src, dst = user_dst;
@@ -177,8 +177,6 @@ class ConvKernel final : public Kernel {
         }
       }
       memory scratch_mem(prep->scratch_md, eng, ThreadScratchpad(prep->scratch_md.get_size()));
-      std::unordered_map<int, memory> args{
-          {DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch_mem}};
       memory weights;
       if (prep->packed_weights) {
         weights = prep->packed_weights;
@@ -191,9 +189,13 @@ class ConvKernel final : public Kernel {
           weights = user;
         }
       }
-      args[DNNL_ARG_WEIGHTS] = weights;
-      if (b) args[DNNL_ARG_BIAS] = memory(prep->bias_md, eng, const_cast<void*>(b->raw_data()));
-      prep->prim.execute(stream, args);
+      memory bias;
+      if (b) bias = memory(prep->bias_md, eng, const_cast<void*>(b->raw_data()));
+      Execute(prep->prim, {{DNNL_ARG_SRC, &src},
+                           {DNNL_ARG_DST, &dst},
+                           {DNNL_ARG_SCRATCHPAD, &scratch_mem},
+                           {DNNL_ARG_WEIGHTS, &weights},
+                           {DNNL_ARG_BIAS, &bias}});
       if (prep->dst_reorder) prep->dst_reorder->execute(stream, dst, user_dst);
       stream.wait();
     } catch (const dnnl::error& e) {

@@ -10,6 +10,23 @@ dnnl::engine& CpuEngine() {
   return *engine;
 }
 
+dnnl::stream& ThreadStream() {
+  thread_local dnnl::stream stream(CpuEngine());
+  return stream;
+}
+
+void Execute(const dnnl::primitive& primitive, std::initializer_list<std::pair<int, const dnnl::memory*>> args) {
+  dnnl_exec_arg_t c_args[16];
+  int n = 0;
+  for (const auto& [kind, mem] : args) {
+    if (mem == nullptr || !*mem) continue;  // an absent optional argument (bias, residual)
+    if (n == 16) throw dnnl::error(dnnl_invalid_arguments, "more than 16 primitive arguments");
+    c_args[n++] = {kind, mem->get()};
+  }
+  dnnl::error::wrap_c_api(dnnl_primitive_execute(primitive.get(), ThreadStream().get(), n, c_args),
+                          "could not execute a primitive");
+}
+
 uint8_t* ThreadScratchpad(size_t bytes) {
   thread_local std::unique_ptr<uint8_t[]> buffer;
   thread_local size_t capacity = 0;

@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <utility>
 
 #include "common/status.h"
 #include "runtime/cpu/activation.h"
@@ -12,6 +14,15 @@
 namespace mf::runtime::cpu {
 
 dnnl::engine& CpuEngine();
+
+// The calling thread's stream on CpuEngine(). A CPU stream only orders what runs on it; one
+// made per call cost an allocation and its teardown.
+dnnl::stream& ThreadStream();
+
+// Runs `primitive` on the thread's stream with `args` (argument kind, memory), through the C
+// API's argument array: the C++ API's std::unordered_map costs an allocation per argument, and a
+// small convolution's call outside oneDNN is mostly such allocations. Throws dnnl::error.
+void Execute(const dnnl::primitive& primitive, std::initializer_list<std::pair<int, const dnnl::memory*>> args);
 
 // The calling thread's scratchpad for one primitive call that needs `bytes`: uninitialized
 // (oneDNN writes it before reading), valid until the thread's next call. Kept per thread and

@@ -54,15 +54,17 @@ class PackedMatMulKernel final : public Kernel {
     MF_ASSIGN_OR_RETURN(std::shared_ptr<const Prepared> prep, Prepare(m, k, n, w, bias != nullptr));
     try {
       dnnl::engine& eng = CpuEngine();
-      dnnl::stream stream(eng);
-      std::unordered_map<int, memory> args{
-          {DNNL_ARG_SRC, memory(prep->src_md, eng, const_cast<void*>(a.raw_data()))},
-          {DNNL_ARG_WEIGHTS, prep->weights},
-          {DNNL_ARG_DST, memory(prep->dst_md, eng, out[0].raw_data())},
-          {DNNL_ARG_SCRATCHPAD, memory(prep->scratch_md, eng, ThreadScratchpad(prep->scratch_md.get_size()))}};
-      if (bias) args[DNNL_ARG_BIAS] = memory(prep->bias_md, eng, const_cast<void*>(bias->raw_data()));
-      prep->prim.execute(stream, args);
-      stream.wait();
+      memory src(prep->src_md, eng, const_cast<void*>(a.raw_data()));
+      memory dst(prep->dst_md, eng, out[0].raw_data());
+      memory scratch(prep->scratch_md, eng, ThreadScratchpad(prep->scratch_md.get_size()));
+      memory bias_mem;
+      if (bias) bias_mem = memory(prep->bias_md, eng, const_cast<void*>(bias->raw_data()));
+      Execute(prep->prim, {{DNNL_ARG_SRC, &src},
+                           {DNNL_ARG_WEIGHTS, &prep->weights},
+                           {DNNL_ARG_DST, &dst},
+                           {DNNL_ARG_SCRATCHPAD, &scratch},
+                           {DNNL_ARG_BIAS, &bias_mem}});
+      ThreadStream().wait();
     } catch (const dnnl::error& e) {
       return DnnlError(e, p_.gemm ? "Gemm" : "MatMul");
     }

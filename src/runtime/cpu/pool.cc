@@ -145,7 +145,7 @@ class ChannelsLastPoolKernel final : public Kernel {
     MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, prep->out_shape));
     try {
       dnnl::engine& eng = CpuEngine();
-      dnnl::stream stream(eng);
+      dnnl::stream& stream = ThreadStream();
       memory user_src(prep->user_src_md, eng, const_cast<void*>(x.raw_data()));
       memory user_dst(prep->user_dst_md, eng, out[0].raw_data());
       memory src = user_src, dst = user_dst;
@@ -155,7 +155,7 @@ class ChannelsLastPoolKernel final : public Kernel {
       }
       if (prep->user_dst_md != prep->dst_md) dst = memory(prep->dst_md, eng);
       memory scratch_mem(prep->scratch_md, eng, ThreadScratchpad(prep->scratch_md.get_size()));
-      prep->pool->execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+      Execute(*prep->pool, {{DNNL_ARG_SRC, &src}, {DNNL_ARG_DST, &dst}, {DNNL_ARG_SCRATCHPAD, &scratch_mem}});
       if (prep->user_dst_md != prep->dst_md) dnnl::reorder(dst, user_dst).execute(stream, dst, user_dst);
       stream.wait();
     } catch (const dnnl::error& e) {
