@@ -6,6 +6,7 @@
 #include "runtime/cpu/activation.h"
 #include "runtime/cpu/cpu_common.h"
 #include "runtime/cpu/packed_matmul.h"
+#include "runtime/ops/indexing.h"
 #include "runtime/ops/matmul_shapes.h"
 
 namespace mf::runtime::cpu {
@@ -72,15 +73,9 @@ struct Strided {
   std::vector<int64_t> strides;
 };
 
-std::vector<int64_t> ContiguousStrides(const Shape& dims) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
-  return strides;
-}
-
 // A tensor of `dims` read as Transpose(perm) of it (empty perm: as it is).
 StatusOr<Strided> ReadThrough(const Shape& dims, const std::vector<int64_t>& perm, const char* what) {
-  std::vector<int64_t> strides = ContiguousStrides(dims);
+  std::vector<int64_t> strides = ops::RowMajorStrides(dims);
   if (perm.empty()) return Strided{dims, strides};
   if (perm.size() != dims.size()) {
     return InvalidArgument(std::string("the fused Transpose of MatMul ") + what + " has " +
@@ -160,7 +155,7 @@ Status RunMatMul(const Tensor& A, const Tensor& B, const Tensor* bias, const Nod
   MF_ASSIGN_OR_RETURN(SgemmOperand ob,
                       AsSgemmOperand(k, n, rb > 1 ? b.strides[rb - 2] : 1, rb > 1 ? b.strides[rb - 1] : 1));
   // Strides of the product's dims in y.
-  std::vector<int64_t> y_strides = ContiguousStrides(y_dims);
+  std::vector<int64_t> y_strides = ops::RowMajorStrides(y_dims);
   if (!layout.perm_y.empty()) {
     std::vector<int64_t> logical(y_strides.size());
     for (size_t i = 0; i < y_strides.size(); ++i) logical[static_cast<size_t>(layout.perm_y[i])] = y_strides[i];
