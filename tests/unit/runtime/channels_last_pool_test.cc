@@ -14,6 +14,7 @@
 #include "runtime/passes/passes.h"
 #include "runtime/session.h"
 #include "tests/unit/runtime/model_builder.h"
+#include "tests/unit/runtime/session_pairs.h"
 
 namespace mf::runtime {
 namespace {
@@ -84,24 +85,13 @@ class ChannelsLastPoolTest : public ::testing::TestWithParam<std::tuple<PoolCase
 TEST_P(ChannelsLastPoolTest, MatchesPlainKernels) {
   const auto& [c, channels] = GetParam();
   std::string model = ConvPoolConv(c, channels);
-  SessionOptions plain;
-  plain.optimize = false;
-  auto slow = Session::LoadFromBytes(model, "", plain);
-  auto fast = Session::LoadFromBytes(model, "", SessionOptions{});
-  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
-  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  auto [slow, fast] = testing::LoadPlainAndOptimized(model);
+  ASSERT_TRUE(slow && fast);
   // Odd and even sizes: floor/ceil rounding and windows running off the end differ between them.
   for (auto [n, h, w] : {std::tuple<int64_t, int64_t, int64_t>{1, 9, 9}, {3, 12, 10}, {2, 7, 16}}) {
     Tensor x = RandomImage(n, h, w, static_cast<uint32_t>(n * 100 + h));
-    std::vector<Tensor> a, b;
-    ASSERT_TRUE((*slow)->Run({&x}, &a).ok());
-    Status s = (*fast)->Run({&x}, &b);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    ASSERT_EQ(a[0].shape(), b[0].shape()) << n << "x" << h << "x" << w;
-    for (int64_t i = 0; i < a[0].num_elements(); ++i) {
-      ASSERT_NEAR(a[0].data<float>()[i], b[0].data<float>()[i], 1e-4)
-          << "input " << n << "x3x" << h << "x" << w << ", element " << i << " of " << ShapeToString(a[0].shape());
-    }
+    testing::ExpectSameOutputs(*slow, *fast, {&x}, 1e-4, 0,
+                               "input " + std::to_string(n) + "x3x" + std::to_string(h) + "x" + std::to_string(w));
   }
 }
 

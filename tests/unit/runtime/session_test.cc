@@ -12,10 +12,13 @@
 
 #include "runtime/npy.h"
 #include "tests/unit/runtime/model_builder.h"
+#include "tests/unit/runtime/session_pairs.h"
 
 namespace mf::runtime {
 namespace {
 
+using testing::ExpectSameOutputs;
+using testing::LoadPlainAndOptimized;
 using testing::ModelBuilder;
 using testing::RandomValues;
 
@@ -48,18 +51,6 @@ std::string SmallConvNet() {
   b.Node("Gemm", {"f", "fc", "fcb"}, {"g"}, "gemm");
   b.Node("Sigmoid", {"g"}, {"y"}, "sigmoid");
   return b.Serialize();
-}
-
-// The model loaded as written (no graph rewrites) and optimized, to compare their results; null
-// where a load failed (the failure is reported).
-std::pair<std::unique_ptr<Session>, std::unique_ptr<Session>> LoadPlainAndOptimized(const std::string& model) {
-  SessionOptions unoptimized;
-  unoptimized.optimize = false;
-  auto plain = Session::LoadFromBytes(model, "", unoptimized);
-  auto optimized = Session::LoadFromBytes(model, "", SessionOptions{});
-  EXPECT_TRUE(plain.ok()) << plain.status().ToString();
-  EXPECT_TRUE(optimized.ok()) << optimized.status().ToString();
-  return {plain.ok() ? std::move(*plain) : nullptr, optimized.ok() ? std::move(*optimized) : nullptr};
 }
 
 TEST(SessionTest, RewritesDoNotChangeResults) {
@@ -178,18 +169,10 @@ TEST(SessionTest, MatMulsReadAndWriteThroughTransposes) {
     const size_t n = static_cast<size_t>(len) * 12;
     Tensor q = FloatTensor({len, 3, 4}, RandomValues(n, 31)), k = FloatTensor({len, 3, 4}, RandomValues(n, 32)),
            v = FloatTensor({len, 3, 4}, RandomValues(n, 33));
-    std::vector<Tensor> a, b;
-    ASSERT_TRUE(slow->Run({&q, &k, &v}, &a).ok());
-    ASSERT_TRUE(fast->Run({&q, &k, &v}, &b).ok());
+    std::vector<Tensor> a = ExpectSameOutputs(*slow, *fast, {&q, &k, &v}, 1e-5, 0, "L " + std::to_string(len));
+    ASSERT_EQ(a.size(), 2u);
     ASSERT_EQ(a[0].shape(), (Shape{len, 3, 4}));
     ASSERT_EQ(a[1].shape(), (Shape{4, len, len}));
-    for (size_t o = 0; o < 2; ++o) {
-      ASSERT_EQ(b[o].shape(), a[o].shape());
-      for (int64_t i = 0; i < a[o].num_elements(); ++i) {
-        ASSERT_NEAR(a[o].data<float>()[i], b[o].data<float>()[i], 1e-5)
-            << "L " << len << " output " << o << " at " << i;
-      }
-    }
   }
 }
 
@@ -353,18 +336,11 @@ TEST(SessionTest, ResidualFusionAndChannelsLastDoNotChangeResults) {
     ASSERT_TRUE(slow && fast);
     for (int64_t batch : {1, 5}) {
       Tensor x = FloatTensor({batch, 4, 6, 6}, RandomValues(static_cast<size_t>(batch) * 144, 21));
-      std::vector<Tensor> a, b;
-      ASSERT_TRUE(slow->Run({&x}, &a).ok());
-      ASSERT_TRUE(fast->Run({&x}, &b).ok());
+      std::vector<Tensor> a =
+          ExpectSameOutputs(*slow, *fast, {&x}, 1e-4, 0,
+                            "case " + std::to_string(static_cast<int>(kind)) + " batch " + std::to_string(batch));
+      ASSERT_FALSE(a.empty());
       ASSERT_EQ(a[0].shape(), (Shape{batch, 6, 1, 1}));
-      ASSERT_EQ(a.size(), b.size());
-      for (size_t k = 0; k < a.size(); ++k) {
-        ASSERT_EQ(b[k].shape(), a[k].shape());
-        for (int64_t i = 0; i < a[k].num_elements(); ++i) {
-          EXPECT_NEAR(a[k].data<float>()[i], b[k].data<float>()[i], 1e-4)
-              << "case " << static_cast<int>(kind) << " batch " << batch << " output " << k << " element " << i;
-        }
-      }
     }
   }
 }
@@ -394,15 +370,9 @@ TEST(SessionTest, WidePointwiseConvolutionsAsMatMulsDoNotChangeResults) {
   ASSERT_TRUE(slow && fast);
   for (int64_t batch : {1, 3}) {
     Tensor x = FloatTensor({batch, 8, 3, 3}, RandomValues(static_cast<size_t>(batch) * 72, 45));
-    std::vector<Tensor> a, b;
-    ASSERT_TRUE(slow->Run({&x}, &a).ok());
-    ASSERT_TRUE(fast->Run({&x}, &b).ok());
+    std::vector<Tensor> a = ExpectSameOutputs(*slow, *fast, {&x}, 1e-3, 1e-3, "batch " + std::to_string(batch));
+    ASSERT_FALSE(a.empty());
     ASSERT_EQ(a[0].shape(), (Shape{batch, 512, 1, 1}));
-    ASSERT_EQ(b[0].shape(), a[0].shape());
-    for (int64_t i = 0; i < a[0].num_elements(); ++i) {
-      ASSERT_NEAR(a[0].data<float>()[i], b[0].data<float>()[i], 1e-3 * (1 + std::fabs(a[0].data<float>()[i])))
-          << "batch " << batch << " element " << i;
-    }
   }
 }
 
