@@ -11,6 +11,7 @@
 #include "runtime/cpu/activation.h"
 #include "runtime/cpu/cpu_common.h"
 #include "runtime/cpu/dnnl_engine.h"
+#include "runtime/cpu/panel_gemm.h"
 #include "runtime/ops/conv_geometry.h"
 
 namespace mf::runtime::cpu {
@@ -94,6 +95,7 @@ struct Prepared {
   memory packed_weights;         // set when the weights are constant: one of the kernel's packed copies
   bool weights_reorder = false;  // runtime weights need a reorder into weights_md
   memory::desc user_weights_md;
+  bool on_panels = false;  // runs on PanelGemm (ConvKernel::UsesPanelGemm), not on oneDNN
 };
 
 class ConvKernel final : public Kernel {
@@ -109,7 +111,7 @@ class ConvKernel final : public Kernel {
 
   bool OwnsCopyOfInput(size_t index) const override {
     std::lock_guard<std::mutex> lock(mu_);
-    return index == 1 && weights_constant_ && !packed_.empty();
+    return index == 1 && weights_constant_ && (!packed_.empty() || panel_);
   }
 
   // The residual: its buffer becomes the output's, and the sum post-op accumulates into it in
@@ -121,6 +123,7 @@ class ConvKernel final : public Kernel {
     std::lock_guard<std::mutex> lock(mu_);
     size_t bytes = 0;
     for (const PackedCopy& copy : packed_) bytes += copy.weights.get_desc().get_size();
+    if (panel_) bytes += panel_->bytes();
     return bytes;
   }
 
@@ -148,6 +151,7 @@ class ConvKernel final : public Kernel {
     bool add_after = addend && !sum_in_primitive;
     MF_ASSIGN_OR_RETURN(std::shared_ptr<const Prepared> prep,
                         Prepare(geo, x.shape(), w, b != nullptr, sum_in_primitive, !add_after));
+    if (prep->on_panels) return RunOnPanels(geo, x, b, sum_in_primitive ? addend : nullptr, std::move(donated), out[0]);
     // In place: the primitive writes dst as it is, which holds the residual already.
     const bool in_place = sum_in_primitive && donated.raw_data() != nullptr && donated.dtype() == DataType::kFloat32 &&
                           prep->addend_md == prep->dst_md && !prep->dst_reorder;
@@ -266,6 +270,10 @@ class ConvKernel final : public Kernel {
       // are reordered. Should oneDNN have only its reference code for NHWC here, it picks
       // freely instead: reorders are cheaper than reference convolutions.
       std::optional<ConvPrimitive> made;
+      if (with_act && UsesPanelGemm(geo, with_sum)) {  // !with_act: a broadcast residual comes after
+        prep->on_panels = true;
+        return Finish(std::move(prep), key, w);
+      }
       if (std::optional<PointwiseMatMul> mm = MakePointwiseMatMul(geo, has_bias, with_sum, attr)) {
         // Every description, plain ones included, is the matmul's 2-D view of the same bytes.
         prep->prim = mm->made.prim;
@@ -311,7 +319,11 @@ class ConvKernel final : public Kernel {
     if (weights_constant_) {
       if (weights_lost_) return Internal("the constant weights were lost when packing them failed midway");
       try {
-        prep->packed_weights = PackedWeightsLocked(prep->weights_md, prep->user_weights_md, w);
+        if (prep->on_panels) {
+          MF_RETURN_IF_ERROR(PanelWeightsLocked(w));
+        } else {
+          prep->packed_weights = PackedWeightsLocked(prep->weights_md, prep->user_weights_md, w);
+        }
       } catch (const dnnl::error& e) {
         return DnnlError(e, p_.attrs.transpose ? "ConvTranspose" : "Conv");
       }
@@ -337,6 +349,12 @@ class ConvKernel final : public Kernel {
     if (!packed_.empty()) {
       memory first = packed_.front().weights;
       dnnl::reorder(first, packed).execute(stream, first, packed);
+      stream.wait();
+    } else if (panel_) {  // the plain copy went when the panels were packed: unpack them
+      std::vector<float> plain(static_cast<size_t>(panel_->k() * panel_->n()));
+      panel_->Unpack(plain.data(), 1, panel_->k());
+      memory user(plain_md, eng, plain.data());
+      dnnl::reorder(user, packed).execute(stream, user, packed);
       stream.wait();
     } else {
       try {
@@ -409,6 +427,88 @@ class ConvKernel final : public Kernel {
     if (p.format_desc.blocking.strides[0] * p.dims[0] != elements) return 0;
     if (q.format_desc.blocking.strides[0] * (q.dims[0] / block) != elements) return 0;
     return q.dims[0] % block == 0 ? block : 0;
+  }
+
+  // Few rows by large weights (a 1x1 convolution at 7x7, batch 1 or 2, with at least 1 MiB of
+  // weights: ResNet's last stage) run on PanelGemm, which reads weights from DRAM at full speed
+  // where oneDNN stalls on them (see panel_gemm.h): 0.42 against 0.52 ms for 2048x512 at 49 rows.
+  // From about 128 rows on oneDNN is as fast or faster, and at batch 8 clearly ahead.
+  bool UsesPanelGemm(const Geometry& geo, bool with_sum) const {
+    constexpr int64_t kMaxRows = 100, kMinWeightElements = int64_t{256} * 1024;
+    if (!weights_constant_ || !PanelGemm::Supported() || p_.attrs.transpose || p_.attrs.group != 1 ||
+        geo.spatial != 2 || !p_.src_nhwc || !p_.dst_nhwc || (with_sum && !p_.addend_nhwc)) {
+      return false;
+    }
+    for (size_t i = 0; i < 2; ++i) {
+      if (geo.weights[2 + i] != 1 || geo.pad_l[i] != 0 || geo.pad_r[i] != 0) return false;
+    }
+    const int64_t rows = geo.dst[0] * geo.dst[2] * geo.dst[3];
+    return rows > 0 && rows <= kMaxRows && geo.src[1] * geo.dst[1] >= kMinWeightElements;
+  }
+
+  // The constant weights packed for PanelGemm, on first use: from the graph's plain copy while
+  // it is there (handing its pages back when allowed), else from a oneDNN packed copy. Caller
+  // holds mu_.
+  Status PanelWeightsLocked(const Tensor& w) const {
+    if (panel_) return Status::Ok();
+    const int64_t m = w.dim(0), c = w.dim(1);  // [M, C, 1, 1]: B(c, m) = w[m * C + c]
+    std::unique_ptr<PanelGemm> panel;
+    if (packed_.empty()) {
+      panel = PanelGemm::Pack(w.data<float>(), c, m, 1, c);
+      if (panel && weights_consumable_) ReleaseResidentPages(w.raw_data(), w.byte_size());
+    } else {
+      std::vector<float> plain(static_cast<size_t>(m * c));
+      try {
+        dnnl::engine& eng = CpuEngine();
+        dnnl::stream stream(eng);
+        memory first = packed_.front().weights;
+        memory user(memory::desc({m, c, 1, 1}, memory::data_type::f32, Tag::oihw), eng, plain.data());
+        dnnl::reorder(first, user).execute(stream, first, user);
+        stream.wait();
+      } catch (const dnnl::error& e) {
+        return DnnlError(e, "Conv");
+      }
+      panel = PanelGemm::Pack(plain.data(), c, m, 1, c);
+    }
+    if (!panel) return ResourceExhausted("Conv: out of memory packing the weights");
+    panel_ = std::move(panel);
+    return Status::Ok();
+  }
+
+  // The PanelGemm path of Run: output rows are pixels (NHWC), A's rows the input pixels the
+  // stride picks. `addend`, when set, is summed before the activation; `donated` is its buffer
+  // when the plan handed it over, which then becomes the output.
+  Status RunOnPanels(const Geometry& geo, const Tensor& x, const Tensor* b, const Tensor* addend, Tensor donated,
+                     Tensor& out) const {
+    const int64_t n = geo.dst[0], oh = geo.dst[2], ow = geo.dst[3], h = geo.src[2], wd = geo.src[3];
+    const int64_t c = geo.src[1], m = geo.dst[1];
+    const Shape out_shape(geo.dst.begin(), geo.dst.end());
+    if (addend && donated.raw_data() != nullptr && donated.dtype() == DataType::kFloat32) {
+      out = std::move(donated);  // holds the residual already
+    } else {
+      MF_ASSIGN_OR_RETURN(out, Tensor::AllocateUninitialized(DataType::kFloat32, out_shape));
+      if (addend) std::memcpy(out.raw_data(), addend->raw_data(), addend->byte_size());
+    }
+    std::shared_ptr<const PanelGemm> panel;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      panel = panel_;
+    }
+    std::vector<const float*> rows(static_cast<size_t>(n * oh * ow));
+    const float* px = x.data<float>();
+    size_t r = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t y = 0; y < oh; ++y) {
+        for (int64_t xx = 0; xx < ow; ++xx)
+          rows[r++] = px + ((i * h + y * geo.strides[0]) * wd + xx * geo.strides[1]) * c;
+      }
+    }
+    PanelGemm::Epilogue epilogue;
+    epilogue.bias = b ? b->data<float>() : nullptr;
+    epilogue.accumulate = addend != nullptr;
+    epilogue.act = p_.act;
+    panel->Run(static_cast<int64_t>(rows.size()), rows.data(), out.data<float>(), m, epilogue);
+    return Status::Ok();
   }
 
   struct ConvPrimitive {
@@ -501,6 +601,7 @@ class ConvKernel final : public Kernel {
     std::shared_ptr<void> storage;  // what `weights` points into
   };
   mutable std::vector<PackedCopy> packed_;
+  mutable std::shared_ptr<const PanelGemm> panel_;  // the constant weights packed for PanelGemm
 };
 
 StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {

@@ -69,6 +69,12 @@ class ModelBuilder {
     a->set_type(onnx::AttributeProto::INTS);
     for (int64_t x : v) a->add_ints(x);
   }
+  static void FloatAttr(onnx::NodeProto* n, const std::string& name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  }
   onnx::GraphProto* graph() { return model_.mutable_graph(); }
   onnx::ModelProto& model() { return model_; }
   std::string Serialize() const { return model_.SerializeAsString(); }

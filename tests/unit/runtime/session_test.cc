@@ -376,6 +376,48 @@ TEST(SessionTest, WidePointwiseConvolutionsAsMatMulsDoNotChangeResults) {
   }
 }
 
+// 1x1 convolutions with over 1 MiB of weights: at a few rows (batch 1 here) they run on
+// PanelGemm, at more on oneDNN, from the same constant weights, whichever comes first. Odd
+// channel counts give a masked last panel (1000, 600) and a short last chunk of K (520).
+std::string PanelConvNet() {
+  ModelBuilder b(13);
+  b.Input("x", {-1, 8, 8, 8}).Output("y");
+  b.Initializer("w0", {520, 8, 3, 3}, RandomValues(520 * 8 * 9, 50));
+  b.Initializer("w1", {1000, 520, 1, 1}, RandomValues(1000 * 520, 51));
+  b.Initializer("b1", {1000}, RandomValues(1000, 52));
+  b.Initializer("w2", {520, 1000, 1, 1}, RandomValues(520 * 1000, 53));
+  b.Initializer("w3", {600, 520, 1, 1}, RandomValues(600 * 520, 54));
+  b.Initializer("b3", {600}, RandomValues(600, 55));
+  // Channels-last values (what the panels take) run from a first convolution to a pool.
+  ModelBuilder::IntsAttr(b.Node("Conv", {"x", "w0"}, {"c0"}), "pads", {1, 1, 1, 1});
+  b.Node("Relu", {"c0"}, {"a0"});
+  b.Node("Conv", {"a0", "w1", "b1"}, {"c1"});
+  b.Node("Relu", {"c1"}, {"a1"});
+  b.Node("Conv", {"a1", "w2"}, {"c2"});
+  b.Node("Add", {"c2", "a0"}, {"s"});  // a residual, summed in place
+  b.Node("Relu", {"s"}, {"r"});
+  ModelBuilder::IntsAttr(b.Node("Conv", {"r", "w3", "b3"}, {"c3"}), "strides", {2, 2});
+  ModelBuilder::FloatAttr(b.Node("LeakyRelu", {"c3"}, {"a3"}), "alpha", 0.2f);
+  ModelBuilder::IntsAttr(b.Node("MaxPool", {"a3"}, {"y"}), "kernel_shape", {1, 1});  // every value
+  return b.Serialize();
+}
+
+TEST(SessionTest, FewRowConvolutionsOnPanelsDoNotChangeResults) {
+  // Batch 1 (64 rows) runs on panels, batch 2 (128 rows) on oneDNN: both orders, so that each
+  // packing is also made after the plain weights were dropped.
+  for (std::vector<int64_t> order : {std::vector<int64_t>{1, 2, 1}, std::vector<int64_t>{2, 1, 2}}) {
+    auto [slow, fast] = LoadPlainAndOptimized(PanelConvNet());
+    ASSERT_TRUE(slow && fast);
+    for (int64_t batch : order) {
+      Tensor x = FloatTensor({batch, 8, 8, 8}, RandomValues(static_cast<size_t>(batch) * 512, 56));
+      std::vector<Tensor> a = ExpectSameOutputs(
+          *slow, *fast, {&x}, 1e-3, 1e-3, "batch " + std::to_string(batch) + " after " + std::to_string(order[0]));
+      ASSERT_FALSE(a.empty());
+      ASSERT_EQ(a[0].shape(), (Shape{batch, 600, 4, 4}));
+    }
+  }
+}
+
 TEST(SessionTest, ConcurrentRunsMatchSerialRuns) {
   auto s = Session::LoadFromBytes(SmallConvNet(), "", SessionOptions{});
   ASSERT_TRUE(s.ok()) << s.status().ToString();

@@ -1,0 +1,107 @@
+// PanelGemm against a product in double: every tile height (1-6 rows and uneven splits), K
+// around the chunk size, N around the panel width (masked last panel), A rows that are not
+// contiguous, bias, accumulation onto C and each activation path (in the tile, after it).
+#include "runtime/cpu/panel_gemm.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace mf::runtime::cpu {
+namespace {
+
+struct Case {
+  int64_t m, k, n;
+  bool bias, accumulate;
+  Activation act;
+};
+
+std::vector<float> Random(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+double Activate(Activation act, double x) {
+  switch (act) {
+    case Activation::kRelu:
+      return std::max(x, 0.0);
+    case Activation::kClip:
+      return std::min(std::max(x, -0.5), 0.75);
+    case Activation::kLeakyRelu:
+      return x < 0 ? 0.1 * x : x;
+    default:
+      return x;
+  }
+}
+
+std::string Name(const Case& c) {
+  return "m " + std::to_string(c.m) + " k " + std::to_string(c.k) + " n " + std::to_string(c.n) +
+         (c.bias ? " bias" : "") + (c.accumulate ? " accumulate" : "") + " act " +
+         std::to_string(static_cast<int>(c.act));
+}
+
+TEST(PanelGemmTest, MatchesTheProductInDouble) {
+  if (!PanelGemm::Supported()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  const Case cases[] = {
+      {1, 1, 1, false, false, Activation::kNone},     {1, 128, 64, true, false, Activation::kRelu},
+      {5, 127, 63, true, true, Activation::kNone},    {6, 129, 65, false, true, Activation::kRelu},
+      {7, 300, 130, true, false, Activation::kClip},  {13, 256, 200, true, true, Activation::kLeakyRelu},
+      {49, 520, 1000, true, true, Activation::kRelu}, {100, 64, 129, false, false, Activation::kClip},
+      {2, 1000, 17, true, false, Activation::kNone},
+  };
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    for (const Case& c : cases) {
+      SCOPED_TRACE(Name(c) + " threads " + std::to_string(threads));
+      // B as a [N, K] row-major tensor (a convolution's [M, C] weights): B(k, n) = w[n * K + k].
+      const std::vector<float> w = Random(static_cast<size_t>(c.k * c.n), 1);
+      const std::vector<float> bias = Random(static_cast<size_t>(c.n), 2);
+      // A's rows two rows apart in a bigger buffer, so a kernel reading them as contiguous fails.
+      const int64_t lda = c.k + 3;
+      const std::vector<float> a = Random(static_cast<size_t>(2 * c.m * lda), 3);
+      std::vector<const float*> rows;
+      for (int64_t r = 0; r < c.m; ++r) rows.push_back(a.data() + 2 * r * lda);
+      const int64_t ldc = c.n + 5;
+      std::vector<float> out = Random(static_cast<size_t>(c.m * ldc), 4);
+      const std::vector<float> before = out;
+
+      std::unique_ptr<PanelGemm> gemm = PanelGemm::Pack(w.data(), c.k, c.n, 1, c.k);
+      ASSERT_NE(gemm, nullptr);
+      PanelGemm::Epilogue epilogue;
+      epilogue.bias = c.bias ? bias.data() : nullptr;
+      epilogue.accumulate = c.accumulate;
+      epilogue.act = {c.act, c.act == Activation::kLeakyRelu ? 0.1f : -0.5f, 0.75f};
+      gemm->Run(c.m, rows.data(), out.data(), ldc, epilogue);
+
+      for (int64_t r = 0; r < c.m; ++r) {
+        for (int64_t j = 0; j < ldc; ++j) {
+          const size_t at = static_cast<size_t>(r * ldc + j);
+          if (j >= c.n) {  // past the last column: untouched
+            ASSERT_EQ(out[at], before[at]) << "row " << r << " column " << j;
+            continue;
+          }
+          double want = c.accumulate ? before[at] : 0.0;
+          for (int64_t kk = 0; kk < c.k; ++kk) want += double(rows[r][kk]) * w[static_cast<size_t>(j * c.k + kk)];
+          if (c.bias) want += bias[static_cast<size_t>(j)];
+          want = Activate(c.act, want);
+          ASSERT_NEAR(out[at], want, 1e-4 * (1 + std::sqrt(double(c.k)))) << "row " << r << " column " << j;
+        }
+      }
+      // Unpacking gives the weights back exactly.
+      std::vector<float> unpacked(w.size());
+      gemm->Unpack(unpacked.data(), 1, c.k);
+      ASSERT_EQ(unpacked, w);
+    }
+  }
+  omp_set_num_threads(omp_get_num_procs());
+}
+
+}  // namespace
+}  // namespace mf::runtime::cpu
