@@ -98,6 +98,31 @@ struct Prepared {
   bool on_panels = false;  // runs on PanelGemm (ConvKernel::UsesPanelGemm), not on oneDNN
 };
 
+// A 2-D convolution's rows for PanelGemm, over a channels-last input: output pixel r = (n, y, x)
+// reads k = tap * C + c as input channel c where tap (ky, kx) lands, or zeros in the padding.
+// Chunks of K never straddle taps (UsesPanelGemm).
+class TapRows final : public PanelGemm::Rows {
+ public:
+  TapRows(const Geometry& geo, const float* x) : x_(x) {
+    c_ = geo.src[1], h_ = geo.src[2], w_ = geo.src[3], oh_ = geo.dst[2], ow_ = geo.dst[3], kw_ = geo.weights[3];
+    sy_ = geo.strides[0], sx_ = geo.strides[1], py_ = geo.pad_l[0], px_ = geo.pad_l[1];
+    dy_ = geo.dilations[0] + 1, dx_ = geo.dilations[1] + 1;  // oneDNN's dilations count from 0
+  }
+
+  const float* Chunk(int64_t row, int64_t k0) const override {
+    const int64_t tap = k0 / c_, channel = k0 % c_;
+    const int64_t ox = row % ow_, oy = row / ow_ % oh_, n = row / ow_ / oh_;
+    const int64_t iy = oy * sy_ - py_ + tap / kw_ * dy_, ix = ox * sx_ - px_ + tap % kw_ * dx_;
+    if (iy < 0 || iy >= h_ || ix < 0 || ix >= w_) return kZeros;
+    return x_ + ((n * h_ + iy) * w_ + ix) * c_ + channel;
+  }
+
+ private:
+  alignas(64) static constexpr float kZeros[PanelGemm::kChunk] = {};
+  const float* x_;
+  int64_t c_, h_, w_, oh_, ow_, kw_, sy_, sx_, py_, px_, dy_, dx_;
+};
+
 class ConvKernel final : public Kernel {
  public:
   // `weights_constant`: the weights are a constant of the graph. They are then reordered once
@@ -351,9 +376,13 @@ class ConvKernel final : public Kernel {
       dnnl::reorder(first, packed).execute(stream, first, packed);
       stream.wait();
     } else if (panel_) {  // the plain copy went when the panels were packed: unpack them
-      std::vector<float> plain(static_cast<size_t>(panel_->k() * panel_->n()));
-      panel_->Unpack(plain.data(), 1, panel_->k());
-      memory user(plain_md, eng, plain.data());
+      std::vector<float> ohwi(static_cast<size_t>(panel_->k() * panel_->n()));
+      panel_->Unpack(ohwi.data(), 1, panel_->k());
+      // [M, kh, kw, C] back: described as such against a convolution's 4-D weights; the
+      // matmul's 2-D view (1x1 kernels only) reads the same bytes as they are.
+      memory::desc ohwi_md =
+          plain_md.dims().size() == 4 ? memory::desc(plain_md.dims(), memory::data_type::f32, Tag::ohwi) : plain_md;
+      memory user(ohwi_md, eng, ohwi.data());
       dnnl::reorder(user, packed).execute(stream, user, packed);
       stream.wait();
     } else {
@@ -429,59 +458,57 @@ class ConvKernel final : public Kernel {
     return q.dims[0] % block == 0 ? block : 0;
   }
 
-  // Few rows by large weights (a 1x1 convolution at 7x7, batch 1 or 2, with at least 1 MiB of
-  // weights: ResNet's last stage) run on PanelGemm, which reads weights from DRAM at full speed
-  // where oneDNN stalls on them (see panel_gemm.h): 0.42 against 0.52 ms for 2048x512 at 49 rows.
-  // From about 128 rows on oneDNN is as fast or faster, and at batch 8 clearly ahead.
+  // Few rows by large weights (ResNet's last stage at batch 1: 49 output pixels, 1-9 MiB of
+  // weights) run on PanelGemm, which reads weights from DRAM at full speed where oneDNN stalls on
+  // them (see panel_gemm.h): 0.43 against 0.52 ms for 2048x512 at 49 rows. More rows stay on
+  // oneDNN, which then needs its own packed copy: a server that sees both few and many rows
+  // holds these weights twice (owned_bytes() counts both). Run on panels at batch 8 instead,
+  // ResNet-50's 3x3 convolutions took twice as long. A kernel wider than 1x1 needs whole chunks
+  // of K per tap (input channels a multiple of PanelGemm::kChunk).
   bool UsesPanelGemm(const Geometry& geo, bool with_sum) const {
     constexpr int64_t kMaxRows = 100, kMinWeightElements = int64_t{256} * 1024;
     if (!weights_constant_ || !PanelGemm::Supported() || p_.attrs.transpose || p_.attrs.group != 1 ||
         geo.spatial != 2 || !p_.src_nhwc || !p_.dst_nhwc || (with_sum && !p_.addend_nhwc)) {
       return false;
     }
-    for (size_t i = 0; i < 2; ++i) {
-      if (geo.weights[2 + i] != 1 || geo.pad_l[i] != 0 || geo.pad_r[i] != 0) return false;
-    }
-    const int64_t rows = geo.dst[0] * geo.dst[2] * geo.dst[3];
-    return rows > 0 && rows <= kMaxRows && geo.src[1] * geo.dst[1] >= kMinWeightElements;
+    const int64_t rows = geo.dst[0] * geo.dst[2] * geo.dst[3], taps = geo.weights[2] * geo.weights[3];
+    const int64_t weights = geo.weights[0] * geo.weights[1] * taps;
+    return rows > 0 && rows <= kMaxRows && weights >= kMinWeightElements &&
+           (taps == 1 || geo.src[1] % PanelGemm::kChunk == 0);
   }
 
   // The constant weights packed for PanelGemm, on first use: from the graph's plain copy while
-  // it is there (handing its pages back when allowed), else from a oneDNN packed copy. Caller
-  // holds mu_.
+  // it is there (handing its pages back when allowed), else from a oneDNN packed copy. B's rows
+  // are tap-major (k = tap * C + c: TapRows' order), so the weights go through an [M, kh, kw, C]
+  // copy. Caller holds mu_.
   Status PanelWeightsLocked(const Tensor& w) const {
     if (panel_) return Status::Ok();
-    const int64_t m = w.dim(0), c = w.dim(1);  // [M, C, 1, 1]: B(c, m) = w[m * C + c]
-    std::unique_ptr<PanelGemm> panel;
-    if (packed_.empty()) {
-      panel = PanelGemm::Pack(w.data<float>(), c, m, 1, c);
-      if (panel && weights_consumable_) ReleaseResidentPages(w.raw_data(), w.byte_size());
-    } else {
-      std::vector<float> plain(static_cast<size_t>(m * c));
-      try {
-        dnnl::engine& eng = CpuEngine();
-        dnnl::stream stream(eng);
-        memory first = packed_.front().weights;
-        memory user(memory::desc({m, c, 1, 1}, memory::data_type::f32, Tag::oihw), eng, plain.data());
-        dnnl::reorder(first, user).execute(stream, first, user);
-        stream.wait();
-      } catch (const dnnl::error& e) {
-        return DnnlError(e, "Conv");
-      }
-      panel = PanelGemm::Pack(plain.data(), c, m, 1, c);
+    const memory::dims dims{w.dim(0), w.dim(1), w.dim(2), w.dim(3)};
+    const int64_t m = dims[0], k = dims[1] * dims[2] * dims[3];
+    std::vector<float> ohwi(static_cast<size_t>(m * k));
+    try {
+      dnnl::engine& eng = CpuEngine();
+      dnnl::stream stream(eng);
+      memory from = packed_.empty() ? memory(memory::desc(dims, memory::data_type::f32, Tag::oihw), eng,
+                                             const_cast<void*>(w.raw_data()))
+                                    : packed_.front().weights;
+      memory to(memory::desc(dims, memory::data_type::f32, Tag::ohwi), eng, ohwi.data());
+      dnnl::reorder(from, to).execute(stream, from, to);
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      return DnnlError(e, "Conv");
     }
+    std::unique_ptr<PanelGemm> panel = PanelGemm::Pack(ohwi.data(), k, m, 1, k);
     if (!panel) return ResourceExhausted("Conv: out of memory packing the weights");
+    if (packed_.empty() && weights_consumable_) ReleaseResidentPages(w.raw_data(), w.byte_size());
     panel_ = std::move(panel);
     return Status::Ok();
   }
 
-  // The PanelGemm path of Run: output rows are pixels (NHWC), A's rows the input pixels the
-  // stride picks. `addend`, when set, is summed before the activation; `donated` is its buffer
-  // when the plan handed it over, which then becomes the output.
+  // The PanelGemm path of Run. `addend`, when set, is summed before the activation; `donated`
+  // is its buffer when the plan handed it over, which then becomes the output.
   Status RunOnPanels(const Geometry& geo, const Tensor& x, const Tensor* b, const Tensor* addend, Tensor donated,
                      Tensor& out) const {
-    const int64_t n = geo.dst[0], oh = geo.dst[2], ow = geo.dst[3], h = geo.src[2], wd = geo.src[3];
-    const int64_t c = geo.src[1], m = geo.dst[1];
     const Shape out_shape(geo.dst.begin(), geo.dst.end());
     if (addend && donated.raw_data() != nullptr && donated.dtype() == DataType::kFloat32) {
       out = std::move(donated);  // holds the residual already
@@ -494,20 +521,12 @@ class ConvKernel final : public Kernel {
       std::lock_guard<std::mutex> lock(mu_);
       panel = panel_;
     }
-    std::vector<const float*> rows(static_cast<size_t>(n * oh * ow));
-    const float* px = x.data<float>();
-    size_t r = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t y = 0; y < oh; ++y) {
-        for (int64_t xx = 0; xx < ow; ++xx)
-          rows[r++] = px + ((i * h + y * geo.strides[0]) * wd + xx * geo.strides[1]) * c;
-      }
-    }
     PanelGemm::Epilogue epilogue;
     epilogue.bias = b ? b->data<float>() : nullptr;
     epilogue.accumulate = addend != nullptr;
     epilogue.act = p_.act;
-    panel->Run(static_cast<int64_t>(rows.size()), rows.data(), out.data<float>(), m, epilogue);
+    panel->Run(geo.dst[0] * geo.dst[2] * geo.dst[3], TapRows(geo, x.data<float>()), out.data<float>(), geo.dst[1],
+               epilogue);
     return Status::Ok();
   }
 

@@ -16,7 +16,7 @@ constexpr int kVectors = kPanel / 16;
 // 32 registers.
 constexpr int kTileRows = 6;
 // K per chunk: a 128 x 64 chunk of a panel (32 KiB) stays in L1 while every row block reads it.
-constexpr int64_t kChunk = 128;
+constexpr int64_t kChunk = PanelGemm::kChunk;
 
 struct Tile {
   const float* const* a;  // kTileRows row pointers, already offset to the chunk
@@ -154,23 +154,24 @@ void PanelGemm::Unpack(float* b, int64_t k_stride, int64_t n_stride) const {
   }
 }
 
-void PanelGemm::Run(int64_t m, const float* const* a_rows, float* c, int64_t ldc, const Epilogue& epilogue) const {
+void PanelGemm::Run(int64_t m, const Rows& rows, float* c, int64_t ldc, const Epilogue& epilogue) const {
   const int64_t panels = (n_ + kPanel - 1) / kPanel;
   const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), panels));
   if (threads <= 1 || omp_in_parallel()) {
-    RunPanels(0, panels, m, a_rows, c, ldc, epilogue);
+    RunPanels(0, panels, m, rows, c, ldc, epilogue);
     return;
   }
 #pragma omp parallel num_threads(threads)
   {
     const int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
-    RunPanels(panels * t / team, panels * (t + 1) / team, m, a_rows, c, ldc, epilogue);
+    RunPanels(panels * t / team, panels * (t + 1) / team, m, rows, c, ldc, epilogue);
   }
 }
 
-void PanelGemm::RunPanels(int64_t first, int64_t last, int64_t m, const float* const* a_rows, float* c, int64_t ldc,
+void PanelGemm::RunPanels(int64_t first, int64_t last, int64_t m, const Rows& rows, float* c, int64_t ldc,
                           const Epilogue& epilogue) const {
   const bool inline_act = epilogue.act.kind == Activation::kRelu || epilogue.act.kind == Activation::kClip;
+  const int64_t nblocks = (m + kTileRows - 1) / kTileRows;
   const float* chunk_rows[kTileRows];
   for (int64_t p = first; p < last; ++p) {
     const int64_t col0 = p * kPanel, cols = std::min(kPanel, n_ - col0);
@@ -191,21 +192,20 @@ void PanelGemm::RunPanels(int64_t first, int64_t last, int64_t m, const float* c
       // The chunk after this one (the next panel's first, at the end of this one) is fetched
       // while this one runs, its lines shared out between the row blocks.
       const float* next = !finish ? t.b + t.kc * kPanel : (p + 1 < last ? panel(p + 1) : nullptr);
-      const int64_t nblocks = (m + kTileRows - 1) / kTileRows;
       const int64_t lines = next ? t.kc * kPanel / 16 : 0, lines_per_block = (lines + nblocks - 1) / nblocks;
       t.prefetch_step = (lines_per_block + t.kc - 1) / t.kc;
       for (int64_t block = 0, r0 = 0; block < nblocks; ++block) {
-        const int rows = static_cast<int>(m / nblocks + (block < m % nblocks ? 1 : 0));
-        for (int r = 0; r < rows; ++r) {
-          chunk_rows[r] = a_rows[r0 + r] + k0;
+        const int height = static_cast<int>(m / nblocks + (block < m % nblocks ? 1 : 0));
+        for (int r = 0; r < height; ++r) {
+          chunk_rows[r] = rows.Chunk(r0 + r, k0);
           t.c[r] = c + (r0 + r) * ldc + col0;
         }
         t.a = chunk_rows;
         const int64_t first_line = std::min(lines, block * lines_per_block);
         t.prefetch = next + first_line * 16;
         t.prefetch_lines = std::min(lines_per_block, lines - first_line);
-        RunTileRows(rows, t);
-        r0 += rows;
+        RunTileRows(height, t);
+        r0 += height;
       }
     }
     if (!inline_act && epilogue.act.kind != Activation::kNone) {

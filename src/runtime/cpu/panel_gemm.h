@@ -8,7 +8,9 @@
 // keep ahead of, and every later row block reads it from cache (MLAS, which ONNX Runtime runs,
 // also packs B into column panels).
 //
-// AVX-512 only: PanelGemm::Supported() is false elsewhere, and callers keep oneDNN.
+// Made for few rows (up to about a hundred): with hundreds, where B is read from cache anyway,
+// oneDNN's brgemm is as fast or faster. AVX-512 only: PanelGemm::Supported() is false
+// elsewhere, and callers keep oneDNN.
 #pragma once
 
 #include <cstddef>
@@ -21,7 +23,17 @@ namespace mf::runtime::cpu {
 
 class PanelGemm {
  public:
-  static constexpr int64_t kPanel = 64;  // columns per panel
+  static constexpr int64_t kPanel = 64;   // columns per panel
+  static constexpr int64_t kChunk = 128;  // K per step through a panel (see Rows)
+
+  // Where A's values are: those of row r from k0 (a multiple of kChunk) to k0 + kChunk - 1, or
+  // K - 1, are contiguous at Chunk(r, k0). Rows need not be stored anywhere as a whole: a
+  // convolution's are gathered from the taps of its input (im2col, without the copy).
+  class Rows {
+   public:
+    virtual ~Rows() = default;
+    virtual const float* Chunk(int64_t row, int64_t k0) const = 0;
+  };
 
   // True where the CPU has AVX-512 (the kernel's only implementation).
   static bool Supported();
@@ -44,16 +56,15 @@ class PanelGemm {
     ActivationParams act;
   };
 
-  // C rows r in [0, m): row r of A is a_rows[r] (K contiguous floats; rows may be anywhere, so
-  // strided convolutions read in place), row r of C is c + r * ldc. Splits the panels over the
+  // C rows r in [0, m), row r of C at c + r * ldc, from A's `rows`. Splits the panels over the
   // OpenMP team.
-  void Run(int64_t m, const float* const* a_rows, float* c, int64_t ldc, const Epilogue& epilogue) const;
+  void Run(int64_t m, const Rows& rows, float* c, int64_t ldc, const Epilogue& epilogue) const;
 
  private:
   PanelGemm(int64_t k, int64_t n, std::shared_ptr<void> storage, size_t bytes)
       : k_(k), n_(n), storage_(std::move(storage)), bytes_(bytes) {}
   const float* panel(int64_t p) const { return static_cast<const float*>(storage_.get()) + p * k_ * kPanel; }
-  void RunPanels(int64_t first, int64_t last, int64_t m, const float* const* a_rows, float* c, int64_t ldc,
+  void RunPanels(int64_t first, int64_t last, int64_t m, const Rows& rows, float* c, int64_t ldc,
                  const Epilogue& epilogue) const;
 
   int64_t k_, n_;

@@ -15,7 +15,7 @@ namespace mf::runtime::cpu {
 namespace {
 
 struct Case {
-  int64_t m, k, n;
+  int64_t m, k, n, span;  // span: how A's rows are stored (SpacedRows); 0 for whole rows
   bool bias, accumulate;
   Activation act;
 };
@@ -41,20 +41,48 @@ double Activate(Activation act, double x) {
   }
 }
 
+// A's rows in runs of `span` values (a multiple of kChunk, or K), each run apart from the
+// others in a bigger buffer, so a kernel that reads past a run (or takes rows as contiguous)
+// reads other values and fails.
+class SpacedRows final : public PanelGemm::Rows {
+ public:
+  SpacedRows(int64_t m, int64_t k, int64_t span, unsigned seed)
+      : k_(k),
+        span_(span),
+        runs_((k + span - 1) / span),
+        data_(Random(static_cast<size_t>(m * runs_ * (span + 7)), seed)) {}
+  const float* Chunk(int64_t r, int64_t k0) const override {
+    return data_.data() + (r * runs_ + k0 / span_) * (span_ + 7) + k0 % span_;
+  }
+  double Value(int64_t r, int64_t kk) const { return Chunk(r, kk - kk % span_)[kk % span_]; }
+
+ private:
+  int64_t k_, span_, runs_;
+  std::vector<float> data_;
+};
+
 std::string Name(const Case& c) {
-  return "m " + std::to_string(c.m) + " k " + std::to_string(c.k) + " n " + std::to_string(c.n) +
-         (c.bias ? " bias" : "") + (c.accumulate ? " accumulate" : "") + " act " +
+  return "m " + std::to_string(c.m) + " k " + std::to_string(c.k) + " n " + std::to_string(c.n) + " span " +
+         std::to_string(c.span) + (c.bias ? " bias" : "") + (c.accumulate ? " accumulate" : "") + " act " +
          std::to_string(static_cast<int>(c.act));
 }
 
 TEST(PanelGemmTest, MatchesTheProductInDouble) {
   if (!PanelGemm::Supported()) GTEST_SKIP() << "no AVX-512 on this CPU";
   const Case cases[] = {
-      {1, 1, 1, false, false, Activation::kNone},     {1, 128, 64, true, false, Activation::kRelu},
-      {5, 127, 63, true, true, Activation::kNone},    {6, 129, 65, false, true, Activation::kRelu},
-      {7, 300, 130, true, false, Activation::kClip},  {13, 256, 200, true, true, Activation::kLeakyRelu},
-      {49, 520, 1000, true, true, Activation::kRelu}, {100, 64, 129, false, false, Activation::kClip},
-      {2, 1000, 17, true, false, Activation::kNone},
+      {1, 1, 1, 0, false, false, Activation::kNone},
+      {1, 128, 64, 0, true, false, Activation::kRelu},
+      {5, 127, 63, 0, true, true, Activation::kNone},
+      {6, 129, 65, 0, false, true, Activation::kRelu},
+      {7, 300, 130, 0, true, false, Activation::kClip},
+      {13, 256, 200, 0, true, true, Activation::kLeakyRelu},
+      {49, 520, 1000, 0, true, true, Activation::kRelu},
+      {100, 64, 129, 0, false, false, Activation::kClip},
+      {2, 1000, 17, 0, true, false, Activation::kNone},
+      {30, 1152, 70, 128, true, false, Activation::kRelu},  // runs of 128 (taps of 128 channels)
+      {60, 1152, 70, 384, true, true, Activation::kNone},   // runs of 384
+      {150, 600, 64, 0, true, false, Activation::kNone},    // more rows than the kernel is made for
+
   };
   for (int threads : {1, 2}) {
     omp_set_num_threads(threads);
@@ -63,11 +91,7 @@ TEST(PanelGemmTest, MatchesTheProductInDouble) {
       // B as a [N, K] row-major tensor (a convolution's [M, C] weights): B(k, n) = w[n * K + k].
       const std::vector<float> w = Random(static_cast<size_t>(c.k * c.n), 1);
       const std::vector<float> bias = Random(static_cast<size_t>(c.n), 2);
-      // A's rows two rows apart in a bigger buffer, so a kernel reading them as contiguous fails.
-      const int64_t lda = c.k + 3;
-      const std::vector<float> a = Random(static_cast<size_t>(2 * c.m * lda), 3);
-      std::vector<const float*> rows;
-      for (int64_t r = 0; r < c.m; ++r) rows.push_back(a.data() + 2 * r * lda);
+      const SpacedRows rows(c.m, c.k, c.span ? c.span : c.k, 3);
       const int64_t ldc = c.n + 5;
       std::vector<float> out = Random(static_cast<size_t>(c.m * ldc), 4);
       const std::vector<float> before = out;
@@ -78,7 +102,7 @@ TEST(PanelGemmTest, MatchesTheProductInDouble) {
       epilogue.bias = c.bias ? bias.data() : nullptr;
       epilogue.accumulate = c.accumulate;
       epilogue.act = {c.act, c.act == Activation::kLeakyRelu ? 0.1f : -0.5f, 0.75f};
-      gemm->Run(c.m, rows.data(), out.data(), ldc, epilogue);
+      gemm->Run(c.m, rows, out.data(), ldc, epilogue);
 
       for (int64_t r = 0; r < c.m; ++r) {
         for (int64_t j = 0; j < ldc; ++j) {
@@ -88,7 +112,7 @@ TEST(PanelGemmTest, MatchesTheProductInDouble) {
             continue;
           }
           double want = c.accumulate ? before[at] : 0.0;
-          for (int64_t kk = 0; kk < c.k; ++kk) want += double(rows[r][kk]) * w[static_cast<size_t>(j * c.k + kk)];
+          for (int64_t kk = 0; kk < c.k; ++kk) want += rows.Value(r, kk) * w[static_cast<size_t>(j * c.k + kk)];
           if (c.bias) want += bias[static_cast<size_t>(j)];
           want = Activate(c.act, want);
           ASSERT_NEAR(out[at], want, 1e-4 * (1 + std::sqrt(double(c.k)))) << "row " << r << " column " << j;
