@@ -376,13 +376,9 @@ class ConvKernel final : public Kernel {
       dnnl::reorder(first, packed).execute(stream, first, packed);
       stream.wait();
     } else if (panel_) {  // the plain copy went when the panels were packed: unpack them
-      std::vector<float> ohwi(static_cast<size_t>(panel_->k() * panel_->n()));
-      panel_->Unpack(ohwi.data(), 1, panel_->k());
-      // [M, kh, kw, C] back: described as such against a convolution's 4-D weights; the
-      // matmul's 2-D view (1x1 kernels only) reads the same bytes as they are.
-      memory::desc ohwi_md =
-          plain_md.dims().size() == 4 ? memory::desc(plain_md.dims(), memory::data_type::f32, Tag::ohwi) : plain_md;
-      memory user(ohwi_md, eng, ohwi.data());
+      std::vector<float> plain(static_cast<size_t>(panel_->k() * panel_->n()));
+      panel_->Unpack(plain.data());
+      memory user(plain_md, eng, plain.data());
       dnnl::reorder(user, packed).execute(stream, user, packed);
       stream.wait();
     } else {
@@ -478,27 +474,29 @@ class ConvKernel final : public Kernel {
   }
 
   // The constant weights packed for PanelGemm, on first use: from the graph's plain copy while
-  // it is there (handing its pages back when allowed), else from a oneDNN packed copy. B's rows
-  // are tap-major (k = tap * C + c: TapRows' order), so the weights go through an [M, kh, kw, C]
-  // copy. Caller holds mu_.
+  // it is there (handing its pages back when allowed), else from a oneDNN packed copy, reordered
+  // back to plain first. Caller holds mu_.
   Status PanelWeightsLocked(const Tensor& w) const {
     if (panel_) return Status::Ok();
-    const memory::dims dims{w.dim(0), w.dim(1), w.dim(2), w.dim(3)};
-    const int64_t m = dims[0], k = dims[1] * dims[2] * dims[3];
-    std::vector<float> ohwi(static_cast<size_t>(m * k));
-    try {
-      dnnl::engine& eng = CpuEngine();
-      dnnl::stream stream(eng);
-      memory from = packed_.empty() ? memory(memory::desc(dims, memory::data_type::f32, Tag::oihw), eng,
-                                             const_cast<void*>(w.raw_data()))
-                                    : packed_.front().weights;
-      memory to(memory::desc(dims, memory::data_type::f32, Tag::ohwi), eng, ohwi.data());
-      dnnl::reorder(from, to).execute(stream, from, to);
-      stream.wait();
-    } catch (const dnnl::error& e) {
-      return DnnlError(e, "Conv");
+    const int64_t m = w.dim(0), taps = w.dim(2) * w.dim(3), k = w.dim(1) * taps;
+    std::vector<float> unpacked;
+    const float* plain = w.data<float>();
+    if (!packed_.empty()) {
+      unpacked.resize(static_cast<size_t>(m * k));
+      try {
+        dnnl::engine& eng = CpuEngine();
+        dnnl::stream stream(eng);
+        memory first = packed_.front().weights;
+        memory to(memory::desc({m, w.dim(1), w.dim(2), w.dim(3)}, memory::data_type::f32, Tag::oihw), eng,
+                  unpacked.data());
+        dnnl::reorder(first, to).execute(stream, first, to);
+        stream.wait();
+      } catch (const dnnl::error& e) {
+        return DnnlError(e, "Conv");
+      }
+      plain = unpacked.data();
     }
-    std::unique_ptr<PanelGemm> panel = PanelGemm::Pack(ohwi.data(), k, m, 1, k);
+    std::unique_ptr<PanelGemm> panel = PanelGemm::Pack(plain, k, m, taps);
     if (!panel) return ResourceExhausted("Conv: out of memory packing the weights");
     if (packed_.empty() && weights_consumable_) ReleaseResidentPages(w.raw_data(), w.byte_size());
     panel_ = std::move(panel);

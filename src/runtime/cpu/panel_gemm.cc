@@ -126,30 +126,29 @@ bool PanelGemm::Supported() {
   return supported;
 }
 
-std::unique_ptr<PanelGemm> PanelGemm::Pack(const float* b, int64_t k, int64_t n, int64_t k_stride, int64_t n_stride) {
+std::unique_ptr<PanelGemm> PanelGemm::Pack(const float* b, int64_t k, int64_t n, int64_t taps) {
   const int64_t panels = (n + kPanel - 1) / kPanel;
   const size_t bytes = static_cast<size_t>(panels * k * kPanel) * sizeof(float);
   std::shared_ptr<void> storage = AllocateWeightBuffer(bytes);
   if (!storage) return nullptr;
-  auto* out = static_cast<float*>(storage.get());
+  std::unique_ptr<PanelGemm> gemm(new PanelGemm(k, n, taps, std::move(storage), bytes));
+  auto* out = static_cast<float*>(gemm->storage_.get());
   for (int64_t p = 0; p < panels; ++p) {
-    const int64_t cols = std::min(kPanel, n - p * kPanel);
+    const int64_t col0 = p * kPanel, cols = std::min(kPanel, n - col0);
     for (int64_t kk = 0; kk < k; ++kk, out += kPanel) {
-      const float* src = b + kk * k_stride + p * kPanel * n_stride;
-      for (int64_t j = 0; j < cols; ++j) out[j] = src[j * n_stride];
+      for (int64_t j = 0; j < cols; ++j) out[j] = b[gemm->PlainOffset(kk, col0 + j)];
       std::fill(out + cols, out + kPanel, 0.f);
     }
   }
-  return std::unique_ptr<PanelGemm>(new PanelGemm(k, n, std::move(storage), bytes));
+  return gemm;
 }
 
-void PanelGemm::Unpack(float* b, int64_t k_stride, int64_t n_stride) const {
+void PanelGemm::Unpack(float* b) const {
   for (int64_t p = 0; p * kPanel < n_; ++p) {
-    const int64_t cols = std::min(kPanel, n_ - p * kPanel);
+    const int64_t col0 = p * kPanel, cols = std::min(kPanel, n_ - col0);
     const float* in = panel(p);
     for (int64_t kk = 0; kk < k_; ++kk, in += kPanel) {
-      float* dst = b + kk * k_stride + p * kPanel * n_stride;
-      for (int64_t j = 0; j < cols; ++j) dst[j * n_stride] = in[j];
+      for (int64_t j = 0; j < cols; ++j) b[PlainOffset(kk, col0 + j)] = in[j];
     }
   }
 }

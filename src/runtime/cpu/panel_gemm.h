@@ -38,12 +38,13 @@ class PanelGemm {
   // True where the CPU has AVX-512 (the kernel's only implementation).
   static bool Supported();
 
-  // Packs B, read as B(k, n) = b[k * k_stride + n * n_stride], into panels. Returns null when
-  // out of memory.
-  static std::unique_ptr<PanelGemm> Pack(const float* b, int64_t k, int64_t n, int64_t k_stride, int64_t n_stride);
+  // Packs B from a plain [N, K / taps, taps] tensor (a convolution's [M, C, kh, kw] weights;
+  // [N, K] row-major with taps = 1): B(k, n) for k = tap * (K / taps) + c is b[n, c, tap], so
+  // that each tap's channels are a contiguous run of K (see Rows). Null when out of memory.
+  static std::unique_ptr<PanelGemm> Pack(const float* b, int64_t k, int64_t n, int64_t taps);
 
-  // Writes B back, as B(k, n) = b[k * k_stride + n * n_stride] (to pack it another way).
-  void Unpack(float* b, int64_t k_stride, int64_t n_stride) const;
+  // Writes B back into that plain layout (to pack it another way).
+  void Unpack(float* b) const;
 
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }
@@ -61,13 +62,17 @@ class PanelGemm {
   void Run(int64_t m, const Rows& rows, float* c, int64_t ldc, const Epilogue& epilogue) const;
 
  private:
-  PanelGemm(int64_t k, int64_t n, std::shared_ptr<void> storage, size_t bytes)
-      : k_(k), n_(n), storage_(std::move(storage)), bytes_(bytes) {}
+  PanelGemm(int64_t k, int64_t n, int64_t taps, std::shared_ptr<void> storage, size_t bytes)
+      : k_(k), n_(n), taps_(taps), storage_(std::move(storage)), bytes_(bytes) {}
+  int64_t PlainOffset(int64_t kk, int64_t col) const {  // of B(kk, col) in the plain layout
+    const int64_t c = k_ / taps_;
+    return col * k_ + (kk % c) * taps_ + kk / c;
+  }
   const float* panel(int64_t p) const { return static_cast<const float*>(storage_.get()) + p * k_ * kPanel; }
   void RunPanels(int64_t first, int64_t last, int64_t m, const Rows& rows, float* c, int64_t ldc,
                  const Epilogue& epilogue) const;
 
-  int64_t k_, n_;
+  int64_t k_, n_, taps_;
   std::shared_ptr<void> storage_;  // panels * K * 64 floats, the last panel zero-padded
   size_t bytes_;
 };

@@ -96,7 +96,7 @@ TEST(PanelGemmTest, MatchesTheProductInDouble) {
       std::vector<float> out = Random(static_cast<size_t>(c.m * ldc), 4);
       const std::vector<float> before = out;
 
-      std::unique_ptr<PanelGemm> gemm = PanelGemm::Pack(w.data(), c.k, c.n, 1, c.k);
+      std::unique_ptr<PanelGemm> gemm = PanelGemm::Pack(w.data(), c.k, c.n, 1);
       ASSERT_NE(gemm, nullptr);
       PanelGemm::Epilogue epilogue;
       epilogue.bias = c.bias ? bias.data() : nullptr;
@@ -120,7 +120,7 @@ TEST(PanelGemmTest, MatchesTheProductInDouble) {
       }
       // Unpacking gives the weights back exactly.
       std::vector<float> unpacked(w.size());
-      gemm->Unpack(unpacked.data(), 1, c.k);
+      gemm->Unpack(unpacked.data());
       ASSERT_EQ(unpacked, w);
     }
   }
