@@ -96,7 +96,27 @@ struct Prepared {
   bool weights_reorder = false;  // runtime weights need a reorder into weights_md
   memory::desc user_weights_md;
   bool on_panels = false;  // runs on PanelGemm (ConvKernel::UsesPanelGemm), not on oneDNN
+  bool gather = false;     // a strided 1x1 on a matmul: its input pixels gathered into rows first
 };
+
+// The input pixels a strided 1x1 convolution reads, channels-last, as contiguous [N*OH*OW, C]
+// rows.
+StatusOr<Tensor> GatherStridedPixels(const Geometry& geo, const Tensor& x) {
+  const int64_t n = geo.dst[0], oh = geo.dst[2], ow = geo.dst[3], c = geo.src[1], h = geo.src[2], w = geo.src[3];
+  MF_ASSIGN_OR_RETURN(Tensor rows, Tensor::AllocateUninitialized(DataType::kFloat32, {n * oh * ow, c}));
+  const float* px = x.data<float>();
+  float* pr = rows.data<float>();
+  ParallelFor(n * oh, 8, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t i = row / oh, y = row % oh;
+      for (int64_t xx = 0; xx < ow; ++xx) {
+        const float* from = px + ((i * h + y * geo.strides[0]) * w + xx * geo.strides[1]) * c;
+        std::memcpy(pr + (row * ow + xx) * c, from, static_cast<size_t>(c) * sizeof(float));
+      }
+    }
+  });
+  return rows;
+}
 
 // A 2-D convolution's rows for PanelGemm, over a channels-last input: output pixel r = (n, y, x)
 // reads k = tap * C + c as input channel c where tap (ky, kx) lands, or zeros in the padding.
@@ -185,10 +205,14 @@ class ConvKernel final : public Kernel {
     } else {
       MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, out_shape));
     }
+    Tensor gathered;
+    if (prep->gather) {
+      MF_ASSIGN_OR_RETURN(gathered, GatherStridedPixels(geo, x));
+    }
     try {
       dnnl::engine& eng = CpuEngine();
       dnnl::stream& stream = ThreadStream();
-      memory user_src(prep->plain_src_md, eng, const_cast<void*>(x.raw_data()));
+      memory user_src(prep->plain_src_md, eng, const_cast<void*>(prep->gather ? gathered.raw_data() : x.raw_data()));
       memory user_dst(prep->plain_dst_md, eng, out[0].raw_data());
       memory src = user_src, dst = user_dst;
       if (prep->src_reorder) {
@@ -309,6 +333,7 @@ class ConvKernel final : public Kernel {
         prep->weights_md = mm->made.weights_md;
         prep->user_weights_md = mm->user_weights_md;
         prep->weights_reorder = prep->user_weights_md != prep->weights_md;
+        prep->gather = mm->gather;
         return Finish(std::move(prep), key, w);
       }
       if (p_.src_nhwc || p_.dst_nhwc) {
@@ -533,16 +558,20 @@ class ConvKernel final : public Kernel {
     memory::desc src_md, weights_md, dst_md, scratch_md;
   };
 
-  // A 1x1 convolution with stride 1, no padding and one group, between channels-last
-  // activations (and residual), is a product of [N*H*W, C] rows by [C, M] weights over the same
-  // bytes. Where the weights outgrow a core's L2 (2 MiB), oneDNN's matmul runs it about 10 %
-  // faster than its 1x1 convolution (ResNet-50's last stage, 512 <-> 2048 channels at 7x7, batch
-  // 8: 2.8 against 3.15 ms); with smaller weights the two are even, or the convolution is ahead
-  // (MobileNetV2). The bias, residual and activation run as the same post-ops. nullopt when the
-  // convolution is not one of these, or oneDNN has only reference code for the product.
+  // A 1x1 convolution with no padding and one group, between channels-last activations (and
+  // residual), is a product of [N*OH*OW, C] rows by [C, M] weights: over the same bytes with
+  // stride 1; strided, over the input pixels the stride picks, gathered first into contiguous
+  // rows (ResNet-50's stride-2 1024 -> 2048 at batch 8: 5.5 against 5.9 ms as a convolution,
+  // the copy included). Where the weights outgrow a core's L2 (2 MiB), oneDNN's matmul runs it
+  // about 10 % faster than its 1x1 convolution (ResNet-50's last stage, 512 <-> 2048 channels at
+  // 7x7, batch 8: 2.8 against 3.15 ms); with smaller weights the two are even, or the
+  // convolution is ahead (MobileNetV2). The bias, residual and activation run as the same
+  // post-ops. nullopt when the convolution is not one of these, or oneDNN has only reference code
+  // for the product.
   struct PointwiseMatMul {
     ConvPrimitive made;
     memory::desc bias_md, user_weights_md;
+    bool gather = false;  // strided: the input pixels are gathered into rows first
   };
   std::optional<PointwiseMatMul> MakePointwiseMatMul(const Geometry& geo, bool has_bias, bool with_sum,
                                                      const dnnl::primitive_attr& attr) const {
@@ -551,14 +580,15 @@ class ConvKernel final : public Kernel {
       return std::nullopt;
     }
     for (size_t i = 0; i < 2; ++i) {
-      if (geo.weights[2 + i] != 1 || geo.strides[i] != 1 || geo.pad_l[i] != 0 || geo.pad_r[i] != 0) return std::nullopt;
+      if (geo.weights[2 + i] != 1 || geo.pad_l[i] != 0 || geo.pad_r[i] != 0) return std::nullopt;
     }
-    const int64_t rows = geo.src[0] * geo.src[2] * geo.src[3], c = geo.src[1], m = geo.dst[1];
+    const int64_t rows = geo.dst[0] * geo.dst[2] * geo.dst[3], c = geo.src[1], m = geo.dst[1];
     constexpr int64_t kMinWeightElements = int64_t{512} * 1024;
     if (rows == 0 || c * m < kMinWeightElements) return std::nullopt;
     dnnl::engine& eng = CpuEngine();
     const auto f32 = memory::data_type::f32;
     PointwiseMatMul mm;
+    mm.gather = geo.strides[0] != 1 || geo.strides[1] != 1;
     memory::desc src({rows, c}, f32, Tag::ab), dst({rows, m}, f32, Tag::ab), any_w({c, m}, f32, Tag::any);
     if (has_bias) mm.bias_md = memory::desc({1, m}, f32, Tag::ab);
     // ONNX's [M, C, 1, 1] weights read as [C, M]: column-major.

@@ -347,13 +347,24 @@ TEST(SessionTest, ResidualFusionAndChannelsLastDoNotChangeResults) {
 
 // A bottleneck with weights beyond 2 MiB: its 1x1 convolutions between channels-last
 // activations run as matmuls (bias, residual and ReLU as post-ops); results must not change.
+// Conv weights [m, c, k, k] scaled by 1/sqrt(fan-in), so that activations stay near 1 through
+// deep test nets and comparisons are not of large sums cancelling.
+std::vector<float> ScaledWeights(int64_t m, int64_t c, int64_t k, uint32_t seed) {
+  std::vector<float> v = RandomValues(static_cast<size_t>(m * c * k * k), seed);
+  for (float& x : v) x /= std::sqrt(static_cast<float>(c * k * k));
+  return v;
+}
+
+// 1x1 convolutions with weights of 2 MiB, at more rows than PanelGemm takes (12x12 pixels):
+// oneDNN's matmul over the channels-last bytes, the strided one over gathered pixels.
 std::string WidePointwiseNet() {
   ModelBuilder b(13);
-  b.Input("x", {-1, 8, 3, 3}).Output("y");
-  b.Initializer("w1", {512, 8, 3, 3}, RandomValues(512 * 8 * 9, 41));
-  b.Initializer("w2", {1024, 512, 1, 1}, RandomValues(1024 * 512, 42));
+  b.Input("x", {-1, 8, 12, 12}).Output("y");
+  b.Initializer("w1", {512, 8, 3, 3}, ScaledWeights(512, 8, 3, 41));
+  b.Initializer("w2", {1024, 512, 1, 1}, ScaledWeights(1024, 512, 1, 42));
   b.Initializer("b2", {1024}, RandomValues(1024, 43));
-  b.Initializer("w3", {512, 1024, 1, 1}, RandomValues(512 * 1024, 44));
+  b.Initializer("w3", {512, 1024, 1, 1}, ScaledWeights(512, 1024, 1, 44));
+  b.Initializer("w4", {1024, 512, 1, 1}, ScaledWeights(1024, 512, 1, 46));
   ModelBuilder::IntsAttr(b.Node("Conv", {"x", "w1"}, {"c1"}), "pads", {1, 1, 1, 1});
   b.Node("Relu", {"c1"}, {"a"});
   b.Node("Conv", {"a", "w2", "b2"}, {"c2"});
@@ -361,7 +372,9 @@ std::string WidePointwiseNet() {
   b.Node("Conv", {"r2", "w3"}, {"c3"});
   b.Node("Add", {"c3", "a"}, {"s"});
   b.Node("Relu", {"s"}, {"r3"});
-  b.Node("GlobalAveragePool", {"r3"}, {"y"});
+  ModelBuilder::IntsAttr(b.Node("Conv", {"r3", "w4"}, {"c4"}), "strides", {2, 2});  // 12x12 -> 6x6
+  b.Node("Relu", {"c4"}, {"r4"});
+  ModelBuilder::IntsAttr(b.Node("MaxPool", {"r4"}, {"y"}), "kernel_shape", {1, 1});  // every value
   return b.Serialize();
 }
 
@@ -369,10 +382,10 @@ TEST(SessionTest, WidePointwiseConvolutionsAsMatMulsDoNotChangeResults) {
   auto [slow, fast] = LoadPlainAndOptimized(WidePointwiseNet());
   ASSERT_TRUE(slow && fast);
   for (int64_t batch : {1, 3}) {
-    Tensor x = FloatTensor({batch, 8, 3, 3}, RandomValues(static_cast<size_t>(batch) * 72, 45));
+    Tensor x = FloatTensor({batch, 8, 12, 12}, RandomValues(static_cast<size_t>(batch) * 8 * 144, 45));
     std::vector<Tensor> a = ExpectSameOutputs(*slow, *fast, {&x}, 1e-3, 1e-3, "batch " + std::to_string(batch));
     ASSERT_FALSE(a.empty());
-    ASSERT_EQ(a[0].shape(), (Shape{batch, 512, 1, 1}));
+    ASSERT_EQ(a[0].shape(), (Shape{batch, 1024, 6, 6}));
   }
 }
 
@@ -384,21 +397,14 @@ TEST(SessionTest, WidePointwiseConvolutionsAsMatMulsDoNotChangeResults) {
 std::string PanelConvNet() {
   ModelBuilder b(13);
   b.Input("x", {-1, 8, 8, 8}).Output("y");
-  // Weights scaled by 1/sqrt(fan-in), so that activations stay near 1 through the layers and
-  // the comparison is not one of large sums cancelling.
-  auto weights = [](int64_t m, int64_t c, int64_t k, uint32_t seed) {
-    std::vector<float> v = RandomValues(static_cast<size_t>(m * c * k * k), seed);
-    for (float& x : v) x /= std::sqrt(static_cast<float>(c * k * k));
-    return v;
-  };
-  b.Initializer("w0", {512, 8, 3, 3}, weights(512, 8, 3, 50));
-  b.Initializer("w1", {1024, 512, 1, 1}, weights(1024, 512, 1, 51));
+  b.Initializer("w0", {512, 8, 3, 3}, ScaledWeights(512, 8, 3, 50));
+  b.Initializer("w1", {1024, 512, 1, 1}, ScaledWeights(1024, 512, 1, 51));
   b.Initializer("b1", {1024}, RandomValues(1024, 52));
-  b.Initializer("w2", {512, 1024, 1, 1}, weights(512, 1024, 1, 53));
-  b.Initializer("w3", {256, 512, 3, 3}, weights(256, 512, 3, 54));
-  b.Initializer("w4", {300, 256, 3, 3}, weights(300, 256, 3, 55));
+  b.Initializer("w2", {512, 1024, 1, 1}, ScaledWeights(512, 1024, 1, 53));
+  b.Initializer("w3", {256, 512, 3, 3}, ScaledWeights(256, 512, 3, 54));
+  b.Initializer("w4", {300, 256, 3, 3}, ScaledWeights(300, 256, 3, 55));
   b.Initializer("b4", {300}, RandomValues(300, 56));
-  b.Initializer("w5", {1000, 300, 1, 1}, weights(1000, 300, 1, 57));
+  b.Initializer("w5", {1000, 300, 1, 1}, ScaledWeights(1000, 300, 1, 57));
   // Channels-last values (what the panels take) run from a first convolution to a pool.
   ModelBuilder::IntsAttr(b.Node("Conv", {"x", "w0"}, {"c0"}), "pads", {1, 1, 1, 1});
   b.Node("Relu", {"c0"}, {"a0"});
