@@ -167,7 +167,9 @@ class ConvKernel final : public Kernel {
   size_t owned_bytes() const override {
     std::lock_guard<std::mutex> lock(mu_);
     size_t bytes = 0;
-    for (const PackedCopy& copy : packed_) bytes += copy.weights.get_desc().get_size();
+    for (const PackedCopy& copy : packed_) {
+      if (!panel_ || copy.storage != panel_->storage()) bytes += copy.weights.get_desc().get_size();
+    }
     if (panel_) bytes += panel_->bytes();
     return bytes;
   }
@@ -392,6 +394,11 @@ class ConvKernel final : public Kernel {
       if (copy.weights.get_desc() == md) return copy.weights;
     }
     dnnl::engine& eng = CpuEngine();
+    if (panel_ && md == PanelLayout(panel_->k(), panel_->n())) {  // the panels are this layout's bytes already
+      memory shared(md, eng, panel_->storage().get());
+      packed_.push_back({shared, panel_->storage()});
+      return shared;
+    }
     dnnl::stream stream(eng);
     std::shared_ptr<void> storage = AllocateWeightBuffer(md.get_size());
     if (!storage) throw dnnl::error(dnnl_out_of_memory, "allocating the packed weights");
@@ -498,12 +505,28 @@ class ConvKernel final : public Kernel {
            (taps == 1 || geo.src[1] % PanelGemm::kChunk == 0);
   }
 
+  // oneDNN's name for the panels' layout of [K, N] weights, as its matmul sees them: BA16a64b is
+  // 64-column blocks of K rows in 16-row blocks, the same bytes when K is a multiple of 16 (else
+  // oneDNN pads K, and no layout matches).
+  static memory::desc PanelLayout(int64_t k, int64_t n) {
+    if (k % 16 != 0) return memory::desc();
+    return memory::desc({k, n}, memory::data_type::f32, Tag::BA16a64b);
+  }
+
   // The constant weights packed for PanelGemm, on first use: from the graph's plain copy while
   // it is there (handing its pages back when allowed), else from a oneDNN packed copy, reordered
   // back to plain first. Caller holds mu_.
   Status PanelWeightsLocked(const Tensor& w) const {
     if (panel_) return Status::Ok();
     const int64_t m = w.dim(0), taps = w.dim(2) * w.dim(3), k = w.dim(1) * taps;
+    if (taps == 1) {
+      for (const PackedCopy& copy : packed_) {
+        if (copy.weights.get_desc() == PanelLayout(k, m)) {  // a matmul's copy: the panels' bytes
+          panel_ = PanelGemm::Over(copy.storage, k, m);
+          return Status::Ok();
+        }
+      }
+    }
     std::vector<float> unpacked;
     const float* plain = w.data<float>();
     if (!packed_.empty()) {

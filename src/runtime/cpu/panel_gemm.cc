@@ -143,6 +143,11 @@ std::unique_ptr<PanelGemm> PanelGemm::Pack(const float* b, int64_t k, int64_t n,
   return gemm;
 }
 
+std::unique_ptr<PanelGemm> PanelGemm::Over(std::shared_ptr<void> storage, int64_t k, int64_t n) {
+  const size_t bytes = static_cast<size_t>((n + kPanel - 1) / kPanel * k * kPanel) * sizeof(float);
+  return std::unique_ptr<PanelGemm>(new PanelGemm(k, n, 1, std::move(storage), bytes));
+}
+
 void PanelGemm::Unpack(float* b) const {
   for (int64_t p = 0; p * kPanel < n_; ++p) {
     const int64_t col0 = p * kPanel, cols = std::min(kPanel, n_ - col0);

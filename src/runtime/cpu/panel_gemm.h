@@ -46,6 +46,12 @@ class PanelGemm {
   // Writes B back into that plain layout (to pack it another way).
   void Unpack(float* b) const;
 
+  // Panels over `storage` packed by someone else, for a [N, K] (taps = 1) B: oneDNN's matmul
+  // packs its weights as BA16a64b, which for K a multiple of 16 is these very bytes, so one copy
+  // serves both (ConvKernel).
+  static std::unique_ptr<PanelGemm> Over(std::shared_ptr<void> storage, int64_t k, int64_t n);
+  const std::shared_ptr<void>& storage() const { return storage_; }
+
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }
   size_t bytes() const { return bytes_; }
