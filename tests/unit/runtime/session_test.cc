@@ -451,6 +451,43 @@ TEST(SessionTest, FewRowConvolutionsOnPanelsDoNotChangeResults) {
   }
 }
 
+TEST(SessionTest, ConcurrentFirstRunsPackPanelsAndOneDnnCopiesOnce) {
+  // Four threads make the first runs at once, at batch 1 (panels) and 2 (oneDNN), on a session
+  // with no warm-up: both packings race, and every result must still match a serial run's.
+  auto reference = Session::LoadFromBytes(PanelConvNet(), "", SessionOptions{});
+  auto shared = Session::LoadFromBytes(PanelConvNet(), "", SessionOptions{});
+  ASSERT_TRUE(reference.ok() && shared.ok());
+  std::vector<Tensor> inputs;
+  std::vector<std::vector<Tensor>> expected(2);
+  for (int64_t batch : {1, 2}) {
+    inputs.push_back(FloatTensor({batch, 8, 8, 8}, RandomValues(static_cast<size_t>(batch) * 512, 60 + batch)));
+    ASSERT_TRUE((*reference)->Run({&inputs.back()}, &expected[static_cast<size_t>(batch - 1)]).ok());
+  }
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      const size_t which = static_cast<size_t>(t % 2);
+      for (int iter = 0; iter < 3; ++iter) {
+        std::vector<Tensor> out;
+        if (!(*shared)->Run({&inputs[which]}, &out).ok() || out.size() != 1) {
+          ++mismatches;
+          continue;
+        }
+        const Tensor& want = expected[which][0];
+        for (int64_t i = 0; i < want.num_elements(); ++i) {
+          if (out[0].data<float>()[i] != want.data<float>()[i]) {
+            ++mismatches;
+            break;
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
 TEST(SessionTest, ConcurrentRunsMatchSerialRuns) {
   auto s = Session::LoadFromBytes(SmallConvNet(), "", SessionOptions{});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
