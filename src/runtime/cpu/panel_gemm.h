@@ -1,7 +1,8 @@
 // A product of few rows by large constant weights, C[M, N] = A[M, K] * B[K, N], for batch-1
-// shaped work: ResNet's 1x1 convolutions at 7x7 and 14x14 (49 and 196 rows against 1-4 MiB of
-// weights). There the weights come from DRAM on every run, and oneDNN's kernels stall on them:
-// 2048x512 weights at 49 rows take 1.02 ms on one core when cold against 0.73 ms when cached.
+// shaped work: ResNet's last stage (49 output pixels against 1-9 MiB of weights per 1x1 or 3x3
+// convolution). There the weights come from DRAM on every run, and oneDNN's kernels stall on
+// them: 2048x512 weights at 49 rows take 1.02 ms on one core when cold against 0.73 ms when
+// cached.
 // Here B is packed once into panels of 64 columns (each K x 64, contiguous), the threads split
 // the panels between them (each reads only its own weights), and a panel is consumed in chunks of
 // K small enough for L1, so that its one pass from DRAM is a sequential stream the prefetchers
