@@ -99,25 +99,6 @@ struct Prepared {
   bool gather = false;     // a strided 1x1 on a matmul: its input pixels gathered into rows first
 };
 
-// The input pixels a strided 1x1 convolution reads, channels-last, as contiguous [N*OH*OW, C]
-// rows.
-StatusOr<Tensor> GatherStridedPixels(const Geometry& geo, const Tensor& x) {
-  const int64_t n = geo.dst[0], oh = geo.dst[2], ow = geo.dst[3], c = geo.src[1], h = geo.src[2], w = geo.src[3];
-  MF_ASSIGN_OR_RETURN(Tensor rows, Tensor::AllocateUninitialized(DataType::kFloat32, {n * oh * ow, c}));
-  const float* px = x.data<float>();
-  float* pr = rows.data<float>();
-  ParallelFor(n * oh, 8, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t i = row / oh, y = row % oh;
-      for (int64_t xx = 0; xx < ow; ++xx) {
-        const float* from = px + ((i * h + y * geo.strides[0]) * w + xx * geo.strides[1]) * c;
-        std::memcpy(pr + (row * ow + xx) * c, from, static_cast<size_t>(c) * sizeof(float));
-      }
-    }
-  });
-  return rows;
-}
-
 // A 2-D convolution's rows for PanelGemm, over a channels-last input: output pixel r = (n, y, x)
 // reads k = tap * C + c as input channel c where tap (ky, kx) lands, or zeros in the padding.
 // Chunks of K never straddle taps (UsesPanelGemm).
@@ -142,6 +123,21 @@ class TapRows final : public PanelGemm::Rows {
   const float* x_;
   int64_t c_, h_, w_, oh_, ow_, kw_, sy_, sx_, py_, px_, dy_, dx_;
 };
+
+// The input pixels a strided 1x1 convolution reads, channels-last, as contiguous [N*OH*OW, C]
+// rows (a 1x1 convolution's TapRows, each row one pixel).
+StatusOr<Tensor> GatherStridedPixels(const Geometry& geo, const Tensor& x) {
+  const int64_t rows = geo.dst[0] * geo.dst[2] * geo.dst[3], c = geo.src[1];
+  MF_ASSIGN_OR_RETURN(Tensor gathered, Tensor::AllocateUninitialized(DataType::kFloat32, {rows, c}));
+  const TapRows pixels(geo, x.data<float>());
+  float* out = gathered.data<float>();
+  ParallelFor(rows, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      std::memcpy(out + row * c, pixels.Chunk(row, 0), static_cast<size_t>(c) * sizeof(float));
+    }
+  });
+  return gathered;
+}
 
 class ConvKernel final : public Kernel {
  public:
@@ -489,10 +485,11 @@ class ConvKernel final : public Kernel {
   // Few rows by large weights (ResNet's last stage at batch 1: 49 output pixels, 1-9 MiB of
   // weights) run on PanelGemm, which reads weights from DRAM at full speed where oneDNN stalls on
   // them (see panel_gemm.h): 0.43 against 0.52 ms for 2048x512 at 49 rows. More rows stay on
-  // oneDNN, which then needs its own packed copy: a server that sees both few and many rows
-  // holds these weights twice (owned_bytes() counts both). Run on panels at batch 8 instead,
-  // ResNet-50's 3x3 convolutions took twice as long. A kernel wider than 1x1 needs whole chunks
-  // of K per tap (input channels a multiple of PanelGemm::kChunk).
+  // oneDNN: for 1x1 kernels its matmul reads the panels' own bytes (PanelLayout); wider kernels
+  // get a second copy in oneDNN's layout when a server sees both few and many rows (owned_bytes()
+  // counts both). Run on panels at batch 8 instead, ResNet-50's 3x3 convolutions took twice as
+  // long. A kernel wider than 1x1 needs whole chunks of K per tap (input channels a multiple of
+  // PanelGemm::kChunk).
   bool UsesPanelGemm(const Geometry& geo, bool with_sum) const {
     constexpr int64_t kMaxRows = 100, kMinWeightElements = int64_t{256} * 1024;
     if (!weights_constant_ || !PanelGemm::Supported() || p_.attrs.transpose || p_.attrs.group != 1 ||
