@@ -347,12 +347,31 @@ TEST(SessionTest, ResidualFusionAndChannelsLastDoNotChangeResults) {
 
 // A bottleneck with weights beyond 2 MiB: its 1x1 convolutions between channels-last
 // activations run as matmuls (bias, residual and ReLU as post-ops); results must not change.
-// Conv weights [m, c, k, k] scaled by 1/sqrt(fan-in), so that activations stay near 1 through
-// deep test nets and comparisons are not of large sums cancelling.
-std::vector<float> ScaledWeights(int64_t m, int64_t c, int64_t k, uint32_t seed) {
+// Adds conv weights `name` [m, c, k, k], scaled by 1/sqrt(fan-in) so that activations stay near
+// 1 through deep test nets and comparisons are not of large sums cancelling.
+void AddConvWeights(ModelBuilder& b, const std::string& name, int64_t m, int64_t c, int64_t k, uint32_t seed) {
   std::vector<float> v = RandomValues(static_cast<size_t>(m * c * k * k), seed);
   for (float& x : v) x /= std::sqrt(static_cast<float>(c * k * k));
-  return v;
+  b.Initializer(name, {m, c, k, k}, v);
+}
+
+// The stem both nets below start with, channels-last from its first convolution on: x (8
+// channels) -> 3x3 conv to 512 -> ReLU -> 1x1 to 1024 with bias (2 MiB of weights) -> ReLU ->
+// 1x1 back to 512 plus the first ReLU's output (a residual, summed in place) -> ReLU. Seeds
+// `seed` to `seed + 3`; returns the name of its output.
+std::string AddWideResidualStem(ModelBuilder& b, uint32_t seed) {
+  AddConvWeights(b, "stem_w0", 512, 8, 3, seed);
+  AddConvWeights(b, "stem_w1", 1024, 512, 1, seed + 1);
+  b.Initializer("stem_b1", {1024}, RandomValues(1024, seed + 2));
+  AddConvWeights(b, "stem_w2", 512, 1024, 1, seed + 3);
+  ModelBuilder::IntsAttr(b.Node("Conv", {"x", "stem_w0"}, {"stem_c0"}), "pads", {1, 1, 1, 1});
+  b.Node("Relu", {"stem_c0"}, {"stem_a0"});
+  b.Node("Conv", {"stem_a0", "stem_w1", "stem_b1"}, {"stem_c1"});
+  b.Node("Relu", {"stem_c1"}, {"stem_a1"});
+  b.Node("Conv", {"stem_a1", "stem_w2"}, {"stem_c2"});
+  b.Node("Add", {"stem_c2", "stem_a0"}, {"stem_s"});
+  b.Node("Relu", {"stem_s"}, {"stem"});
+  return "stem";
 }
 
 // 1x1 convolutions with weights of 2 MiB, at more rows than PanelGemm takes (12x12 pixels):
@@ -360,19 +379,9 @@ std::vector<float> ScaledWeights(int64_t m, int64_t c, int64_t k, uint32_t seed)
 std::string WidePointwiseNet() {
   ModelBuilder b(13);
   b.Input("x", {-1, 8, 12, 12}).Output("y");
-  b.Initializer("w1", {512, 8, 3, 3}, ScaledWeights(512, 8, 3, 41));
-  b.Initializer("w2", {1024, 512, 1, 1}, ScaledWeights(1024, 512, 1, 42));
-  b.Initializer("b2", {1024}, RandomValues(1024, 43));
-  b.Initializer("w3", {512, 1024, 1, 1}, ScaledWeights(512, 1024, 1, 44));
-  b.Initializer("w4", {1024, 512, 1, 1}, ScaledWeights(1024, 512, 1, 46));
-  ModelBuilder::IntsAttr(b.Node("Conv", {"x", "w1"}, {"c1"}), "pads", {1, 1, 1, 1});
-  b.Node("Relu", {"c1"}, {"a"});
-  b.Node("Conv", {"a", "w2", "b2"}, {"c2"});
-  b.Node("Relu", {"c2"}, {"r2"});
-  b.Node("Conv", {"r2", "w3"}, {"c3"});
-  b.Node("Add", {"c3", "a"}, {"s"});
-  b.Node("Relu", {"s"}, {"r3"});
-  ModelBuilder::IntsAttr(b.Node("Conv", {"r3", "w4"}, {"c4"}), "strides", {2, 2});  // 12x12 -> 6x6
+  const std::string stem = AddWideResidualStem(b, 41);
+  AddConvWeights(b, "w4", 1024, 512, 1, 46);
+  ModelBuilder::IntsAttr(b.Node("Conv", {stem, "w4"}, {"c4"}), "strides", {2, 2});  // 12x12 -> 6x6
   b.Node("Relu", {"c4"}, {"r4"});
   ModelBuilder::IntsAttr(b.Node("MaxPool", {"r4"}, {"y"}), "kernel_shape", {1, 1});  // every value
   return b.Serialize();
@@ -390,30 +399,19 @@ TEST(SessionTest, WidePointwiseConvolutionsAsMatMulsDoNotChangeResults) {
 }
 
 // Convolutions with over 1 MiB of weights: at a few rows (batch 1 here) they run on PanelGemm,
-// at more on oneDNN (convolution or, for w1 and w2, matmul), from the same constant weights,
+// at more on oneDNN (convolution or, for the stem's 1x1s, matmul), from the same constant weights,
 // whichever comes first. Covered: 1x1 with bias, with a residual and strided; 3x3 padded and
 // strided, and dilated; odd channel counts for a masked last panel (1000, 300) and a short last
 // chunk of K (300).
 std::string PanelConvNet() {
   ModelBuilder b(13);
   b.Input("x", {-1, 8, 8, 8}).Output("y");
-  b.Initializer("w0", {512, 8, 3, 3}, ScaledWeights(512, 8, 3, 50));
-  b.Initializer("w1", {1024, 512, 1, 1}, ScaledWeights(1024, 512, 1, 51));
-  b.Initializer("b1", {1024}, RandomValues(1024, 52));
-  b.Initializer("w2", {512, 1024, 1, 1}, ScaledWeights(512, 1024, 1, 53));
-  b.Initializer("w3", {256, 512, 3, 3}, ScaledWeights(256, 512, 3, 54));
-  b.Initializer("w4", {300, 256, 3, 3}, ScaledWeights(300, 256, 3, 55));
+  const std::string stem = AddWideResidualStem(b, 50);
+  AddConvWeights(b, "w3", 256, 512, 3, 54);
+  AddConvWeights(b, "w4", 300, 256, 3, 55);
   b.Initializer("b4", {300}, RandomValues(300, 56));
-  b.Initializer("w5", {1000, 300, 1, 1}, ScaledWeights(1000, 300, 1, 57));
-  // Channels-last values (what the panels take) run from a first convolution to a pool.
-  ModelBuilder::IntsAttr(b.Node("Conv", {"x", "w0"}, {"c0"}), "pads", {1, 1, 1, 1});
-  b.Node("Relu", {"c0"}, {"a0"});
-  b.Node("Conv", {"a0", "w1", "b1"}, {"c1"});
-  b.Node("Relu", {"c1"}, {"a1"});
-  b.Node("Conv", {"a1", "w2"}, {"c2"});
-  b.Node("Add", {"c2", "a0"}, {"s"});  // a residual, summed in place
-  b.Node("Relu", {"s"}, {"a2"});
-  onnx::NodeProto* c3 = b.Node("Conv", {"a2", "w3"}, {"c3"});  // 8x8 -> 4x4
+  AddConvWeights(b, "w5", 1000, 300, 1, 57);
+  onnx::NodeProto* c3 = b.Node("Conv", {stem, "w3"}, {"c3"});  // 8x8 -> 4x4
   ModelBuilder::IntsAttr(c3, "pads", {1, 1, 1, 1});
   ModelBuilder::IntsAttr(c3, "strides", {2, 2});
   b.Node("Relu", {"c3"}, {"a3"});
@@ -432,7 +430,7 @@ std::string PanelConvNet() {
 
 TEST(SessionTest, FewRowConvolutionsOnPanelsDoNotChangeResults) {
   // Batch 1 (64 rows) runs on panels, batch 2 (128 rows) on oneDNN: both orders, so that each
-  // packing is also made after the plain weights were dropped. The 1x1 convolutions w1 and w2
+  // packing is also made after the plain weights were dropped. The stem's 1x1 convolutions
   // go to oneDNN's matmul at batch 2, whose packed layout is the panels' bytes: one copy serves
   // both, so memory does not grow from one batch size to the other.
   for (std::vector<int64_t> order : {std::vector<int64_t>{1, 2, 1}, std::vector<int64_t>{2, 1, 2}}) {
