@@ -111,15 +111,30 @@ class TapRows final : public PanelGemm::Rows {
   }
 
   const float* Chunk(int64_t row, int64_t k0) const override {
+    const float* chunk;
+    Chunks(row, 1, k0, &chunk);
+    return chunk;
+  }
+
+  // Divides once for the first row, then steps from pixel to pixel (PanelGemm asks for every
+  // chunk of every row: dividing each time cost a third of ResNet-18's 3x3 layers on AVX2).
+  void Chunks(int64_t first, int64_t count, int64_t k0, const float** out) const override {
     const int64_t tap = k0 / c_, channel = k0 % c_;
-    const int64_t ox = row % ow_, oy = row / ow_ % oh_, n = row / ow_ / oh_;
-    const int64_t iy = oy * sy_ - py_ + tap / kw_ * dy_, ix = ox * sx_ - px_ + tap % kw_ * dx_;
-    if (iy < 0 || iy >= h_ || ix < 0 || ix >= w_) return kZeros;
-    return x_ + ((n * h_ + iy) * w_ + ix) * c_ + channel;
+    const int64_t ky = tap / kw_ * dy_ - py_, kx = tap % kw_ * dx_ - px_;
+    int64_t ox = first % ow_, oy = first / ow_ % oh_, n = first / ow_ / oh_;
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t iy = oy * sy_ + ky, ix = ox * sx_ + kx;
+      const bool inside = iy >= 0 && iy < h_ && ix >= 0 && ix < w_;
+      out[i] = inside ? x_ + ((n * h_ + iy) * w_ + ix) * c_ + channel : kZeros;
+      if (++ox == ow_) {
+        ox = 0;
+        if (++oy == oh_) oy = 0, ++n;
+      }
+    }
   }
 
  private:
-  alignas(64) static constexpr float kZeros[PanelGemm::kChunk] = {};
+  alignas(64) static constexpr float kZeros[PanelGemm::kMaxChunk] = {};
   const float* x_;
   int64_t c_, h_, w_, oh_, ow_, kw_, sy_, sx_, py_, px_, dy_, dx_;
 };
@@ -390,7 +405,8 @@ class ConvKernel final : public Kernel {
       if (copy.weights.get_desc() == md) return copy.weights;
     }
     dnnl::engine& eng = CpuEngine();
-    if (panel_ && md == PanelLayout(panel_->k(), panel_->n())) {  // the panels are this layout's bytes already
+    if (panel_ && panel_->isa() == PanelGemm::Isa::kAvx512 &&
+        md == PanelLayout(panel_->k(), panel_->n())) {  // the panels are this layout's bytes already
       memory shared(md, eng, panel_->storage().get());
       packed_.push_back({shared, panel_->storage()});
       return shared;
@@ -484,22 +500,28 @@ class ConvKernel final : public Kernel {
 
   // Few rows by large weights (ResNet's last stage at batch 1: 49 output pixels, 1-9 MiB of
   // weights) run on PanelGemm, which reads weights from DRAM at full speed where oneDNN stalls on
-  // them (see panel_gemm.h): 0.43 against 0.52 ms for 2048x512 at 49 rows. More rows stay on
-  // oneDNN: for 1x1 kernels its matmul reads the panels' own bytes (PanelLayout); wider kernels
-  // get a second copy in oneDNN's layout when a server sees both few and many rows (owned_bytes()
-  // counts both). Run on panels at batch 8 instead, ResNet-50's 3x3 convolutions took twice as
-  // long. A kernel wider than 1x1 needs whole chunks of K per tap (input channels a multiple of
-  // PanelGemm::kChunk).
+  // them (see panel_gemm.h): 0.43 against 0.52 ms for 2048x512 at 49 rows. On AVX-512, more rows
+  // stay on oneDNN: for 1x1 kernels its matmul reads the panels' own bytes (PanelLayout); wider
+  // kernels get a second copy in oneDNN's layout when a server sees both few and many rows
+  // (owned_bytes() counts both). Run on panels at batch 8 instead, ResNet-50's 3x3 convolutions
+  // took twice as long there. A kernel wider than 1x1 needs whole chunks of K per tap (input
+  // channels a multiple of 128). On AVX2 alone every kernel wider than 1x1 runs on panels,
+  // whatever its rows and weights: oneDNN 2.6 has only its older direct kernels there
+  // (ResNet-18's 3x3 layers at batch 1 on AMD Zen 3: 1.7-3.0 ms each against ONNX Runtime's
+  // 1.5-2.1), and they need input channels in multiples of 8 (PanelGemm::ChunkFor). 1x1 kernels
+  // stay on oneDNN's 1x1 convolution there, which ran MobileNetV2 and ResNet-50 as fast or faster.
   bool UsesPanelGemm(const Geometry& geo, bool with_sum) const {
     constexpr int64_t kMaxRows = 100, kMinWeightElements = int64_t{256} * 1024;
-    if (!weights_constant_ || !PanelGemm::Supported() || p_.attrs.transpose || p_.attrs.group != 1 ||
+    const PanelGemm::Isa isa = PanelGemm::Best();
+    if (!weights_constant_ || isa == PanelGemm::Isa::kNone || p_.attrs.transpose || p_.attrs.group != 1 ||
         geo.spatial != 2 || !p_.src_nhwc || !p_.dst_nhwc || (with_sum && !p_.addend_nhwc)) {
       return false;
     }
     const int64_t rows = geo.dst[0] * geo.dst[2] * geo.dst[3], taps = geo.weights[2] * geo.weights[3];
-    const int64_t weights = geo.weights[0] * geo.weights[1] * taps;
-    return rows > 0 && rows <= kMaxRows && weights >= kMinWeightElements &&
-           (taps == 1 || geo.src[1] % PanelGemm::kChunk == 0);
+    const int64_t channels = geo.src[1], weights = geo.weights[0] * channels * taps;
+    if (rows <= 0 || PanelGemm::ChunkFor(channels * taps, taps) == 0) return false;
+    if (isa == PanelGemm::Isa::kAvx2) return taps > 1;
+    return rows <= kMaxRows && weights >= kMinWeightElements && (taps == 1 || channels % PanelGemm::kMaxChunk == 0);
   }
 
   // oneDNN's name for the panels' layout of [K, N] weights, as its matmul sees them: BA16a64b is
@@ -516,7 +538,7 @@ class ConvKernel final : public Kernel {
   Status PanelWeightsLocked(const Tensor& w) const {
     if (panel_) return Status::Ok();
     const int64_t m = w.dim(0), taps = w.dim(2) * w.dim(3), k = w.dim(1) * taps;
-    if (taps == 1) {
+    if (taps == 1 && PanelGemm::Best() == PanelGemm::Isa::kAvx512) {
       for (const PackedCopy& copy : packed_) {
         if (copy.weights.get_desc() == PanelLayout(k, m)) {  // a matmul's copy: the panels' bytes
           panel_ = PanelGemm::Over(copy.storage, k, m);
