@@ -81,8 +81,9 @@ int Fail(const mf::Status& s) {
 }  // namespace
 
 // Times every node over `runs` runs; prints per op type (nodes, mean ms per run, share) and the
-// ten slowest nodes.
-mf::Status PrintProfile(const mf::runtime::Session& session, const std::vector<const Tensor*>& inputs, int runs) {
+// `top` slowest nodes.
+mf::Status PrintProfile(const mf::runtime::Session& session, const std::vector<const Tensor*>& inputs, int runs,
+                        int top) {
   std::vector<Tensor> outputs;
   std::vector<mf::runtime::Session::NodeTime> times;
   std::map<std::string, std::pair<int, double>> by_op;            // op type -> nodes per run, seconds in all runs
@@ -110,7 +111,7 @@ mf::Status PrintProfile(const mf::runtime::Session& session, const std::vector<c
   for (const auto& [name, v] : by_node) nodes.emplace_back(v.second, name);
   std::sort(nodes.rbegin(), nodes.rend());
   std::printf("\nslowest nodes:\n");
-  for (size_t i = 0; i < std::min<size_t>(10, nodes.size()); ++i) {
+  for (size_t i = 0; i < std::min<size_t>(static_cast<size_t>(top), nodes.size()); ++i) {
     std::printf("%-48s %-20s %8.4f ms\n", nodes[i].second.c_str(), by_node[nodes[i].second].first.c_str(),
                 nodes[i].first * 1e3 / runs);
   }
@@ -127,7 +128,7 @@ int main(int argc, char** argv) {
                     "Runs an ONNX model with the ModelFleet runtime on .npy inputs (in the model's input order, or "
                     "name=path) and prints outputs and timings.");
   std::string backend_name = "cpu", precision_name = "fp32", output_dir;
-  int threads = 0, iterations = 1, warmup = 1, show = 8;
+  int threads = 0, iterations = 1, warmup = 1, show = 8, profile_nodes = 10;
   bool list_ops = false, no_optimize = false, profile = false;
   flags.Add("backend", &backend_name, "cpu | cuda");
   flags.Add("precision", &precision_name, "fp32 | tf32 | fp16 (tf32 and fp16 change only the cuda backend)");
@@ -141,6 +142,7 @@ int main(int argc, char** argv) {
   flags.Add("profile", &profile,
             "after the timed runs, time every node over --iterations more runs and print the time per op type and "
             "the slowest nodes (cpu)");
+  flags.Add("profile_nodes", &profile_nodes, "how many of the slowest nodes --profile prints");
   if (auto s = flags.Parse(static_cast<int>(args.size()), args.data()); !s.ok()) {
     std::fprintf(stderr, "%s\n%s", s.message().c_str(), flags.Usage().c_str());
     return 2;
@@ -163,8 +165,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "expected exactly one model path\n%s", flags.Usage().c_str());
     return 2;
   }
-  if (iterations < 1 || warmup < 0 || threads < 0)
-    return Fail(mf::InvalidArgument("--iterations must be >= 1, --warmup and --threads >= 0"));
+  if (iterations < 1 || warmup < 0 || threads < 0 || profile_nodes < 0)
+    return Fail(mf::InvalidArgument("--iterations must be >= 1, --warmup, --threads and --profile_nodes >= 0"));
   options.threads = threads;
   options.optimize = !no_optimize;
   if (!mf::runtime::PrecisionFromName(precision_name, &options.precision)) {
@@ -234,7 +236,7 @@ int main(int argc, char** argv) {
               static_cast<double>((*session)->memory_bytes()) / (1 << 20), iterations,
               sum / static_cast<double>(ms.size()), pct(0.5), pct(0.9), ms.front());
   if (profile) {
-    if (auto s = PrintProfile(**session, ptrs, iterations); !s.ok()) return Fail(s);
+    if (auto s = PrintProfile(**session, ptrs, iterations, profile_nodes); !s.ok()) return Fail(s);
   }
   return 0;
 }

@@ -509,9 +509,12 @@ class ConvKernel final : public Kernel {
   // whatever its rows and weights: oneDNN 2.6 has only its older direct kernels there
   // (ResNet-18's 3x3 layers at batch 1 on AMD Zen 3: 1.7-3.0 ms each against ONNX Runtime's
   // 1.5-2.1), and they need input channels in multiples of 8 (PanelGemm::ChunkFor). 1x1 kernels
-  // stay on oneDNN's 1x1 convolution there, which ran MobileNetV2 and ResNet-50 as fast or faster.
+  // run there as on AVX-512, by few rows (up to 256 there) by large weights: ResNet-50's last
+  // stage at batch 1 took 1.0 against 1.5-1.8 ms each on oneDNN's matmul, its strided
+  // downsamples 1.8-2.0 against 3.3-3.5 ms. Other 1x1 kernels stay on oneDNN's 1x1
+  // convolution, which ran MobileNetV2 and ResNet-50 at batch 8 as fast or faster.
   bool UsesPanelGemm(const Geometry& geo, bool with_sum) const {
-    constexpr int64_t kMaxRows = 100, kMinWeightElements = int64_t{256} * 1024;
+    constexpr int64_t kMaxRows = 100, kMaxRowsAvx2 = 256, kMinWeightElements = int64_t{256} * 1024;
     const PanelGemm::Isa isa = PanelGemm::Best();
     if (!weights_constant_ || isa == PanelGemm::Isa::kNone || p_.attrs.transpose || p_.attrs.group != 1 ||
         geo.spatial != 2 || !p_.src_nhwc || !p_.dst_nhwc || (with_sum && !p_.addend_nhwc)) {
@@ -520,7 +523,7 @@ class ConvKernel final : public Kernel {
     const int64_t rows = geo.dst[0] * geo.dst[2] * geo.dst[3], taps = geo.weights[2] * geo.weights[3];
     const int64_t channels = geo.src[1], weights = geo.weights[0] * channels * taps;
     if (rows <= 0 || PanelGemm::ChunkFor(channels * taps, taps) == 0) return false;
-    if (isa == PanelGemm::Isa::kAvx2) return taps > 1;
+    if (isa == PanelGemm::Isa::kAvx2) return taps > 1 || (rows <= kMaxRowsAvx2 && weights >= kMinWeightElements);
     return rows <= kMaxRows && weights >= kMinWeightElements && (taps == 1 || channels % PanelGemm::kMaxChunk == 0);
   }
 

@@ -301,7 +301,9 @@ void PanelGemm::Run(int64_t m, const Rows& rows, float* c, int64_t ldc, const Ep
       RunRowGroups(first * kTileRows, std::min(m, last * kTileRows), rows, c, ldc, epilogue);
     } else {
       // On AVX2, in groups of rows whose chunks stay in L2 while the thread's panels pass.
-      const int64_t group = isa_ == Isa::kAvx2 ? kPanelGroupRows : m;
+      // Groups of even size (196 rows: 98 and 98, not 192 and 4 that pass over all of B again).
+      const int64_t groups = isa_ == Isa::kAvx2 ? (m + kPanelGroupRows - 1) / kPanelGroupRows : 1;
+      const int64_t group = (m + groups - 1) / groups;
       for (int64_t g0 = 0; g0 < m; g0 += group) {
         RunPanels(first, last, g0, std::min(group, m - g0), rows, c, ldc, epilogue);
       }

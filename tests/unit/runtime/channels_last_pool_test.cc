@@ -114,7 +114,7 @@ const PoolCase kCases[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(Pools, ChannelsLastPoolTest,
-                         ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Values(16, 24, 32)),
+                         ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Values(16, 20, 24, 32)),
                          [](const auto& info) {
                            return std::get<0>(info.param).name + "_c" + std::to_string(std::get<1>(info.param));
                          });
