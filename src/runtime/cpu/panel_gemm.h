@@ -12,9 +12,10 @@
 // On AVX-512 it is made for few rows (up to about a hundred): with hundreds, where B is read
 // from cache anyway, oneDNN's brgemm is as fast or faster. On AVX2 alone (AMD Zen 3, say),
 // oneDNN 2.6 has no brgemm, and its direct convolutions ran ResNet-18 at 0.60x ONNX Runtime's
-// speed: there every row count runs here, the many-row case in groups of rows split between the
-// threads, each group reading its rows' chunks from L1 against every panel (BLIS-style blocking).
-// Elsewhere Best() is kNone, and callers keep oneDNN.
+// speed: there every row count runs here. Many rows by weights that fit a core's L2 are split
+// between the threads in groups of 24, each group's chunks of A staying in L1 while every panel
+// passes (BLIS-style blocking); larger weights still split the panels, the rows in groups that
+// stay in L2. Elsewhere Best() is kNone, and callers keep oneDNN.
 #pragma once
 
 #include <cstddef>
@@ -35,9 +36,9 @@ class PanelGemm {
   static Isa Best();  // the widest this CPU runs
   static int64_t PanelWidth(Isa isa) { return isa == Isa::kAvx512 ? 64 : 16; }
 
-  // K per step for K = taps x C (k = tap * C + c): kMaxChunk, or for taps of fewer channels a
+  // K per chunk for K = taps x C (k = tap * C + c): kMaxChunk, or for taps of fewer channels a
   // divisor of C, so that no chunk straddles two taps; 0 when there is none worth running (C not
-  // a multiple of 8).
+  // a multiple of 8). The AVX2 tile runs several chunks in one pass (KBlock).
   static int64_t ChunkFor(int64_t k, int64_t taps);
 
   // Where A's values are: those of row r from k0 (a multiple of chunk()) to k0 + chunk() - 1, or
@@ -72,7 +73,6 @@ class PanelGemm {
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }
   Isa isa() const { return isa_; }
-  int64_t chunk() const { return chunk_; }
   size_t bytes() const { return bytes_; }
 
   // What happens to each output row after the product: C = act(A * B + bias [+ C's old value]).
@@ -82,9 +82,8 @@ class PanelGemm {
     ActivationParams act;
   };
 
-  // C rows r in [0, m), row r of C at c + r * ldc, from A's `rows`. Few rows split the panels
-  // over the OpenMP team (each thread reads only its share of B); many rows, on AVX2, split the
-  // rows.
+  // C rows r in [0, m), row r of C at c + r * ldc, from A's `rows`. The OpenMP team splits the
+  // panels (each thread reads only its share of B), or on AVX2 many rows by weights up to 1 MiB.
   void Run(int64_t m, const Rows& rows, float* c, int64_t ldc, const Epilogue& epilogue) const;
 
  private:
