@@ -16,6 +16,7 @@
 
 #include "runtime/cpu/cpu_common.h"
 #include "runtime/cpu/dnnl_engine.h"
+#include "runtime/cpu/panel_gemm.h"
 #include "runtime/ops/pool_geometry.h"
 
 namespace mf::runtime::cpu {
@@ -292,7 +293,7 @@ class ChannelsLastPoolKernel final : public Kernel {
     bool empty = x[0] == 0 || x[1] == 0 || x[2] == 0 || x[3] == 0 || h.out <= 0 || w.out <= 0;
     prep->h = h;
     prep->w = w;
-    static const bool avx2_only = __builtin_cpu_supports("avx2") && !__builtin_cpu_supports("avx512f");
+    const bool avx2_only = PanelGemm::Best() == PanelGemm::Isa::kAvx2;  // one source for the CPU's kind
     prep->channels_last_max = avx2_only && p_.is_max && !global_ && src_nhwc_ && dst_nhwc_ && !empty &&
                               DnnlPoolIsExact(p_.is_max, p_.attrs, h, w);
     if (!prep->channels_last_max && !empty && DnnlPoolIsExact(p_.is_max, p_.attrs, h, w)) {
