@@ -228,6 +228,9 @@ void SetColumns(Tile& t, int64_t cols) {
   t.cols = static_cast<int>(std::min<int64_t>(cols, 16));
 }
 
+// ReLU and Clip run in the tile's registers; other activations after the store.
+bool ActivatesInTile(Activation act) { return act == Activation::kRelu || act == Activation::kClip; }
+
 // Splits `m` rows into `blocks` tile heights differing by one at most (49 rows: 6,6,6,6,5,5,5,5,5
 // and not 8x6+1).
 int BlockHeight(int64_t m, int64_t blocks, int64_t block) {
@@ -328,7 +331,7 @@ int64_t PanelGemm::KBlock() const {
 void PanelGemm::RunPanels(int64_t first, int64_t last, int64_t row0, int64_t m, const Rows& rows, float* c, int64_t ldc,
                           const Epilogue& epilogue) const {
   c += row0 * ldc;
-  const bool inline_act = epilogue.act.kind == Activation::kRelu || epilogue.act.kind == Activation::kClip;
+  const bool inline_act = ActivatesInTile(epilogue.act.kind);
   const int64_t nblocks = (m + kTileRows - 1) / kTileRows;
   // Every row's every chunk, found once for all the panels: [chunk][row].
   std::vector<const float*> chunk_rows(static_cast<size_t>((k_ + chunk_ - 1) / chunk_ * m));
@@ -374,7 +377,7 @@ void PanelGemm::RunPanels(int64_t first, int64_t last, int64_t row0, int64_t m, 
 
 void PanelGemm::RunRowGroups(int64_t first, int64_t last, const Rows& rows, float* c, int64_t ldc,
                              const Epilogue& epilogue) const {
-  const bool inline_act = epilogue.act.kind == Activation::kRelu || epilogue.act.kind == Activation::kClip;
+  const bool inline_act = ActivatesInTile(epilogue.act.kind);
   const int64_t block = KBlock();
   // The group's rows' chunks of one block of K: [chunk][row].
   std::vector<const float*> chunk_rows(static_cast<size_t>(block / chunk_ * kGroupRows));
