@@ -61,3 +61,17 @@ def test_unknown_precision_is_a_clear_error(tmp_path):
                           text=True, timeout=60)
     assert proc.returncode == 2
     assert "unknown precision 'fp8'" in proc.stderr
+
+
+def test_profile_prints_as_many_slowest_nodes_as_asked_and_refuses_a_negative_count(tmp_path):
+    model = rf.export("mlp", tmp_path)
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((2, 256), np.float32))
+    base = [str(cli()), str(model), "--input", str(x), "--iterations", "2", "--profile"]
+    proc = subprocess.run(base + ["--profile_nodes", "2"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    listed = proc.stdout.split("slowest nodes:\n")[1].strip().splitlines()
+    assert len(listed) == 2 and all(line.endswith(" ms") for line in listed), proc.stdout
+    proc = subprocess.run(base + ["--profile_nodes", "-1"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "--profile_nodes >= 0" in proc.stderr
