@@ -8,12 +8,24 @@
 
 #include "runtime/cpu/cpu_common.h"
 #include "runtime/cpu/dnnl_engine.h"
+#include "runtime/cpu/panel_gemm.h"
 
 namespace mf::runtime::cpu {
 namespace {
 
 using dnnl::memory;
 using Tag = memory::format_tag;
+
+// A's rows as they lie in a row-major [M, K] matrix.
+class MatrixRows final : public PanelGemm::Rows {
+ public:
+  MatrixRows(const float* a, int64_t k) : a_(a), k_(k) {}
+  const float* Chunk(int64_t row, int64_t k0) const override { return a_ + row * k_ + k0; }
+
+ private:
+  const float* a_;
+  int64_t k_;
+};
 
 // One primitive per row count M (oneDNN specializes on it), sharing packed weights by layout.
 struct Prepared {
@@ -28,7 +40,7 @@ class PackedMatMulKernel final : public Kernel {
 
   size_t owned_bytes() const override {
     std::lock_guard lock(mu_);
-    size_t bytes = 0;
+    size_t bytes = panel_ ? panel_->bytes() : 0;
     for (const auto& [desc, copy] : packed_) bytes += copy.get_desc().get_size();
     return bytes;
   }
@@ -51,6 +63,14 @@ class PackedMatMulKernel final : public Kernel {
     Shape out_shape = a.shape();
     out_shape.back() = n;
     MF_ASSIGN_OR_RETURN(out[0], Tensor::AllocateUninitialized(DataType::kFloat32, out_shape));
+    if (PanelGemm::Best() == PanelGemm::Isa::kAvx2) {
+      MF_ASSIGN_OR_RETURN(std::shared_ptr<const PanelGemm> panel, Panels(w, k, n));
+      PanelGemm::Epilogue epilogue;
+      epilogue.bias = bias ? bias->data<float>() : nullptr;
+      epilogue.act = p_.act;
+      panel->Run(m, MatrixRows(a.data<float>(), k), out[0].data<float>(), n, epilogue);
+      return Status::Ok();
+    }
     MF_ASSIGN_OR_RETURN(std::shared_ptr<const Prepared> prep, Prepare(m, k, n, w, bias != nullptr));
     try {
       dnnl::engine& eng = CpuEngine();
@@ -72,6 +92,25 @@ class PackedMatMulKernel final : public Kernel {
   }
 
  private:
+  // On AVX2 alone, oneDNN 2.6's matmul runs sgemm on plain weights (gemm:jit, `ab`), which packs
+  // B again on every call; PanelGemm's panels are packed once.
+  StatusOr<std::shared_ptr<const PanelGemm>> Panels(const Tensor& w, int64_t k, int64_t n) const {
+    std::lock_guard lock(mu_);
+    if (panel_) return panel_;
+    const float* plain = w.data<float>();
+    std::vector<float> transposed;  // Pack reads [N, K]
+    if (!p_.transposed_weights) {
+      transposed.resize(static_cast<size_t>(k * n));
+      for (int64_t kk = 0; kk < k; ++kk) {
+        for (int64_t j = 0; j < n; ++j) transposed[static_cast<size_t>(j * k + kk)] = plain[kk * n + j];
+      }
+      plain = transposed.data();
+    }
+    panel_ = PanelGemm::Pack(plain, k, n, /*taps=*/1);
+    if (!panel_) return ResourceExhausted("out of memory packing MatMul weights");
+    return panel_;
+  }
+
   StatusOr<std::shared_ptr<const Prepared>> Prepare(int64_t m, int64_t k, int64_t n, const Tensor& w,
                                                     bool has_bias) const {
     const Key key{m, has_bias};
@@ -121,6 +160,7 @@ class PackedMatMulKernel final : public Kernel {
   using Key = std::pair<int64_t, bool>;  // rows, bias
   mutable std::map<Key, std::shared_ptr<const Prepared>> cache_;
   mutable std::vector<std::pair<memory::desc, memory>> packed_;
+  mutable std::shared_ptr<const PanelGemm> panel_;
 };
 
 }  // namespace

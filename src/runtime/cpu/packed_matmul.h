@@ -1,7 +1,8 @@
 // Gemm and MatMul by constant 2-D weights on a oneDNN matmul primitive whose weights are
 // reordered once into the blocked layout it prefers, where sgemm re-packs them on every call
 // (ONNX Runtime pre-packs for MLAS the same way). The bias and the fused activation run inside
-// the primitive.
+// the primitive. On AVX2-only CPUs oneDNN 2.6's matmul is that very sgemm on plain weights, so
+// there the weights are packed into PanelGemm's panels instead.
 #pragma once
 
 #include <memory>
