@@ -1,6 +1,12 @@
 # Small helpers so every target is declared the same way.
 
 set(MODELFLEET_WARNINGS -Wall -Wextra -Wpedantic -Wno-missing-field-initializers)
+if(CMAKE_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  # In a unity batch every source is an included file, so gcc takes a class of a .cc that holds a
+  # type of that file's anonymous namespace for a header's class shared between translation
+  # units, which it is not.
+  list(APPEND MODELFLEET_WARNINGS -Wno-subobject-linkage)
+endif()
 if(MODELFLEET_WERROR)
   list(APPEND MODELFLEET_WARNINGS -Werror)
 endif()
@@ -41,6 +47,7 @@ function(mf_test name)
   add_executable(${name} ${A_SOURCES})
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  mf_tests_file_by_file(${name})
   mf_warnings(${name})
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "unit;${A_LABELS}")
@@ -54,6 +61,23 @@ function(mf_test_without_sanitizers name)
     return()
   endif()
   mf_test(${name} ${ARGN})
+endfunction()
+
+# Test and fuzzer binaries compile file by file: their files each define small helpers and fixtures
+# of the same names (Values, FloatAttr, kDigitsV2...) in their anonymous namespaces, which one unity
+# batch cannot hold. The libraries they link are unity-built.
+function(mf_tests_file_by_file target)
+  set_target_properties(${target} PROPERTIES UNITY_BUILD OFF)
+endfunction()
+
+# A sanitized test or fuzzer compiles its parser sources itself (instrumented) and may still link a
+# library built from the same sources. In a unity build a library's archive member holds a whole
+# batch of files, so one symbol it is pulled in for brings the batch's other definitions along,
+# the parser's too: the test's own (instrumented) definitions, linked first, are the ones kept.
+function(mf_allow_own_parser_copies target)
+  if(CMAKE_UNITY_BUILD)
+    target_link_options(${target} PRIVATE -Wl,--allow-multiple-definition)
+  endif()
 endfunction()
 
 # mf_sanitized_test(NAME SOURCES ... DEPS ... [TIMEOUT s]): a test of code that parses untrusted
@@ -71,8 +95,10 @@ function(mf_sanitized_test name)
   add_executable(${name} ${A_SOURCES})
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_BINARY_DIR}/src ${CMAKE_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main)
+  mf_tests_file_by_file(${name})
   target_compile_options(${name} PRIVATE ${MODELFLEET_SANITIZE_COMPILE_FLAGS})
   target_link_options(${name} PRIVATE ${MODELFLEET_SANITIZE_FLAGS})
+  mf_allow_own_parser_copies(${name})
   mf_warnings(${name})
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "sanitized"
@@ -113,13 +139,16 @@ function(mf_fuzzer name)
   add_executable(${name} ${A_SOURCES})
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_BINARY_DIR}/src ${CMAKE_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE ${A_DEPS})
+  mf_tests_file_by_file(${name})
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND MODELFLEET_LIBFUZZER)
     target_compile_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
     target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
+    mf_allow_own_parser_copies(${name})
     # scripts/fuzz.sh reads "target binary corpus" lines from here.
     file(APPEND ${CMAKE_BINARY_DIR}/fuzz_targets.txt "${name} ${CMAKE_CURRENT_BINARY_DIR}/${name} ${A_CORPUS}\n")
   else()
     target_link_libraries(${name} PRIVATE mf_fuzz_replay_main)
+    mf_allow_own_parser_copies(${name})
     if(MODELFLEET_SANITIZED_TESTS)
       target_compile_options(${name} PRIVATE ${MODELFLEET_SANITIZE_COMPILE_FLAGS})
       target_link_options(${name} PRIVATE ${MODELFLEET_SANITIZE_FLAGS})

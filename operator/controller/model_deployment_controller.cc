@@ -16,7 +16,7 @@ namespace {
 using k8s::ObjectPtr;
 using std::chrono::seconds;
 
-constexpr const char* kController = "modeldeployment";
+constexpr const char* kModelDeploymentController = "modeldeployment";
 constexpr const char* kRetiringSince = "modelfleet.io/retiring-since";
 constexpr const char* kIndex = "modeldeployment";
 // A server running this long without becoming ready is asked why (a version that failed to load).
@@ -157,7 +157,7 @@ Status ModelDeploymentController::Start(std::chrono::milliseconds sync_timeout) 
     std::mutex mu;
     std::condition_variable_any cv;
     while (!stop.stop_requested()) {
-      metrics_.SetQueueDepth(kController, static_cast<double>(queue_->Len()));
+      metrics_.SetQueueDepth(kModelDeploymentController, static_cast<double>(queue_->Len()));
       std::unique_lock lock(mu);
       cv.wait_for(lock, stop, seconds(1), [] { return false; });
     }
@@ -505,7 +505,7 @@ k8s::ReconcileResult ModelDeploymentController::Reconcile(const std::string& key
     const char* result = !r.status.ok()                                   ? "error"
                          : r.requeue_after > k8s::Clock::duration::zero() ? "requeue"
                                                                           : "success";
-    metrics_.ObserveReconcile(kController, result, std::chrono::steady_clock::now() - started);
+    metrics_.ObserveReconcile(kModelDeploymentController, result, std::chrono::steady_clock::now() - started);
     if (!r.status.ok()) log::Warning("reconcile failed", {{"key", key}, {"error", r.status.message()}});
     return r;
   };

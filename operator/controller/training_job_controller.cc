@@ -19,7 +19,7 @@ using std::chrono::seconds;
 using training::Task;
 using training::TrainingJobSpec;
 
-constexpr const char* kController = "trainingjob";
+constexpr const char* kTrainingJobController = "trainingjob";
 constexpr const char* kJobIndex = "trainingjob";
 // How long to wait for the caches to show what a reconcile did before deciding without them.
 constexpr seconds kExpectationTimeout{30};
@@ -282,7 +282,7 @@ k8s::ReconcileResult TrainingJobController::Reconcile(const std::string& key) {
     const char* result = !r.status.ok()                                   ? "error"
                          : r.requeue_after > k8s::Clock::duration::zero() ? "requeue"
                                                                           : "success";
-    metrics_.ObserveReconcile(kController, result, std::chrono::steady_clock::now() - started);
+    metrics_.ObserveReconcile(kTrainingJobController, result, std::chrono::steady_clock::now() - started);
     if (!r.status.ok()) log::Warning("reconcile failed", {{"key", key}, {"error", r.status.message()}});
     return r;
   };

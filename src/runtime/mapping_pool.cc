@@ -7,9 +7,10 @@
 #include <utility>
 
 namespace mf::runtime {
-namespace {
 
 size_t PageSize() { return static_cast<size_t>(::sysconf(_SC_PAGESIZE)); }
+
+namespace {
 
 // Whole mapping length for `bytes` of data: one page in front holds the length, for Unmap().
 size_t MappingLength(size_t bytes) {

@@ -10,6 +10,9 @@
 
 namespace mf::runtime {
 
+// The system's page size (sysconf), for the mappings here and the tensors' arenas.
+size_t PageSize();
+
 class MappingPool {
  public:
   // `bytes` of uninitialized memory in a mapping of its own (page-aligned plus one page; 64-byte

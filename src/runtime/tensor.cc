@@ -18,15 +18,13 @@ namespace {
 // Weights at least this large get a mapping of their own (Tensor::AllocateForWeights).
 constexpr size_t kOwnMappingMinBytes = size_t{1} << 20;
 
-uintptr_t PageSize() { return static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE)); }
-
 void FreeAligned(void* data) { std::free(data); }
 
 constexpr size_t kMinReleaseBytes = size_t{1} << 20;  // below this the syscalls are not worth it
 
 // Releases the whole pages within [begin, end).
 void ReleaseRange(uintptr_t begin, uintptr_t end) {
-  const uintptr_t page = PageSize();
+  const uintptr_t page = static_cast<uintptr_t>(PageSize());
   begin = (begin + page - 1) & ~(page - 1);
   end &= ~(page - 1);
   if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
@@ -227,7 +225,7 @@ void ConsumedPages::Consumed(size_t bytes) {
   const uintptr_t end = start_ + std::min(bytes, bytes_);
   if (end < next_ + kMinReleaseBytes && bytes < bytes_) return;  // release in steps of at least 1 MiB
   ReleaseRange(next_, end);
-  next_ = end & ~(PageSize() - 1);  // the page holding `end` is only partly consumed
+  next_ = end & ~(static_cast<uintptr_t>(PageSize()) - 1);  // the page holding `end` is only partly consumed
 }
 
 void CopyReleasingSource(void* dst, const void* src, size_t bytes) {

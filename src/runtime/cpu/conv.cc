@@ -86,7 +86,7 @@ Tag WeightsTag(const ConvParams& p, size_t rank, bool grouped) {
   return grouped ? Tag::goidhw : Tag::oidhw;
 }
 
-struct Prepared {
+struct PreparedConv {
   dnnl::primitive prim;
   // The layouts oneDNN chose (blocked, e.g. nChw16c, where that runs faster) and the plain
   // NCHW layouts our tensors use; reorders convert between them around the primitive.
@@ -207,7 +207,7 @@ class ConvKernel final : public Kernel {
     // addend (rare) is added afterwards, and then the activation must wait for it too.
     bool sum_in_primitive = addend && addend->shape() == out_shape;
     bool add_after = addend && !sum_in_primitive;
-    MF_ASSIGN_OR_RETURN(std::shared_ptr<const Prepared> prep,
+    MF_ASSIGN_OR_RETURN(std::shared_ptr<const PreparedConv> prep,
                         Prepare(geo, x.shape(), w, b != nullptr, sum_in_primitive, !add_after));
     if (prep->on_panels) return RunOnPanels(geo, x, b, sum_in_primitive ? addend : nullptr, std::move(donated), out[0]);
     // In place: the primitive writes dst as it is, which holds the residual already.
@@ -294,8 +294,8 @@ class ConvKernel final : public Kernel {
   }
 
  private:
-  StatusOr<std::shared_ptr<const Prepared>> Prepare(const Geometry& geo, const Shape& x_shape, const Tensor& w,
-                                                    bool has_bias, bool with_sum, bool with_act) const {
+  StatusOr<std::shared_ptr<const PreparedConv>> Prepare(const Geometry& geo, const Shape& x_shape, const Tensor& w,
+                                                        bool has_bias, bool with_sum, bool with_act) const {
     Shape key = x_shape;
     key.insert(key.end(), w.shape().begin(), w.shape().end());
     key.push_back(has_bias);
@@ -306,7 +306,7 @@ class ConvKernel final : public Kernel {
       auto it = cache_.find(key);
       if (it != cache_.end()) return it->second;
     }
-    auto prep = std::make_shared<Prepared>();
+    auto prep = std::make_shared<PreparedConv>();
     try {
       dnnl::engine& eng = CpuEngine();
       size_t rank = geo.src.size();
@@ -376,8 +376,8 @@ class ConvKernel final : public Kernel {
   }
 
   // Packs the constant weights for `prep` (once per layout) and caches it under `key`.
-  StatusOr<std::shared_ptr<const Prepared>> Finish(std::shared_ptr<Prepared> prep, const Shape& key,
-                                                   const Tensor& w) const {
+  StatusOr<std::shared_ptr<const PreparedConv>> Finish(std::shared_ptr<PreparedConv> prep, const Shape& key,
+                                                       const Tensor& w) const {
     std::lock_guard<std::mutex> lock(mu_);
     if (weights_constant_) {
       if (weights_lost_) return Internal("the constant weights were lost when packing them failed midway");
@@ -394,7 +394,7 @@ class ConvKernel final : public Kernel {
     // Bounded: a client sending ever-new shapes must not grow memory without limit.
     if (cache_.size() >= kMaxCachedShapes) cache_.clear();
     cache_[key] = prep;
-    return std::shared_ptr<const Prepared>(prep);
+    return std::shared_ptr<const PreparedConv>(prep);
   }
 
   // The constant weights in layout `md`, reordered on first use: the first copy from the
@@ -685,7 +685,7 @@ class ConvKernel final : public Kernel {
   const bool weights_consumable_;
   mutable std::mutex mu_;
   mutable bool weights_lost_ = false;  // guarded by mu_
-  mutable std::map<Shape, std::shared_ptr<const Prepared>> cache_;
+  mutable std::map<Shape, std::shared_ptr<const PreparedConv>> cache_;
   // The constant weights, one copy per layout a primitive asked for; never cleared with
   // cache_ (after the plain copy is dropped, they are the weights).
   struct PackedCopy {

@@ -28,7 +28,7 @@ class MatrixRows final : public PanelGemm::Rows {
 };
 
 // One primitive per row count M (oneDNN specializes on it), sharing packed weights by layout.
-struct Prepared {
+struct PreparedMatMul {
   dnnl::matmul prim;
   memory::desc src_md, dst_md, bias_md, scratch_md;
   memory weights;  // packed, read-only
@@ -71,7 +71,7 @@ class PackedMatMulKernel final : public Kernel {
       panel->Run(m, MatrixRows(a.data<float>(), k), out[0].data<float>(), n, epilogue);
       return Status::Ok();
     }
-    MF_ASSIGN_OR_RETURN(std::shared_ptr<const Prepared> prep, Prepare(m, k, n, w, bias != nullptr));
+    MF_ASSIGN_OR_RETURN(std::shared_ptr<const PreparedMatMul> prep, Prepare(m, k, n, w, bias != nullptr));
     try {
       dnnl::engine& eng = CpuEngine();
       memory src(prep->src_md, eng, const_cast<void*>(a.raw_data()));
@@ -111,14 +111,14 @@ class PackedMatMulKernel final : public Kernel {
     return panel_;
   }
 
-  StatusOr<std::shared_ptr<const Prepared>> Prepare(int64_t m, int64_t k, int64_t n, const Tensor& w,
+  StatusOr<std::shared_ptr<const PreparedMatMul>> Prepare(int64_t m, int64_t k, int64_t n, const Tensor& w,
                                                     bool has_bias) const {
     const Key key{m, has_bias};
     {
       std::lock_guard lock(mu_);
       if (auto it = cache_.find(key); it != cache_.end()) return it->second;
     }
-    auto prep = std::make_shared<Prepared>();
+    auto prep = std::make_shared<PreparedMatMul>();
     try {
       dnnl::engine& eng = CpuEngine();
       prep->src_md = memory::desc({m, k}, memory::data_type::f32, Tag::ab);
@@ -152,13 +152,13 @@ class PackedMatMulKernel final : public Kernel {
     } catch (const dnnl::error& e) {
       return DnnlError(e, p_.gemm ? "Gemm" : "MatMul");
     }
-    return std::shared_ptr<const Prepared>(prep);
+    return std::shared_ptr<const PreparedMatMul>(prep);
   }
 
   const PackedMatMulParams p_;
   mutable std::mutex mu_;
   using Key = std::pair<int64_t, bool>;  // rows, bias
-  mutable std::map<Key, std::shared_ptr<const Prepared>> cache_;
+  mutable std::map<Key, std::shared_ptr<const PreparedMatMul>> cache_;
   mutable std::vector<std::pair<memory::desc, memory>> packed_;
   mutable std::shared_ptr<const PanelGemm> panel_;
 };

@@ -19,7 +19,7 @@ namespace {
 
 namespace asio = boost::asio;
 
-constexpr size_t kChunk = 32 * 1024;
+constexpr size_t kLogReadChunk = 32 * 1024;
 
 class LogStreamer : public std::enable_shared_from_this<LogStreamer> {
  public:
@@ -93,7 +93,7 @@ class LogStreamer : public std::enable_shared_from_this<LogStreamer> {
       End();
       return;
     }
-    size_t want = kChunk;
+    size_t want = kLogReadChunk;
     if (limit) want = static_cast<size_t>(std::min<uint64_t>(want, static_cast<uint64_t>(*limit) - sent_));
     ssize_t n = 0;
     if (OpenFile() && fd_ >= 0) {
@@ -167,7 +167,7 @@ class LogStreamer : public std::enable_shared_from_this<LogStreamer> {
   uint64_t sent_ = 0;
   bool draining_ = false;
   bool closed_ = false;
-  std::array<char, kChunk> buffer_;
+  std::array<char, kLogReadChunk> buffer_;
   std::array<char, 512> discard_;
   std::string out_;
 };

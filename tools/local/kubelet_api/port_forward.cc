@@ -17,7 +17,7 @@ namespace {
 
 namespace asio = boost::asio;
 
-constexpr size_t kChunk = 32 * 1024;
+constexpr size_t kForwardChunk = 32 * 1024;
 constexpr size_t kMaxPairs = 256;  // forwarded connections open at once on one client connection
 constexpr std::chrono::seconds kConnectTimeout(10);
 
@@ -40,7 +40,7 @@ struct Pair {
   asio::ip::tcp::socket socket;
   bool connected = false;
   bool done = false;
-  std::array<char, kChunk> buffer;
+  std::array<char, kForwardChunk> buffer;
   std::deque<std::string> to_pod;  // from the client, not yet written to the pod
   bool writing = false;
   bool client_fin = false;

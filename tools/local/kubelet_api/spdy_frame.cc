@@ -13,11 +13,6 @@ void PutU16(std::string* out, uint16_t v) {
   out->push_back(static_cast<char>(v));
 }
 
-void PutU32(std::string* out, uint32_t v) {
-  PutU16(out, static_cast<uint16_t>(v >> 16));
-  PutU16(out, static_cast<uint16_t>(v));
-}
-
 uint32_t U32At(std::string_view in, size_t pos) {
   const auto* p = reinterpret_cast<const unsigned char*>(in.data() + pos);
   return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
@@ -223,30 +218,30 @@ std::string EncodeControl(uint16_t type, uint8_t flags, std::string_view payload
   out.reserve(kFrameHeaderBytes + payload.size());
   PutU16(&out, static_cast<uint16_t>(0x8000 | version));
   PutU16(&out, type);
-  PutU32(&out, uint32_t{flags} << 24 | static_cast<uint32_t>(payload.size() & 0xffffff));
+  AppendU32(&out, uint32_t{flags} << 24 | static_cast<uint32_t>(payload.size() & 0xffffff));
   out.append(payload);
   return out;
 }
 
 std::string FrameWriter::SynStream(uint32_t stream_id, const Headers& headers, uint8_t flags) {
   std::string payload;
-  PutU32(&payload, stream_id & kStreamIdMask);
-  PutU32(&payload, 0);  // associated stream
-  PutU16(&payload, 0);  // priority 0, slot 0
+  AppendU32(&payload, stream_id & kStreamIdMask);
+  AppendU32(&payload, 0);  // associated stream
+  PutU16(&payload, 0);     // priority 0, slot 0
   payload += deflater_.Encode(headers);
   return EncodeControl(static_cast<uint16_t>(FrameType::kSynStream), flags, payload);
 }
 
 std::string FrameWriter::SynReply(uint32_t stream_id, const Headers& headers, uint8_t flags) {
   std::string payload;
-  PutU32(&payload, stream_id & kStreamIdMask);
+  AppendU32(&payload, stream_id & kStreamIdMask);
   payload += deflater_.Encode(headers);
   return EncodeControl(static_cast<uint16_t>(FrameType::kSynReply), flags, payload);
 }
 
 std::string FrameWriter::HeadersFrame(uint32_t stream_id, const Headers& headers, uint8_t flags) {
   std::string payload;
-  PutU32(&payload, stream_id & kStreamIdMask);
+  AppendU32(&payload, stream_id & kStreamIdMask);
   payload += deflater_.Encode(headers);
   return EncodeControl(static_cast<uint16_t>(FrameType::kHeaders), flags, payload);
 }
@@ -254,45 +249,45 @@ std::string FrameWriter::HeadersFrame(uint32_t stream_id, const Headers& headers
 std::string EncodeData(uint32_t stream_id, std::string_view data, bool fin) {
   std::string out;
   out.reserve(kFrameHeaderBytes + data.size());
-  PutU32(&out, stream_id & kStreamIdMask);
-  PutU32(&out, uint32_t{fin ? kFlagFin : uint8_t{0}} << 24 | static_cast<uint32_t>(data.size() & 0xffffff));
+  AppendU32(&out, stream_id & kStreamIdMask);
+  AppendU32(&out, uint32_t{fin ? kFlagFin : uint8_t{0}} << 24 | static_cast<uint32_t>(data.size() & 0xffffff));
   out.append(data);
   return out;
 }
 
 std::string EncodeRstStream(uint32_t stream_id, RstStatus status) {
   std::string payload;
-  PutU32(&payload, stream_id & kStreamIdMask);
-  PutU32(&payload, static_cast<uint32_t>(status));
+  AppendU32(&payload, stream_id & kStreamIdMask);
+  AppendU32(&payload, static_cast<uint32_t>(status));
   return EncodeControl(static_cast<uint16_t>(FrameType::kRstStream), 0, payload);
 }
 
 std::string EncodePing(uint32_t id) {
   std::string payload;
-  PutU32(&payload, id);
+  AppendU32(&payload, id);
   return EncodeControl(static_cast<uint16_t>(FrameType::kPing), 0, payload);
 }
 
 std::string EncodeGoAway(uint32_t last_good_stream_id, GoAwayStatus status) {
   std::string payload;
-  PutU32(&payload, last_good_stream_id & kStreamIdMask);
-  PutU32(&payload, static_cast<uint32_t>(status));
+  AppendU32(&payload, last_good_stream_id & kStreamIdMask);
+  AppendU32(&payload, static_cast<uint32_t>(status));
   return EncodeControl(static_cast<uint16_t>(FrameType::kGoAway), 0, payload);
 }
 
 std::string EncodeWindowUpdate(uint32_t stream_id, uint32_t delta) {
   std::string payload;
-  PutU32(&payload, stream_id & kStreamIdMask);
-  PutU32(&payload, delta & kStreamIdMask);
+  AppendU32(&payload, stream_id & kStreamIdMask);
+  AppendU32(&payload, delta & kStreamIdMask);
   return EncodeControl(static_cast<uint16_t>(FrameType::kWindowUpdate), 0, payload);
 }
 
 std::string EncodeSettings(const std::vector<std::pair<uint32_t, uint32_t>>& settings) {
   std::string payload;
-  PutU32(&payload, static_cast<uint32_t>(settings.size()));
+  AppendU32(&payload, static_cast<uint32_t>(settings.size()));
   for (const auto& [flags_and_id, value] : settings) {
-    PutU32(&payload, flags_and_id);
-    PutU32(&payload, value);
+    AppendU32(&payload, flags_and_id);
+    AppendU32(&payload, value);
   }
   return EncodeControl(static_cast<uint16_t>(FrameType::kSettings), 0, payload);
 }

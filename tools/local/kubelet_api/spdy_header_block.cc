@@ -99,12 +99,6 @@ constexpr char kDictionary[] =
     "\x68\x61\x72\x73\x65\x74\x3d\x69\x73\x6f\x2d\x38\x38\x35\x39\x2d"
     "\x31\x2c\x75\x74\x66\x2d\x2c\x2a\x2c\x65\x6e\x71\x3d\x30\x2e";
 
-void PutU32(std::string* out, uint32_t v) {
-  const char bytes[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-                         static_cast<char>(v)};
-  out->append(bytes, 4);
-}
-
 // Reads a big-endian u32 at `*pos`, advancing it; false when fewer than 4 bytes remain.
 bool GetU32(std::string_view in, size_t* pos, uint32_t* v) {
   if (in.size() - *pos < 4) return false;
@@ -128,6 +122,12 @@ std::string_view HeaderValue(const Headers& headers, std::string_view name) {
 
 std::string_view HeaderDictionary() { return {kDictionary, kDictionarySize}; }
 
+void AppendU32(std::string* out, uint32_t v) {
+  const char bytes[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+                         static_cast<char>(v)};
+  out->append(bytes, 4);
+}
+
 std::string SerializeHeaderBlock(const Headers& headers) {
   // Group values by name, keeping first-appearance order of the names.
   std::vector<std::pair<std::string, std::string>> joined;
@@ -141,11 +141,11 @@ std::string SerializeHeaderBlock(const Headers& headers) {
     }
   }
   std::string out;
-  PutU32(&out, static_cast<uint32_t>(joined.size()));
+  AppendU32(&out, static_cast<uint32_t>(joined.size()));
   for (const auto& [name, value] : joined) {
-    PutU32(&out, static_cast<uint32_t>(name.size()));
+    AppendU32(&out, static_cast<uint32_t>(name.size()));
     out += name;
-    PutU32(&out, static_cast<uint32_t>(value.size()));
+    AppendU32(&out, static_cast<uint32_t>(value.size()));
     out += value;
   }
   return out;

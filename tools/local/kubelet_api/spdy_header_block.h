@@ -29,6 +29,9 @@ std::string_view HeaderValue(const Headers& headers, std::string_view name);
 // The SPDY/3 compression dictionary (draft 3, section 2.6.10.1).
 std::string_view HeaderDictionary();
 
+// Appends `v` in SPDY's byte order (big-endian), for header blocks and frames.
+void AppendU32(std::string* out, uint32_t v);
+
 struct HeaderBlockLimits {
   size_t max_headers = 100;             // names in one block
   size_t max_block_bytes = 256 * 1024;  // one inflated block (bounds zlib bombs)
