@@ -112,7 +112,7 @@ class PackedMatMulKernel final : public Kernel {
   }
 
   StatusOr<std::shared_ptr<const PreparedMatMul>> Prepare(int64_t m, int64_t k, int64_t n, const Tensor& w,
-                                                    bool has_bias) const {
+                                                          bool has_bias) const {
     const Key key{m, has_bias};
     {
       std::lock_guard lock(mu_);
