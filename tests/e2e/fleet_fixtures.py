@@ -17,7 +17,7 @@ import requests
 from sklearn.datasets import load_digits
 
 import proto_stubs
-from conftest import ROOT, build_dir
+from conftest import ROOT, build_dir, go_binary
 from local_fixtures import LocalCluster, wait_until
 
 CHART = ROOT / "helm" / "modelfleet"
@@ -64,7 +64,7 @@ class Fleet:
 
     def helm(self, *args, check=True, timeout=180):
         env = dict(self.cluster.env(), **HELM_ENV)
-        result = subprocess.run([str(build_dir() / "go" / "bin" / "helm"), *args], capture_output=True, text=True,
+        result = subprocess.run([str(go_binary("helm")), *args], capture_output=True, text=True,
                                 timeout=timeout, env=env)
         if check and result.returncode != 0:
             raise AssertionError(f"helm {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
@@ -156,8 +156,7 @@ def fleet(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fleet")
     images = write_image_map(tmp / "images.yaml")
     cluster = LocalCluster(tmp, ["--image-map", str(images)])
-    if not (build_dir() / "go" / "bin" / "helm").exists():
-        pytest.skip("helm is not built (scripts/build-go-tools.sh)")
+    go_binary("helm")
     cluster.start()
     try:
         fleet = Fleet(cluster)

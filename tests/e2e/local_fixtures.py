@@ -16,7 +16,7 @@ import urllib.request
 import pytest
 import yaml
 
-from conftest import build_dir, free_port
+from conftest import build_dir, free_port, go_binary
 
 KUBECTL = "/usr/bin/kubectl"
 DATA = pathlib.Path(__file__).resolve().parent / "local_data"
@@ -40,8 +40,7 @@ class LocalCluster:
         self.binary = build_dir() / "tools" / "local" / "modelfleet-local"
         if not self.binary.exists():
             pytest.skip(f"{self.binary} is not built")
-        if not (build_dir() / "go" / "bin" / "kube-apiserver").exists():
-            pytest.skip("the control plane is not built (scripts/build-go-tools.sh)")
+        go_binary("kube-apiserver")
         self.tmp = tmp
         self.data_dir = tmp / "data"
         self.kubeconfig = tmp / "kubeconfig"

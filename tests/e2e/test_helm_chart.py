@@ -10,7 +10,9 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import ROOT, build_dir
+from conftest import ROOT, go_binary
+
+pytestmark = pytest.mark.go_components
 
 CHART = ROOT / "helm" / "modelfleet"
 DOCS = ROOT / "docs" / "helm.md"
@@ -19,9 +21,7 @@ ALL_ON = ["--set", "metrics.serviceMonitor.enabled=true,metrics.podMonitor.enabl
 
 
 def helm(*args, check=True):
-    binary = build_dir() / "go" / "bin" / "helm"
-    if not binary.exists():
-        pytest.skip(f"{binary} is not built (scripts/build-go-tools.sh)")
+    binary = go_binary("helm")
     # helm's own state stays out of the developer's home.
     env = dict(os.environ, HELM_CACHE_HOME="/tmp/modelfleet-helm/cache",
                HELM_CONFIG_HOME="/tmp/modelfleet-helm/config", HELM_DATA_HOME="/tmp/modelfleet-helm/data")
@@ -338,9 +338,7 @@ def installed(tmp_path_factory):
     try:
         cluster.kubectl("create", "namespace", "modelfleet-system")
         env = cluster.env()
-        binary = build_dir() / "go" / "bin" / "helm"
-        if not binary.exists():
-            pytest.skip(f"{binary} is not built (scripts/build-go-tools.sh)")
+        binary = go_binary("helm")
         env.update(HELM_CACHE_HOME="/tmp/modelfleet-helm/cache", HELM_CONFIG_HOME="/tmp/modelfleet-helm/config",
                    HELM_DATA_HOME="/tmp/modelfleet-helm/data")
         result = subprocess.run([str(binary), "install", "modelfleet", str(CHART), "-n", "modelfleet-system"],

@@ -20,6 +20,8 @@ import pytest
 from conftest import build_dir
 from local_fixtures import LocalCluster, wait_until
 
+pytestmark = pytest.mark.go_components
+
 
 def get(cluster, *args):
     return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)

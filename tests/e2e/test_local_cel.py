@@ -18,6 +18,8 @@ import yaml
 
 from local_fixtures import module_cluster, namespaced  # noqa: F401  (fixtures)
 
+pytestmark = pytest.mark.go_components
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CRD_FILES = sorted((ROOT / "crds").glob("*.yaml"))
 EXAMPLES = sorted((ROOT / "examples" / "k8s").glob("*.yaml"))

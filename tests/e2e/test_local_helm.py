@@ -7,8 +7,10 @@ import subprocess
 
 import pytest
 
-from conftest import build_dir
+from conftest import go_binary
 from local_fixtures import DATA, LocalCluster, wait_until
+
+pytestmark = pytest.mark.go_components
 
 CHART = DATA / "echo-chart"
 
@@ -24,9 +26,7 @@ def cluster(tmp_path_factory):
 
 
 def helm(cluster, *args, check=True, timeout=120):
-    binary = build_dir() / "go" / "bin" / "helm"
-    if not binary.exists():
-        pytest.skip(f"{binary} is not built (scripts/build-go-tools.sh)")
+    binary = go_binary("helm")
     # helm's own state stays out of the developer's home.
     env = dict(cluster.env() if cluster else os.environ, HELM_CACHE_HOME="/tmp/modelfleet-helm/cache",
                HELM_CONFIG_HOME="/tmp/modelfleet-helm/config", HELM_DATA_HOME="/tmp/modelfleet-helm/data")

@@ -14,6 +14,8 @@ import pytest
 
 from local_fixtures import DATA, module_cluster, namespace_for, namespaced, wait_until  # noqa: F401  (fixtures)
 
+pytestmark = pytest.mark.go_components
+
 WIDGETS_CRD = "widgets.example.modelfleet.io"
 
 

@@ -15,6 +15,8 @@ import pytest
 from conftest import build_dir
 from local_fixtures import LocalCluster, wait_until
 
+pytestmark = pytest.mark.go_components
+
 SERVER = """
 apiVersion: apps/v1
 kind: Deployment

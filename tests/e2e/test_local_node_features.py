@@ -11,6 +11,8 @@ import pytest
 
 from local_fixtures import KUBECTL, LocalCluster, wait_until
 
+pytestmark = pytest.mark.go_components
+
 
 def get(cluster, *args):
     return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)

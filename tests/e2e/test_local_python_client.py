@@ -19,6 +19,8 @@ from kubernetes.client.rest import ApiException
 
 from local_fixtures import LocalCluster, module_cluster, namespace_for, wait_until  # noqa: F401  (fixture)
 
+pytestmark = pytest.mark.go_components
+
 
 def core_api(cluster):
     return client.CoreV1Api(config.new_client_from_config(config_file=str(cluster.kubeconfig)))

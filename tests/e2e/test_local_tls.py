@@ -23,6 +23,8 @@ from kubernetes import client, config
 
 from local_fixtures import KUBECTL, module_cluster, namespaced, wait_until  # noqa: F401  (fixtures)
 
+pytestmark = pytest.mark.go_components
+
 
 def kubeconfig_of(cluster):
     return yaml.safe_load(cluster.kubeconfig.read_text())

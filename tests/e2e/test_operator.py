@@ -20,6 +20,7 @@ from fleet_fixtures import (CHART, PREDICT, STUDY_ONLY_GRANTS, SYSTEM_NS, TRAINI
                             granted, grpc_predict_request, kill9, pids_of_pod, processes, rest_url)
 from local_fixtures import wait_until
 
+pytestmark = pytest.mark.go_components
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,8 @@ from local_fixtures import LocalCluster, wait_until
 from server_fixtures import metric_value
 from test_router import Backend, Router
 
+pytestmark = pytest.mark.go_components
+
 
 def host_address():
     """A non-loopback IPv4 address of this host: the API server refuses loopback endpoints."""

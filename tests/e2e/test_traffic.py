@@ -19,7 +19,7 @@ from conftest import ROOT
 from fleet_fixtures import PREDICT, Load, grpc_predict_request, rest_url
 from local_fixtures import wait_until
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.go_components]
 
 
 def md_manifest(name, versions, traffic, extra=""):

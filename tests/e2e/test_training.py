@@ -28,7 +28,7 @@ from conftest import ROOT
 from fleet_fixtures import PREDICT, SYSTEM_NS, TRAINING_ONLY_GRANTS, audit_calls, granted, processes, rest_url
 from local_fixtures import wait_until
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.go_components]
 
 EXAMPLE = ROOT / "examples" / "training" / "trainingjob-pytorch-local.yaml"
 

@@ -19,6 +19,8 @@ from conftest import ROOT
 from fleet_fixtures import STUDY_ONLY_GRANTS, SYSTEM_NS, audit_calls, granted
 from local_fixtures import wait_until
 
+pytestmark = pytest.mark.go_components
+
 MANIFEST = ROOT / "examples" / "training" / "trainingjob-study-local.yaml"
 
 

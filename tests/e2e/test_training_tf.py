@@ -24,6 +24,8 @@ from local_fixtures import wait_until
 sys.path.insert(0, str(ROOT / "examples" / "training"))
 import tf_cluster  # noqa: E402 (the trainers' module, imported from examples/training)
 
+pytestmark = pytest.mark.go_components
+
 NS = "ml"
 PORT = 2222
 
