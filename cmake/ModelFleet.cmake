@@ -47,7 +47,6 @@ function(mf_test name)
   add_executable(${name} ${A_SOURCES})
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
-  mf_tests_file_by_file(${name})
   mf_warnings(${name})
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "unit;${A_LABELS}")
@@ -63,9 +62,9 @@ function(mf_test_without_sanitizers name)
   mf_test(${name} ${ARGN})
 endfunction()
 
-# Test and fuzzer binaries compile file by file: their files each define small helpers and fixtures
-# of the same names (Values, FloatAttr, kDigitsV2...) in their anonymous namespaces, which one unity
-# batch cannot hold. The libraries they link are unity-built.
+# A test binary whose files each define small helpers of the same names in their anonymous
+# namespaces, which one unity batch cannot hold, compiles file by file (the CUDA backend's tests).
+# Fuzzers do too: most have one file.
 function(mf_tests_file_by_file target)
   set_target_properties(${target} PROPERTIES UNITY_BUILD OFF)
 endfunction()
@@ -95,7 +94,6 @@ function(mf_sanitized_test name)
   add_executable(${name} ${A_SOURCES})
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_BINARY_DIR}/src ${CMAKE_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main)
-  mf_tests_file_by_file(${name})
   target_compile_options(${name} PRIVATE ${MODELFLEET_SANITIZE_COMPILE_FLAGS})
   target_link_options(${name} PRIVATE ${MODELFLEET_SANITIZE_FLAGS})
   mf_allow_own_parser_copies(${name})

@@ -11,6 +11,7 @@
 #include "server/batching/batch_scheduler.h"
 #include "server/batching/batching_servable.h"
 #include "server/batching/tensor_batch.h"
+#include "tensor_values.h"
 
 namespace mf::server::batching {
 namespace {
@@ -18,6 +19,7 @@ namespace {
 using runtime::DataType;
 using runtime::Shape;
 using runtime::Tensor;
+using testing::FloatValues;
 
 Tensor Iota(Shape shape, float first) {
   auto t = Tensor::Allocate(DataType::kFloat32, std::move(shape));
@@ -26,8 +28,6 @@ Tensor Iota(Shape shape, float first) {
   return std::move(t).value();
 }
 
-std::vector<float> Values(const Tensor& t) { return {t.data<float>(), t.data<float>() + t.num_elements()}; }
-
 TEST(PadAndConcatTest, PadsEveryDimAfterTheFirstWithEachTensorsFirstElement) {
   Tensor a = Iota({1, 2, 2}, 1);   // [[1 2] [3 4]]
   Tensor b = Iota({2, 1, 3}, 10);  // [[10 11 12]] [[13 14 15]]
@@ -35,12 +35,12 @@ TEST(PadAndConcatTest, PadsEveryDimAfterTheFirstWithEachTensorsFirstElement) {
   auto batch = PadAndConcat({&a, &b, &c}, 0);
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();
   EXPECT_EQ(batch->shape(), (Shape{4, 3, 3}));
-  EXPECT_EQ(Values(*batch), (std::vector<float>{
-                                1,  2,  1,  3,  4,  1,  1,  1,  1,   // a, padded with 1
-                                10, 11, 12, 10, 10, 10, 10, 10, 10,  // b row 0, padded with 10
-                                13, 14, 15, 10, 10, 10, 10, 10, 10,  // b row 1
-                                20, 20, 20, 21, 20, 20, 22, 20, 20,  // c, padded with 20
-                            }));
+  EXPECT_EQ(FloatValues(*batch), (std::vector<float>{
+                                     1,  2,  1,  3,  4,  1,  1,  1,  1,   // a, padded with 1
+                                     10, 11, 12, 10, 10, 10, 10, 10, 10,  // b row 0, padded with 10
+                                     13, 14, 15, 10, 10, 10, 10, 10, 10,  // b row 1
+                                     20, 20, 20, 21, 20, 20, 22, 20, 20,  // c, padded with 20
+                                 }));
 }
 
 TEST(PadAndConcatTest, TfServingExampleShapesAndAllowedSizeRows) {
@@ -70,8 +70,8 @@ TEST(PadAndConcatTest, EqualShapesAreAPlainConcat) {
   auto padded = PadAndConcat({&a, &b}, 1);
   auto plain = ConcatAndPad({&a, &b}, 1);
   ASSERT_TRUE(padded.ok() && plain.ok());
-  EXPECT_EQ(Values(*padded), Values(*plain));
-  EXPECT_EQ(Values(*padded), (std::vector<float>{0, 1, 2, 10, 11, 12, 13, 14, 15, 0, 1, 2}));
+  EXPECT_EQ(FloatValues(*padded), FloatValues(*plain));
+  EXPECT_EQ(FloatValues(*padded), (std::vector<float>{0, 1, 2, 10, 11, 12, 13, 14, 15, 0, 1, 2}));
 }
 
 TEST(PadAndConcatTest, StringsPadWithTheirFirstString) {
@@ -299,9 +299,9 @@ TEST(BatchingServablePaddingTest, VariableLengthRequestsShareAPaddedBatchAndGetP
   EXPECT_TRUE(first.get().first.ok());
   EXPECT_TRUE(odd.get().first.ok());
   EXPECT_EQ(oa[0].shape(), (Shape{1, 2, 2}));
-  EXPECT_EQ(Values(oa[0]), (std::vector<float>{10, 11, 12, 13}));
+  EXPECT_EQ(FloatValues(oa[0]), (std::vector<float>{10, 11, 12, 13}));
   EXPECT_EQ(ob[0].shape(), (Shape{2, 2, 2})) << "the model's output for the padded batch, split by rows";
-  EXPECT_EQ(Values(ob[0]), (std::vector<float>{20, 21, 20, 20, 22, 23, 20, 20}));
+  EXPECT_EQ(FloatValues(ob[0]), (std::vector<float>{20, 21, 20, 20, 22, 23, 20, 20}));
   EXPECT_EQ(inner->ran(), (std::vector<Shape>{{1, 1, 2}, {1, 2, 3}, {3, 2, 2}}));
 }
 

@@ -8,13 +8,14 @@
 #include <fstream>
 #include <future>
 
+#include "example_models.h"
 #include "server/repository/model_manager.h"
 #include "temp_repository.h"
 
 namespace mf::server {
 namespace {
 
-const char* kDigitsV2 = "examples/models/digits/2/model.onnx";
+using testing::kDigitsV2;
 
 runtime::Tensor Images(int64_t rows) {
   auto t = runtime::Tensor::Allocate(runtime::DataType::kFloat32, {rows, 64});

@@ -3,6 +3,7 @@
 // runs on the GPU or fails with UNAVAILABLE, never on the CPU.
 #include <gtest/gtest.h>
 
+#include "example_models.h"
 #include "server/session/device_placement.h"
 #include "server/session/session_loader.h"
 
@@ -11,7 +12,7 @@ namespace {
 
 using runtime::Backend;
 
-const char* kDigitsV2 = "examples/models/digits/2/model.onnx";
+using testing::kDigitsV2;
 
 TEST(BackendsToTryTest, SameRulesForEveryChoice) {
   EXPECT_EQ(BackendsToTry(DeviceChoice::kCpu, false), std::vector<Backend>{Backend::kCpu});

@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tensor_values.h"
+
 namespace mf::server::batching {
 namespace {
 
 using runtime::DataType;
 using runtime::Tensor;
+using testing::FloatValues;
 
 Tensor Floats(runtime::Shape shape, std::vector<float> values) {
   auto t = Tensor::Allocate(DataType::kFloat32, std::move(shape));
@@ -15,15 +18,13 @@ Tensor Floats(runtime::Shape shape, std::vector<float> values) {
   return std::move(t).value();
 }
 
-std::vector<float> Values(const Tensor& t) { return {t.data<float>(), t.data<float>() + t.num_elements()}; }
-
 TEST(TensorBatchTest, ConcatPadsWithCopiesOfTheFirstRow) {
   Tensor a = Floats({1, 2}, {1, 2});
   Tensor b = Floats({2, 2}, {3, 4, 5, 6});
   auto batch = ConcatAndPad({&a, &b}, 1);
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();
   EXPECT_EQ(batch->shape(), (runtime::Shape{4, 2}));
-  EXPECT_EQ(Values(*batch), (std::vector<float>{1, 2, 3, 4, 5, 6, 1, 2}));
+  EXPECT_EQ(FloatValues(*batch), (std::vector<float>{1, 2, 3, 4, 5, 6, 1, 2}));
 }
 
 TEST(TensorBatchTest, RefusesMismatchedShapesAndTypes) {
@@ -41,7 +42,7 @@ TEST(TensorBatchTest, SliceRowsAndBounds) {
   auto mid = SliceRows(batch, 1, 2);
   ASSERT_TRUE(mid.ok());
   EXPECT_EQ(mid->shape(), (runtime::Shape{2, 2}));
-  EXPECT_EQ(Values(*mid), (std::vector<float>{3, 4, 5, 6}));
+  EXPECT_EQ(FloatValues(*mid), (std::vector<float>{3, 4, 5, 6}));
   EXPECT_FALSE(SliceRows(batch, 2, 2).ok());
   EXPECT_FALSE(SliceRows(batch, -1, 1).ok());
 }
