@@ -3,6 +3,7 @@
 # in tools/ into $BUILD_DIR/go/bin. A module is rebuilt only when its go.mod, go.sum, its build
 # flags or the Go toolchain changed (a stamp per module records their hash); Go's build cache
 # (GOCACHE) is reused when present.
+#   build-go-tools.sh [MODULE...]   MODULE: kube, etcd, helm, prometheus (default: all four)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -11,10 +12,14 @@ STAMPS="$BUILD_DIR/go/stamps"
 mkdir -p "$BIN" "$STAMPS"
 export GOFLAGS="${GOFLAGS:-} -trimpath" CGO_ENABLED=0
 
-# build_module NAME DIR LDFLAGS [GO-BUILD-FLAG...] PACKAGE...
+modules=("$@")
+[ ${#modules[@]} -gt 0 ] || modules=(kube etcd helm prometheus)
+
+# build_module NAME DIR LDFLAGS [GO-BUILD-FLAG...] PACKAGE...: builds it if asked for.
 build_module() {
   local name=$1 dir=$2 ldflags=$3
   shift 3
+  [[ " ${modules[*]} " == *" $name "* ]] || return 0
   local hash
   hash=$({ cat "$dir/go.mod" "$dir/go.sum"; go version; echo "$GOFLAGS $CGO_ENABLED $ldflags $*"; } |
     sha256sum | cut -d' ' -f1)

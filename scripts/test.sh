@@ -10,17 +10,38 @@ start=$(date +%s)
 # The Go components need only the machine's Go: they build in the background from the start, as
 # SCHED_IDLE, so they take only the CPU time nothing else wants: the Debian packages' install and
 # the Python venv's (mostly downloads), the gaps in the C++ build, ctest's and then the idle
-# half of the end-to-end tests that need no cluster, which run before them. Only the tests that
-# need them (marked go_components) wait for them. Their output goes to a log, shown when they are
-# done.
+# half of the end-to-end tests that need no cluster, which run before them. The control plane,
+# etcd and helm come first: only the tests that need them (marked go_components) wait for them.
+# Prometheus builds after them, beside those tests, for the few that need it too (marked
+# prometheus_server), which run last. Each build's output goes to a log, shown when it is done.
 mkdir -p "$BUILD_DIR"
-go_log="$BUILD_DIR/build-go-tools.log"
-say "Building the Kubernetes control plane, etcd, helm and Prometheus from their pinned Go modules, in the background at idle priority (log: ${go_log#"$ROOT"/})"
 idle=()
 if chrt --idle 0 true 2>/dev/null; then idle=(chrt --idle 0); fi
-setsid "${idle[@]}" bash "$ROOT/scripts/build-go-tools.sh" >"$go_log" 2>&1 &
-go_pid=$!
-trap 'kill -- -"$go_pid" 2>/dev/null' EXIT  # an early exit leaves no go build behind
+go_pids=()
+trap 'for pid in "${go_pids[@]}"; do kill -- -"$pid" 2>/dev/null; done' EXIT  # an early exit leaves no go build behind
+# start_go_build LOG MODULE...: build-go-tools.sh for these modules, in the background; its pid in go_pid.
+start_go_build() {
+  local log=$1
+  shift
+  setsid "${idle[@]}" bash "$ROOT/scripts/build-go-tools.sh" "$@" >"$log" 2>&1 &
+  go_pid=$!
+  go_pids+=("$go_pid")
+}
+# wait_go_build LOG: waits for the last start_go_build, shows its log, and ends the run if it failed.
+wait_go_build() {
+  wait "$go_pid"
+  local rc=$?
+  cat "$1"
+  if [ "$rc" -ne 0 ]; then
+    echo "$passed passed, $((failed + 1)) failed"
+    echo "test.sh: building the Go components failed"
+    exit 1
+  fi
+}
+kube_log="$BUILD_DIR/build-go-tools.log"
+prometheus_log="$BUILD_DIR/build-go-prometheus.log"
+say "Building the Kubernetes control plane, etcd and helm from their pinned Go modules, in the background at idle priority (log: ${kube_log#"$ROOT"/})"
+start_go_build "$kube_log" kube etcd helm
 
 say "Installing dependencies (Debian packages; idempotent)"
 bash "$ROOT/scripts/install-deps.sh" debian || { echo "test.sh: installing Debian packages failed"; exit 1; }
@@ -75,25 +96,28 @@ run_pytest() {
 
 export MODELFLEET_BUILD_DIR="$BUILD_DIR"
 say "Running the end-to-end tests that need no cluster (pytest on $PYTHON, real clients against real processes)"
-MODELFLEET_GO_COMPONENTS=building \
+MODELFLEET_GO_BUILDING="kube-apiserver kube-controller-manager kube-scheduler etcd helm prometheus" \
   run_pytest "$log_dir/pytest.log" tests/e2e -m "not go_components and not tensorflow_in_process"
 
-say "Waiting for the Go components"
-wait "$go_pid"
-go_rc=$?
-trap - EXIT
-cat "$go_log"
-if [ "$go_rc" -ne 0 ]; then
-  echo "$passed passed, $((failed + 1)) failed"
-  echo "test.sh: building the Go components failed"
-  exit 1
-fi
+say "Waiting for the control plane, etcd and helm"
+wait_go_build "$kube_log"
+
+say "Building Prometheus from its pinned Go module, in the background at idle priority (log: ${prometheus_log#"$ROOT"/})"
+start_go_build "$prometheus_log" prometheus
 
 say "Running the end-to-end tests on the local cluster"
-run_pytest "$log_dir/pytest-cluster.log" tests/e2e -m "go_components and not tensorflow_in_process"
+MODELFLEET_GO_BUILDING=prometheus \
+  run_pytest "$log_dir/pytest-cluster.log" tests/e2e -m "go_components and not prometheus_server and not tensorflow_in_process"
 # These import TensorFlow itself, which cannot share a process with the generated TF Serving stubs.
 say "Running the tests that import TensorFlow, in a pytest process of their own"
-run_pytest "$log_dir/pytest-tensorflow.log" tests/e2e/test_training_tf.py -m tensorflow_in_process
+MODELFLEET_GO_BUILDING=prometheus \
+  run_pytest "$log_dir/pytest-tensorflow.log" tests/e2e/test_training_tf.py -m tensorflow_in_process
+
+say "Waiting for Prometheus"
+wait_go_build "$prometheus_log"
+trap - EXIT
+say "Running the end-to-end tests that need Prometheus"
+run_pytest "$log_dir/pytest-prometheus.log" tests/e2e -m "prometheus_server and not tensorflow_in_process"
 
 say "Finished in $(( $(date +%s) - start )) s"
 echo "$passed passed, $failed failed"

@@ -15,14 +15,20 @@ def build_dir() -> pathlib.Path:
     return pathlib.Path(os.environ.get("MODELFLEET_BUILD_DIR", ROOT / "build"))
 
 
+def go_binary_path(name: str) -> pathlib.Path:
+    """Where scripts/build-go-tools.sh puts a Go component (kube-apiserver, etcd, helm,
+    prometheus...). scripts/test.sh runs tests while some are still being built, and lists those
+    in MODELFLEET_GO_BUILDING: a test asking for one of them fails, as its module lacks the marker
+    (go_components, prometheus_server) that would run it after that build."""
+    if name in os.environ.get("MODELFLEET_GO_BUILDING", "").split():
+        pytest.fail(f"{name} is still being built: mark the test's module go_components (prometheus_server for "
+                    "Prometheus)", pytrace=False)
+    return build_dir() / "go" / "bin" / name
+
+
 def go_binary(name: str) -> pathlib.Path:
-    """A Go component (kube-apiserver, etcd, helm, prometheus...) that scripts/build-go-tools.sh
-    builds: skips the test where it is not built. scripts/test.sh runs the tests that need none
-    while that build is still going (MODELFLEET_GO_COMPONENTS=building): a test asking for one
-    then fails, as its module must be marked go_components to run after the build."""
-    if os.environ.get("MODELFLEET_GO_COMPONENTS") == "building":
-        pytest.fail(f"{name} is still being built: mark the test's module go_components", pytrace=False)
-    path = build_dir() / "go" / "bin" / name
+    """go_binary_path(name), skipping the test where it is not built."""
+    path = go_binary_path(name)
     if not path.exists():
         pytest.skip(f"{path} is not built (scripts/build-go-tools.sh)")
     return path

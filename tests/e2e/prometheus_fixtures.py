@@ -25,7 +25,7 @@ import pytest
 import requests
 import yaml
 
-from conftest import ROOT, build_dir
+from conftest import ROOT, go_binary_path
 from local_fixtures import wait_until
 
 NAMESPACE = "monitoring"
@@ -36,7 +36,7 @@ DOCS = ROOT / "docs" / "helm.md"
 
 
 def prometheus_binary():
-    return build_dir() / "go" / "bin" / "prometheus"
+    return go_binary_path("prometheus")
 
 
 def documented_scrape_configs() -> list:

@@ -26,7 +26,7 @@ from conftest import ROOT
 from local_fixtures import wait_until
 from prometheus_fixtures import NAME, NAMESPACE, dashboard_targets, prometheus, substitute_variables  # noqa: F401
 
-pytestmark = [pytest.mark.timeout(600), pytest.mark.go_components]
+pytestmark = [pytest.mark.timeout(600), pytest.mark.go_components, pytest.mark.prometheus_server]
 
 DASHBOARD = ROOT / "helm" / "modelfleet" / "dashboards" / "modelfleet.json"
 DIGITS = load_digits().data[:2].astype(np.float32)
