@@ -12,8 +12,15 @@ STAMPS="$BUILD_DIR/go/stamps"
 mkdir -p "$BIN" "$STAMPS"
 export GOFLAGS="${GOFLAGS:-} -trimpath" CGO_ENABLED=0
 
+all_modules=(kube etcd helm prometheus)
 modules=("$@")
-[ ${#modules[@]} -gt 0 ] || modules=(kube etcd helm prometheus)
+[ ${#modules[@]} -gt 0 ] || modules=("${all_modules[@]}")
+for module in "${modules[@]}"; do
+  if [[ " ${all_modules[*]} " != *" $module "* ]]; then
+    echo "build-go-tools: no module '$module' (modules: ${all_modules[*]})" >&2
+    exit 2
+  fi
+done
 
 # build_module NAME DIR LDFLAGS [GO-BUILD-FLAG...] PACKAGE...: builds it if asked for.
 build_module() {
