@@ -54,7 +54,12 @@ TEST(RunDispatch, CheapCpuModelsRunInlineOnceMeasured) {
       std::make_shared<MeteredServable>(std::make_shared<TimedServable>(std::chrono::microseconds(0), "cpu"), "m", 1);
   EXPECT_FALSE(cheap->cheap_enough_to_run_inline());  // nothing measured yet
   EXPECT_NE(DispatchAndWait(pool, cheap), std::this_thread::get_id());
-  EXPECT_TRUE(cheap->cheap_enough_to_run_inline());
+  // Runs measured slow only because this machine was busy (a preempted sleep) move the average
+  // back under the budget within a few dozen cheap runs; until then they stay in the pool.
+  for (int run = 0; run < 64 && !cheap->cheap_enough_to_run_inline(); ++run) {
+    EXPECT_NE(DispatchAndWait(pool, cheap), std::this_thread::get_id());
+  }
+  ASSERT_TRUE(cheap->cheap_enough_to_run_inline());
   EXPECT_EQ(DispatchAndWait(pool, cheap), std::this_thread::get_id());
 }
 
