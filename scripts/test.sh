@@ -19,7 +19,7 @@ idle=()
 if chrt --idle 0 true 2>/dev/null; then idle=(chrt --idle 0); fi
 go_pids=()
 trap 'for pid in "${go_pids[@]}"; do kill -- -"$pid" 2>/dev/null; done' EXIT  # an early exit leaves no go build behind
-# start_go_build LOG MODULE...: build-go-tools.sh for these modules, in the background; its pid in go_pid.
+# start_go_build LOG COMPONENT...: build-go-tools.sh for these components, in the background; its pid in go_pid.
 start_go_build() {
   local log=$1
   shift
