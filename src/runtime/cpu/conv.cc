@@ -12,6 +12,7 @@
 #include "runtime/cpu/cpu_common.h"
 #include "runtime/cpu/dnnl_engine.h"
 #include "runtime/cpu/panel_gemm.h"
+#include "runtime/cpu/winograd_conv.h"
 #include "runtime/ops/conv_geometry.h"
 
 namespace mf::runtime::cpu {
@@ -95,8 +96,9 @@ struct PreparedConv {
   memory packed_weights;         // set when the weights are constant: one of the kernel's packed copies
   bool weights_reorder = false;  // runtime weights need a reorder into weights_md
   memory::desc user_weights_md;
-  bool on_panels = false;  // runs on PanelGemm (ConvKernel::UsesPanelGemm), not on oneDNN
-  bool gather = false;     // a strided 1x1 on a matmul: its input pixels gathered into rows first
+  bool on_panels = false;    // runs on PanelGemm (ConvKernel::UsesPanelGemm), not on oneDNN
+  bool on_winograd = false;  // runs as WinogradConv (ConvKernel::UsesWinograd), not on oneDNN
+  bool gather = false;       // a strided 1x1 on a matmul: its input pixels gathered into rows first
 };
 
 // A 2-D convolution's rows for PanelGemm, over a channels-last input: output pixel r = (n, y, x)
@@ -167,7 +169,7 @@ class ConvKernel final : public Kernel {
 
   bool OwnsCopyOfInput(size_t index) const override {
     std::lock_guard<std::mutex> lock(mu_);
-    return index == 1 && weights_constant_ && (!packed_.empty() || panel_);
+    return index == 1 && weights_constant_ && (!packed_.empty() || panel_ || winograd_);
   }
 
   // The residual: its buffer becomes the output's, and the sum post-op accumulates into it in
@@ -182,6 +184,7 @@ class ConvKernel final : public Kernel {
       if (!panel_ || copy.storage != panel_->storage()) bytes += copy.weights.get_desc().get_size();
     }
     if (panel_) bytes += panel_->bytes();
+    if (winograd_) bytes += winograd_->bytes();
     return bytes;
   }
 
@@ -209,7 +212,9 @@ class ConvKernel final : public Kernel {
     bool add_after = addend && !sum_in_primitive;
     MF_ASSIGN_OR_RETURN(std::shared_ptr<const PreparedConv> prep,
                         Prepare(geo, x.shape(), w, b != nullptr, sum_in_primitive, !add_after));
-    if (prep->on_panels) return RunOnPanels(geo, x, b, sum_in_primitive ? addend : nullptr, std::move(donated), out[0]);
+    if (prep->on_panels || prep->on_winograd) {
+      return RunOnPanels(*prep, geo, x, b, sum_in_primitive ? addend : nullptr, std::move(donated), out[0]);
+    }
     // In place: the primitive writes dst as it is, which holds the residual already.
     const bool in_place = sum_in_primitive && donated.raw_data() != nullptr && donated.dtype() == DataType::kFloat32 &&
                           prep->addend_md == prep->dst_md && !prep->dst_reorder;
@@ -332,7 +337,11 @@ class ConvKernel final : public Kernel {
       // are reordered. Should oneDNN have only its reference code for NHWC here, it picks
       // freely instead: reorders are cheaper than reference convolutions.
       std::optional<ConvPrimitive> made;
-      if (with_act && UsesPanelGemm(geo, with_sum)) {  // !with_act: a broadcast residual comes after
+      if (with_act && UsesWinograd(geo, with_sum)) {  // !with_act: a broadcast residual comes after
+        prep->on_winograd = true;
+        return Finish(std::move(prep), key, w);
+      }
+      if (with_act && UsesPanelGemm(geo, with_sum)) {
         prep->on_panels = true;
         return Finish(std::move(prep), key, w);
       }
@@ -382,7 +391,9 @@ class ConvKernel final : public Kernel {
     if (weights_constant_) {
       if (weights_lost_) return Internal("the constant weights were lost when packing them failed midway");
       try {
-        if (prep->on_panels) {
+        if (prep->on_winograd) {
+          MF_RETURN_IF_ERROR(WinogradWeightsLocked(w));
+        } else if (prep->on_panels) {
           MF_RETURN_IF_ERROR(PanelWeightsLocked(w));
         } else {
           prep->packed_weights = PackedWeightsLocked(prep->weights_md, prep->user_weights_md, w);
@@ -419,9 +430,13 @@ class ConvKernel final : public Kernel {
       memory first = packed_.front().weights;
       dnnl::reorder(first, packed).execute(stream, first, packed);
       stream.wait();
-    } else if (panel_) {  // the plain copy went when the panels were packed: unpack them
-      std::vector<float> plain(static_cast<size_t>(panel_->k() * panel_->n()));
-      panel_->Unpack(plain.data());
+    } else if (panel_ || winograd_) {  // the plain copy went when these were packed: unpack them
+      std::vector<float> plain(plain_md.get_size() / sizeof(float));
+      if (panel_) {
+        panel_->Unpack(plain.data());
+      } else {
+        winograd_->Unpack(plain.data());
+      }
       memory user(plain_md, eng, plain.data());
       dnnl::reorder(user, packed).execute(stream, user, packed);
       stream.wait();
@@ -527,6 +542,21 @@ class ConvKernel final : public Kernel {
     return rows <= kMaxRows && weights >= kMinWeightElements && (taps == 1 || channels % PanelGemm::kMaxChunk == 0);
   }
 
+  // On AVX2, the 3x3 convolutions of stride 1 that would run on panels run as WinogradConv, at
+  // every input size (so that one copy of the weights serves every run). On AVX-512 they stay on
+  // oneDNN's brgemm convolution or panels.
+  bool UsesWinograd(const Geometry& geo, bool with_sum) const {
+    if (PanelGemm::Best() != PanelGemm::Isa::kAvx2 || !UsesPanelGemm(geo, with_sum)) return false;
+    for (size_t i = 0; i < 2; ++i) {
+      if (geo.weights[2 + i] != 3 || geo.strides[i] != 1 || geo.dilations[i] != 0) return false;
+    }
+    return true;
+  }
+
+  static WinogradConv::Shape WinogradShape(const Geometry& geo) {
+    return {geo.dst[0], geo.src[2], geo.src[3], geo.dst[2], geo.dst[3], geo.pad_l[0], geo.pad_l[1]};
+  }
+
   // oneDNN's name for the panels' layout of [K, N] weights, as its matmul sees them: BA16a64b is
   // 64-column blocks of K rows in 16-row blocks, the same bytes when K is a multiple of 16 (else
   // oneDNN pads K, and no layout matches).
@@ -536,8 +566,8 @@ class ConvKernel final : public Kernel {
   }
 
   // The constant weights packed for PanelGemm, on first use: from the graph's plain copy while
-  // it is there (handing its pages back when allowed), else from a oneDNN packed copy, reordered
-  // back to plain first. Caller holds mu_.
+  // it is there (handing its pages back when allowed), else from a packed copy, unpacked first.
+  // Caller holds mu_.
   Status PanelWeightsLocked(const Tensor& w) const {
     if (panel_) return Status::Ok();
     const int64_t m = w.dim(0), taps = w.dim(2) * w.dim(3), k = w.dim(1) * taps;
@@ -550,33 +580,60 @@ class ConvKernel final : public Kernel {
       }
     }
     std::vector<float> unpacked;
-    const float* plain = w.data<float>();
-    if (!packed_.empty()) {
-      unpacked.resize(static_cast<size_t>(m * k));
-      try {
-        dnnl::engine& eng = CpuEngine();
-        dnnl::stream stream(eng);
-        memory first = packed_.front().weights;
-        memory to(memory::desc({m, w.dim(1), w.dim(2), w.dim(3)}, memory::data_type::f32, Tag::oihw), eng,
-                  unpacked.data());
-        dnnl::reorder(first, to).execute(stream, first, to);
-        stream.wait();
-      } catch (const dnnl::error& e) {
-        return DnnlError(e, "Conv");
-      }
-      plain = unpacked.data();
-    }
+    MF_ASSIGN_OR_RETURN(const float* plain, PlainWeightsLocked(w, unpacked));
     std::unique_ptr<PanelGemm> panel = PanelGemm::Pack(plain, k, m, taps);
     if (!panel) return ResourceExhausted("Conv: out of memory packing the weights");
-    if (packed_.empty() && weights_consumable_) ReleaseResidentPages(w.raw_data(), w.byte_size());
+    if (packed_.empty() && !winograd_ && weights_consumable_) ReleaseResidentPages(w.raw_data(), w.byte_size());
     panel_ = std::move(panel);
     return Status::Ok();
   }
 
-  // The PanelGemm path of Run. `addend`, when set, is summed before the activation; `donated`
-  // is its buffer when the plan handed it over, which then becomes the output.
-  Status RunOnPanels(const Geometry& geo, const Tensor& x, const Tensor* b, const Tensor* addend, Tensor donated,
-                     Tensor& out) const {
+  // The constant weights transformed for WinogradConv, on first use, like PanelWeightsLocked.
+  // Caller holds mu_.
+  Status WinogradWeightsLocked(const Tensor& w) const {
+    if (winograd_) return Status::Ok();
+    std::vector<float> unpacked;
+    MF_ASSIGN_OR_RETURN(const float* plain, PlainWeightsLocked(w, unpacked));
+    std::unique_ptr<WinogradConv> winograd = WinogradConv::Pack(plain, w.dim(0), w.dim(1));
+    if (!winograd) return ResourceExhausted("Conv: out of memory transforming the weights");
+    if (packed_.empty() && !panel_ && weights_consumable_) ReleaseResidentPages(w.raw_data(), w.byte_size());
+    winograd_ = std::move(winograd);
+    return Status::Ok();
+  }
+
+  // The constant weights in the graph's plain [M, C, kh, kw] layout: the graph's copy while no
+  // packing may have consumed it, else unpacked from a packed copy into `scratch`. Caller holds
+  // mu_.
+  StatusOr<const float*> PlainWeightsLocked(const Tensor& w, std::vector<float>& scratch) const {
+    if (packed_.empty() && !panel_ && !winograd_) return w.data<float>();
+    scratch.resize(static_cast<size_t>(w.num_elements()));
+    if (panel_) {
+      panel_->Unpack(scratch.data());
+      return scratch.data();
+    }
+    if (packed_.empty()) {
+      winograd_->Unpack(scratch.data());
+      return scratch.data();
+    }
+    try {
+      dnnl::engine& eng = CpuEngine();
+      dnnl::stream stream(eng);
+      memory first = packed_.front().weights;
+      memory to(memory::desc({w.dim(0), w.dim(1), w.dim(2), w.dim(3)}, memory::data_type::f32, Tag::oihw), eng,
+                scratch.data());
+      dnnl::reorder(first, to).execute(stream, first, to);
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      return DnnlError(e, "Conv");
+    }
+    return scratch.data();
+  }
+
+  // The PanelGemm and WinogradConv paths of Run. `addend`, when set, is summed before the
+  // activation; `donated` is its buffer when the plan handed it over, which then becomes the
+  // output.
+  Status RunOnPanels(const PreparedConv& prep, const Geometry& geo, const Tensor& x, const Tensor* b,
+                     const Tensor* addend, Tensor donated, Tensor& out) const {
     const Shape out_shape(geo.dst.begin(), geo.dst.end());
     if (addend && donated.raw_data() != nullptr && donated.dtype() == DataType::kFloat32) {
       out = std::move(donated);  // holds the residual already
@@ -585,14 +642,20 @@ class ConvKernel final : public Kernel {
       if (addend) std::memcpy(out.raw_data(), addend->raw_data(), addend->byte_size());
     }
     std::shared_ptr<const PanelGemm> panel;
+    std::shared_ptr<const WinogradConv> winograd;
     {
       std::lock_guard<std::mutex> lock(mu_);
       panel = panel_;
+      winograd = winograd_;
     }
     PanelGemm::Epilogue epilogue;
     epilogue.bias = b ? b->data<float>() : nullptr;
     epilogue.accumulate = addend != nullptr;
     epilogue.act = p_.act;
+    if (prep.on_winograd) {
+      winograd->Run(WinogradShape(geo), x.data<float>(), out.data<float>(), epilogue);
+      return Status::Ok();
+    }
     panel->Run(geo.dst[0] * geo.dst[2] * geo.dst[3], TapRows(geo, x.data<float>()), out.data<float>(), geo.dst[1],
                epilogue);
     return Status::Ok();
@@ -693,7 +756,8 @@ class ConvKernel final : public Kernel {
     std::shared_ptr<void> storage;  // what `weights` points into
   };
   mutable std::vector<PackedCopy> packed_;
-  mutable std::shared_ptr<const PanelGemm> panel_;  // the constant weights packed for PanelGemm
+  mutable std::shared_ptr<const PanelGemm> panel_;        // the constant weights packed for PanelGemm
+  mutable std::shared_ptr<const WinogradConv> winograd_;  // and transformed for WinogradConv
 };
 
 StatusOr<BoundKernel> ConvFactory(const KernelInit& init, bool transpose) {

@@ -16,17 +16,6 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-// A's rows as they lie in a row-major [M, K] matrix.
-class MatrixRows final : public PanelGemm::Rows {
- public:
-  MatrixRows(const float* a, int64_t k) : a_(a), k_(k) {}
-  const float* Chunk(int64_t row, int64_t k0) const override { return a_ + row * k_ + k0; }
-
- private:
-  const float* a_;
-  int64_t k_;
-};
-
 // One primitive per row count M (oneDNN specializes on it), sharing packed weights by layout.
 struct PreparedMatMul {
   dnnl::matmul prim;
@@ -68,7 +57,7 @@ class PackedMatMulKernel final : public Kernel {
       PanelGemm::Epilogue epilogue;
       epilogue.bias = bias ? bias->data<float>() : nullptr;
       epilogue.act = p_.act;
-      panel->Run(m, MatrixRows(a.data<float>(), k), out[0].data<float>(), n, epilogue);
+      panel->Run(m, PanelGemm::MatrixRows(a.data<float>(), k), out[0].data<float>(), n, epilogue);
       return Status::Ok();
     }
     MF_ASSIGN_OR_RETURN(std::shared_ptr<const PreparedMatMul> prep, Prepare(m, k, n, w, bias != nullptr));

@@ -55,6 +55,17 @@ class PanelGemm {
     }
   };
 
+  // A's rows as they lie in a row-major matrix, `stride` floats apart.
+  class MatrixRows final : public Rows {
+   public:
+    MatrixRows(const float* a, int64_t stride) : a_(a), stride_(stride) {}
+    const float* Chunk(int64_t row, int64_t k0) const override { return a_ + row * stride_ + k0; }
+
+   private:
+    const float* a_;
+    int64_t stride_;
+  };
+
   // Packs B from a plain [N, K / taps, taps] tensor (a convolution's [M, C, kh, kw] weights;
   // [N, K] row-major with taps = 1): B(k, n) for k = tap * (K / taps) + c is b[n, c, tap], so
   // that each tap's channels are a contiguous run of K (see Rows), for the kernel `isa` (not

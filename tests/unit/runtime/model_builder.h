@@ -5,9 +5,10 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
+
+#include "tests/unit/runtime/random_values.h"
 
 namespace mf::runtime::testing {
 
@@ -95,14 +96,5 @@ class ModelBuilder {
   }
   onnx::ModelProto model_;
 };
-
-// `n` values uniform in [-1, 1), deterministic in `seed`.
-inline std::vector<float> RandomValues(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 }  // namespace mf::runtime::testing

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/runtime/kernel_reference.h"
+
 namespace mf::runtime::cpu {
 namespace {
 
@@ -23,26 +25,8 @@ struct Case {
   int64_t taps = 1;  // B packed from [N, K / taps, taps]
 };
 
-std::vector<float> Random(size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
-
-double Activate(Activation act, double x) {
-  switch (act) {
-    case Activation::kRelu:
-      return std::max(x, 0.0);
-    case Activation::kClip:
-      return std::min(std::max(x, -0.5), 0.75);
-    case Activation::kLeakyRelu:
-      return x < 0 ? 0.1 * x : x;
-    default:
-      return x;
-  }
-}
+using testing::Activate;
+using testing::RandomValues;
 
 // A's rows in runs of `span` values (a multiple of kChunk, or K), each run apart from the
 // others in a bigger buffer, so a kernel that reads past a run (or takes rows as contiguous)
@@ -53,7 +37,7 @@ class SpacedRows final : public PanelGemm::Rows {
       : k_(k),
         span_(span),
         runs_((k + span - 1) / span),
-        data_(Random(static_cast<size_t>(m * runs_ * (span + 7)), seed)) {}
+        data_(RandomValues(static_cast<size_t>(m * runs_ * (span + 7)), seed)) {}
   const float* Chunk(int64_t r, int64_t k0) const override {
     return data_.data() + (r * runs_ + k0 / span_) * (span_ + 7) + k0 % span_;
   }
@@ -77,11 +61,11 @@ double BAt(const std::vector<float>& w, const Case& c, int64_t kk, int64_t j) {
 }
 
 void RunCase(const Case& c, PanelGemm::Isa isa) {
-  const std::vector<float> w = Random(static_cast<size_t>(c.k * c.n), 1);
-  const std::vector<float> bias = Random(static_cast<size_t>(c.n), 2);
+  const std::vector<float> w = RandomValues(static_cast<size_t>(c.k * c.n), 1);
+  const std::vector<float> bias = RandomValues(static_cast<size_t>(c.n), 2);
   const SpacedRows rows(c.m, c.k, c.span ? c.span : c.k, 3);
   const int64_t ldc = c.n + 5;
-  std::vector<float> out = Random(static_cast<size_t>(c.m * ldc), 4);
+  std::vector<float> out = RandomValues(static_cast<size_t>(c.m * ldc), 4);
   const std::vector<float> before = out;
 
   std::unique_ptr<PanelGemm> gemm = PanelGemm::Pack(w.data(), c.k, c.n, c.taps, isa);
@@ -89,7 +73,7 @@ void RunCase(const Case& c, PanelGemm::Isa isa) {
   PanelGemm::Epilogue epilogue;
   epilogue.bias = c.bias ? bias.data() : nullptr;
   epilogue.accumulate = c.accumulate;
-  epilogue.act = {c.act, c.act == Activation::kLeakyRelu ? 0.1f : -0.5f, 0.75f};
+  epilogue.act = testing::TestActivation(c.act);
   gemm->Run(c.m, rows, out.data(), ldc, epilogue);
 
   for (int64_t r = 0; r < c.m; ++r) {

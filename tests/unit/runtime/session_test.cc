@@ -450,6 +450,38 @@ TEST(SessionTest, FewRowConvolutionsOnPanelsDoNotChangeResults) {
   }
 }
 
+// 3x3 convolutions of stride 1 with many output tiles and small weights run as WinogradConv on
+// AVX2-only CPUs (elsewhere on oneDNN: the results must not change either way). A residual block
+// of them, at 20x20 (100 tiles: Winograd), then 8x8 (16 tiles: direct on panels, packed from the
+// weights Winograd left in place), then 20x20 at batch 2 again.
+std::string WinogradNet() {
+  ModelBuilder b(13);
+  b.Input("x", {-1, 16, -1, -1}).Output("y");
+  AddConvWeights(b, "w1", 16, 16, 3, 61);
+  b.Initializer("b1", {16}, RandomValues(16, 62));
+  AddConvWeights(b, "w2", 16, 16, 3, 63);
+  AddConvWeights(b, "w3", 24, 16, 1, 64);
+  ModelBuilder::IntsAttr(b.Node("Conv", {"x", "w1", "b1"}, {"c1"}), "pads", {1, 1, 1, 1});
+  b.Node("Relu", {"c1"}, {"a1"});
+  ModelBuilder::IntsAttr(b.Node("Conv", {"a1", "w2"}, {"c2"}), "pads", {1, 1, 1, 1});
+  b.Node("Add", {"c2", "a1"}, {"s"});
+  b.Node("Relu", {"s"}, {"a2"});
+  b.Node("Conv", {"a2", "w3"}, {"y"});
+  return b.Serialize();
+}
+
+TEST(SessionTest, WinogradConvolutionsDoNotChangeResults) {
+  auto [slow, fast] = LoadPlainAndOptimized(WinogradNet());
+  ASSERT_TRUE(slow && fast);
+  for (const Shape& shape : {Shape{1, 16, 20, 20}, Shape{1, 16, 8, 8}, Shape{2, 16, 20, 19}}) {
+    const int64_t n = shape[0] * shape[1] * shape[2] * shape[3];
+    Tensor x = FloatTensor(shape, RandomValues(static_cast<size_t>(n), 65));
+    std::vector<Tensor> a = ExpectSameOutputs(*slow, *fast, {&x}, 1e-4, 1e-4, ShapeToString(shape));
+    ASSERT_FALSE(a.empty());
+    ASSERT_EQ(a[0].shape(), (Shape{shape[0], 24, shape[2], shape[3]}));
+  }
+}
+
 TEST(SessionTest, ConcurrentFirstRunsPackPanelsAndOneDnnCopiesOnce) {
   // Four threads make the first runs at once, at batch 1 (panels) and 2 (oneDNN), on a session
   // with no warm-up: both packings race, and every result must still match a serial run's.
