@@ -13,17 +13,22 @@ start=$(date +%s)
 # half of the end-to-end tests that need no cluster, which run before them. The control plane,
 # etcd and helm come first: only the tests that need them (marked go_components) wait for them.
 # Prometheus builds after them, beside those tests, for the few that need it too (marked
-# prometheus_server), which run last. Each build's output goes to a log, shown when it is done.
+# prometheus_server): they run last among them and wait for it (MODELFLEET_GO_AWAIT), sharing
+# their cluster. Each build's output goes to a log, shown when it is done, and its exit status
+# to LOG.status.
 mkdir -p "$BUILD_DIR"
 idle=()
 if chrt --idle 0 true 2>/dev/null; then idle=(chrt --idle 0); fi
 go_pids=()
 trap 'for pid in "${go_pids[@]}"; do kill -- -"$pid" 2>/dev/null; done' EXIT  # an early exit leaves no go build behind
-# start_go_build LOG COMPONENT...: build-go-tools.sh for these components, in the background; its pid in go_pid.
+# start_go_build LOG COMPONENT...: build-go-tools.sh for these components, in the background,
+# writing its exit status to LOG.status when it ends; its pid in go_pid.
 start_go_build() {
   local log=$1
   shift
-  setsid "${idle[@]}" bash "$ROOT/scripts/build-go-tools.sh" "$@" >"$log" 2>&1 &
+  rm -f "$log.status"
+  setsid "${idle[@]}" bash -c 'bash "$0" "${@:2}" >"$1" 2>&1; rc=$?; echo "$rc" >"$1.status"; exit "$rc"' \
+    "$ROOT/scripts/build-go-tools.sh" "$log" "$@" &
   go_pid=$!
   go_pids+=("$go_pid")
 }
@@ -105,19 +110,15 @@ wait_go_build "$kube_log"
 say "Building Prometheus from its pinned Go module, in the background at idle priority (log: ${prometheus_log#"$ROOT"/})"
 start_go_build "$prometheus_log" prometheus
 
-say "Running the end-to-end tests on the local cluster"
-MODELFLEET_GO_BUILDING=prometheus \
-  run_pytest "$log_dir/pytest-cluster.log" tests/e2e -m "go_components and not prometheus_server and not tensorflow_in_process"
-# These import TensorFlow itself, which cannot share a process with the generated TF Serving stubs.
-say "Running the tests that import TensorFlow, in a pytest process of their own"
-MODELFLEET_GO_BUILDING=prometheus \
-  run_pytest "$log_dir/pytest-tensorflow.log" tests/e2e/test_training_tf.py -m tensorflow_in_process
-
-say "Waiting for Prometheus"
+say "Running the end-to-end tests on the local cluster (those that need Prometheus last, once it is built)"
+MODELFLEET_GO_AWAIT="prometheus=$prometheus_log.status" \
+  run_pytest "$log_dir/pytest-cluster.log" tests/e2e -m "go_components and not tensorflow_in_process"
+say "Waiting for Prometheus (built by now, unless no test needed it)"
 wait_go_build "$prometheus_log"
 trap - EXIT
-say "Running the end-to-end tests that need Prometheus"
-run_pytest "$log_dir/pytest-prometheus.log" tests/e2e -m "prometheus_server and not tensorflow_in_process"
+# These import TensorFlow itself, which cannot share a process with the generated TF Serving stubs.
+say "Running the tests that import TensorFlow, in a pytest process of their own"
+run_pytest "$log_dir/pytest-tensorflow.log" tests/e2e/test_training_tf.py -m tensorflow_in_process
 
 say "Finished in $(( $(date +%s) - start )) s"
 echo "$passed passed, $failed failed"
