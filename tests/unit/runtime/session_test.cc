@@ -450,10 +450,10 @@ TEST(SessionTest, FewRowConvolutionsOnPanelsDoNotChangeResults) {
   }
 }
 
-// 3x3 convolutions of stride 1 with many output tiles and small weights run as WinogradConv on
-// AVX2-only CPUs (elsewhere on oneDNN: the results must not change either way). A residual block
-// of them, at 20x20 (100 tiles: Winograd), then 8x8 (16 tiles: direct on panels, packed from the
-// weights Winograd left in place), then 20x20 at batch 2 again.
+// 3x3 convolutions of stride 1 run as WinogradConv on AVX2-only CPUs (elsewhere on oneDNN or
+// panels: the results must not change either way). A residual block of them at 20x20 (100 tiles:
+// the threads split the tiles), 8x8 (16 tiles: they split each product's panels), then 20x19 at
+// batch 2, after the load dropped the plain weights.
 std::string WinogradNet() {
   ModelBuilder b(13);
   b.Input("x", {-1, 16, -1, -1}).Output("y");
