@@ -192,8 +192,12 @@ def test_autoscaling_reads_its_qps_from_prometheus(fleet, prometheus):  # noqa: 
         replicas = lambda v: fleet.json("deployment", f"promscaled-{v}", "-n", "default")["spec"]["replicas"]  # noqa: E731
         wait_until(lambda: replicas("v1") == 3 and replicas("v2") == 3, timeout=90, interval=1,
                    what="both versions scaled to 3 on Prometheus' 45 qps")
-        status = fleet.md("promscaled")["status"]
-        assert {v["name"]: v.get("qps") for v in status["versions"]} == {"v1": 45, "v2": 45}, status
+        # The operator writes the status after the Deployments (here ~1.5 s later, when the first
+        # reconcile already had Prometheus' answer and created them at 3 replicas).
+        version_qps = lambda: {v["name"]: v.get("qps")  # noqa: E731
+                               for v in fleet.md("promscaled").get("status", {}).get("versions", [])}
+        wait_until(lambda: version_qps() == {"v1": 45, "v2": 45}, timeout=30, interval=1,
+                   what="the status reporting Prometheus' 45 qps for each version")
         assert "PrometheusQueryFailed" not in fleet.kubectl("describe", "md", "promscaled").stdout
 
         fleet.kubectl("patch", "md", "promscaled", "--type", "merge", "-p", json.dumps(

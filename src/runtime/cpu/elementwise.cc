@@ -21,9 +21,8 @@ StatusOr<Activation> ActivationFromName(const std::string& name) {
   return InvalidArgument("unknown fused activation '" + name + "'");
 }
 
-// Compiled for AVX-512 and AVX2 as well, the CPU picking one at load time: the build itself
-// targets baseline x86-64, whose 4-wide SSE2 would leave most of a modern core idle.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void GeluRows(const float* x, float* y, int64_t n) {
+// Compiled for AVX-512 and AVX2 as well (MF_CPU_CLONES).
+MF_CPU_CLONES void GeluRows(const float* x, float* y, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) y[i] = Gelu(x[i]);
 }

@@ -45,8 +45,8 @@ StatusOr<BoundKernel> BatchNormFactory(const KernelInit& init) {
 // One row of LayerNormalization: the mean, the variance about it (two passes: the one-pass form
 // loses precision), then the scaled and shifted values; returns (mean, 1 / stddev). Vectorized,
 // and compiled for AVX-512 and AVX2 as well.
-__attribute__((target_clones("avx512f", "avx2", "default"))) std::pair<float, float> LayerNormRow(
-    const float* s, float* d, int64_t cols, const float* scale, const float* bias, float epsilon) {
+MF_CPU_CLONES std::pair<float, float> LayerNormRow(const float* s, float* d, int64_t cols, const float* scale,
+                                                   const float* bias, float epsilon) {
   float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < cols; ++i) sum += s[i];
@@ -156,8 +156,7 @@ inline __attribute__((always_inline)) float RowSum(const float* s, int64_t len) 
 // Softmax (or LogSoftmax) of one contiguous row, the common case (the last axis): max, exp and
 // sum are each one vectorized loop, compiled for AVX-512 and AVX2 as well (the CPU picks one).
 // LogSoftmax's exponentials go through `d`, which its last loop overwrites.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void SoftmaxRow(const float* s, float* d, int64_t len,
-                                                                             bool log) {
+MF_CPU_CLONES void SoftmaxRow(const float* s, float* d, int64_t len, bool log) {
   const float mx = RowMax(s, len);
 #pragma omp simd
   for (int64_t j = 0; j < len; ++j) d[j] = Exp(s[j] - mx);

@@ -103,7 +103,10 @@ TEST_F(MemoryReleaseTest, RunsInlineWhenPolledWithoutStart) {
 
 TEST_F(MemoryReleaseTest, LoadsQuietFollowsOnceNoLoadFinishedForQuietAfter) {
   ManagerOptions options = Options();
-  options.quiet_after = std::chrono::milliseconds(300);
+  // Far above the ~110 ms between the versions below (a 100 ms pause, 10 ms polls): on a busy
+  // machine one gap took 520 ms, longer than the 300 ms this was, and the quiet call came between
+  // two versions.
+  options.quiet_after = std::chrono::milliseconds(2000);
   std::atomic<int> quiet_calls{0};
   std::atomic<size_t> releases_at_quiet{0};
   options.loads_quiet = [&] {
