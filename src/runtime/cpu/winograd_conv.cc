@@ -209,7 +209,8 @@ void WinogradConv::Run(const Shape& s, const float* x, float* y, const PanelGemm
         TransformOutputs(b, begin, 0, size);
       }
     };
-    const int threads = omp_in_parallel() ? 1 : static_cast<int>(std::min<int64_t>(omp_get_max_threads(), 2));
+    const int threads =
+        omp_in_parallel() ? 1 : static_cast<int>(std::min<int64_t>(omp_get_max_threads(), tiles / kMinTilesPerThread));
     if (threads <= 1) {
       run_share(0, 1);
       return;
