@@ -431,13 +431,9 @@ class ConvKernel final : public Kernel {
       dnnl::reorder(first, packed).execute(stream, first, packed);
       stream.wait();
     } else if (panel_ || winograd_) {  // the plain copy went when these were packed: unpack them
-      std::vector<float> plain(plain_md.get_size() / sizeof(float));
-      if (panel_) {
-        panel_->Unpack(plain.data());
-      } else {
-        winograd_->Unpack(plain.data());
-      }
-      memory user(plain_md, eng, plain.data());
+      std::vector<float> plain;
+      // Without a oneDNN copy to reorder from, unpacking cannot fail.
+      memory user(plain_md, eng, const_cast<float*>(*PlainWeightsLocked(w, plain)));
       dnnl::reorder(user, packed).execute(stream, user, packed);
       stream.wait();
     } else {
