@@ -16,6 +16,14 @@ set(MODELFLEET_SANITIZE_FLAGS -fsanitize=address,undefined -fno-sanitize-recover
 # and -O0 compiles them about three times faster than -O2, which is most of a cold CI build's time.
 set(MODELFLEET_SANITIZE_COMPILE_FLAGS ${MODELFLEET_SANITIZE_FLAGS} -O0)
 
+# Targets declared after this in the calling directory and its subdirectories compile at -O1: code
+# off the serving path (the unit tests, the operator, the Kubernetes client, the local cluster's
+# tools), where -O2 costs about 40 % more compile time and buys nothing a user would measure.
+# The runtime, the server, the router, the sync sidecar and the libraries they share keep -O2.
+macro(mf_compile_off_serving_path)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-O1>)
+endmacro()
+
 function(mf_warnings target)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${MODELFLEET_WARNINGS}>)
 endfunction()
