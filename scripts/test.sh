@@ -78,7 +78,7 @@ bash "$ROOT/scripts/install-deps.sh" python || { echo "0 passed, 1 failed"; echo
 MODELFLEET_GO_TOOLS=background build_tree mf_e2e_programs ||
   { echo "0 passed, 1 failed"; echo "test.sh: the build failed"; exit 1; }
 rest_log="$BUILD_DIR/build-rest.log"
-say "Building the rest (unit tests, sanitized tests, fuzz replays, benches) in the background at idle priority (log: ${rest_log#"$ROOT"/})"
+say "Building the rest (unit tests, sanitized tests, fuzz replays, benches) in the background at the lowest priority (log: ${rest_log#"$ROOT"/})"
 start_background "$rest_log" lowest cmake --build "$BUILD_DIR" -j "$(nproc)"
 rest_pid=$last_pid
 
