@@ -112,11 +112,13 @@ function(mf_sanitized_test name)
 endfunction()
 
 # mf_sanitized_library(NAME SOURCES ... DEPS ...): parser sources compiled once with the sanitizers
-# (or with libFuzzer's coverage in scripts/fuzz.sh's build), for several sanitized tests and fuzz
-# targets to link instead of each compiling its own copy.
+# (or with libFuzzer's coverage in scripts/fuzz.sh's build), for every sanitized test and fuzz
+# target of those parsers to link instead of each compiling its own copy (up to six did). An object
+# library: its objects come before any archive on a consumer's link line, so they are the
+# definitions kept where the consumer also links a plain library built from the same sources.
 function(mf_sanitized_library name)
   cmake_parse_arguments(A "" "" "SOURCES;DEPS" ${ARGN})
-  add_library(${name} STATIC EXCLUDE_FROM_ALL ${A_SOURCES})
+  add_library(${name} OBJECT EXCLUDE_FROM_ALL ${A_SOURCES})
   target_include_directories(${name} PUBLIC ${CMAKE_SOURCE_DIR}/src ${CMAKE_BINARY_DIR}/src ${CMAKE_SOURCE_DIR})
   target_link_libraries(${name} PUBLIC ${A_DEPS})
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND MODELFLEET_LIBFUZZER)
