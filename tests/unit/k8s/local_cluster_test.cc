@@ -33,6 +33,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -207,7 +208,12 @@ class TapTransport : public Transport {
 
   StatusOr<HttpResponse> Stream(const HttpRequest& request, const ChunkHandler& on_chunk,
                                 std::stop_token stop) override {
-    Record(request);
+    const std::optional<size_t> watch = Record(request);
+    std::string pending;  // bytes after the last newline of the watch stream
+    const ChunkHandler tapped = [&](std::string_view chunk) {
+      if (watch) NoteBookmarks(*watch, chunk, &pending);
+      return on_chunk(chunk);
+    };
     std::stop_source cut;
     int id;
     {
@@ -217,7 +223,7 @@ class TapTransport : public Transport {
       open_[id] = &cut;
     }
     std::stop_callback forward(stop, [&cut] { cut.request_stop(); });
-    StatusOr<HttpResponse> response = inner_->Stream(request, on_chunk, cut.get_token());
+    StatusOr<HttpResponse> response = inner_->Stream(request, tapped, cut.get_token());
     bool was_cut;
     {
       std::lock_guard lock(mu_);
@@ -244,11 +250,30 @@ class TapTransport : public Transport {
     return watches_;
   }
 
+  // The resourceVersions of the BOOKMARK events each watch (by index into WatchTargets) received.
+  std::map<size_t, std::vector<std::string>> Bookmarks() const {
+    std::lock_guard lock(mu_);
+    return bookmarks_;
+  }
+
  private:
-  void Record(const HttpRequest& request) {
-    if (request.target.find("watch=true") == std::string::npos) return;
+  std::optional<size_t> Record(const HttpRequest& request) {
+    if (request.target.find("watch=true") == std::string::npos) return std::nullopt;
     std::lock_guard lock(mu_);
     watches_.push_back(request.target);
+    return watches_.size() - 1;
+  }
+
+  void NoteBookmarks(size_t watch, std::string_view chunk, std::string* pending) {
+    pending->append(chunk);
+    size_t start = 0;
+    for (size_t nl; (nl = pending->find('\n', start)) != std::string::npos; start = nl + 1) {
+      const Json event = Json::parse(std::string_view(*pending).substr(start, nl - start), nullptr, false);
+      if (!event.is_object() || event.value("type", "") != "BOOKMARK") continue;
+      std::lock_guard lock(mu_);
+      bookmarks_[watch].push_back(ResourceVersion(event.value("object", Json::object())));
+    }
+    pending->erase(0, start);
   }
 
   const std::shared_ptr<Transport> inner_;
@@ -258,6 +283,7 @@ class TapTransport : public Transport {
   std::map<int, std::stop_source*> open_;
   std::set<int> cut_ids_;
   std::vector<std::string> watches_;
+  std::map<size_t, std::vector<std::string>> bookmarks_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -958,9 +984,8 @@ TEST_F(LocalClusterTest, InformerKeepsTheResourceVersionOfBookmarks) {
   const auto start = SteadyClock::now();
   std::string resumed_from;
   // The server sends its bookmark from a one-second ticker in the last 2 s of each 4 s watch, best
-  // effort: a loaded CI machine let four watches in a row pass without one (15 s). 30 s gives it
-  // about seven; an informer that ignores bookmarks still fails, just later.
-  ASSERT_TRUE(Eventually(
+  // effort. Give it about seven watches.
+  const bool resumed = Eventually(
       [&] {
         for (const std::string& target : tap->WatchTargets()) {
           if (Revision(QueryResourceVersion(target)) >= Revision(unrelated))
@@ -968,11 +993,29 @@ TEST_F(LocalClusterTest, InformerKeepsTheResourceVersionOfBookmarks) {
         }
         return !resumed_from.empty();
       },
-      30s))
-      << "watch requests: " << testing::PrintToString(tap->WatchTargets());
-  std::cout << "[bookmark] the informer re-watched from " << resumed_from << " (listed at " << listed
-            << ", unrelated write at " << unrelated << ") after " << SecondsSince(start) << " s\n";
-  EXPECT_NE(tap->WatchTargets().front().find("allowWatchBookmarks=true"), std::string::npos);
+      30s);
+  // The informer's contract, whatever the server chose to send: each watch starts from the newest
+  // bookmark the one before it delivered, or later.
+  const std::vector<std::string> targets = tap->WatchTargets();
+  const auto bookmarks = tap->Bookmarks();
+  const std::string history =
+      testing::PrintToString(targets) + "; bookmarks by watch: " + testing::PrintToString(bookmarks);
+  bool server_moved_on = false;
+  for (const auto& [watch, versions] : bookmarks) {
+    server_moved_on |= std::any_of(versions.begin(), versions.end(),
+                                   [&](const std::string& v) { return Revision(v) >= Revision(unrelated); });
+    if (watch + 1 < targets.size()) {
+      EXPECT_GE(Revision(QueryResourceVersion(targets[watch + 1])), Revision(versions.back())) << history;
+    }
+  }
+  if (resumed) {
+    std::cout << "[bookmark] the informer re-watched from " << resumed_from << " (listed at " << listed
+              << ", unrelated write at " << unrelated << ") after " << SecondsSince(start) << " s\n";
+  } else {
+    EXPECT_FALSE(server_moved_on) << "the server sent a bookmark past the unrelated write; the informer ignored it: "
+                                  << history;
+  }
+  EXPECT_NE(targets.front().find("allowWatchBookmarks=true"), std::string::npos);
   EXPECT_EQ(informer.stats().lists, 1);
   EXPECT_TRUE(recorder.Seen().empty()) << testing::PrintToString(recorder.Seen());
 
@@ -982,6 +1025,12 @@ TEST_F(LocalClusterTest, InformerKeepsTheResourceVersionOfBookmarks) {
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(recorder.Seen(), (std::vector<std::string>{"add a@" + a1}));
   EXPECT_EQ(informer.store().Size(), 1u);
+  // Two CI runs (kube-apiserver v1.37.2) saw 4 and then 8 watches in a row without a bookmark
+  // newer than the list, where every run here gets one in the first watch: the server owes none.
+  // InformerTest.BookmarkAdvancesTheResumePoint covers the informer's side on a scripted server.
+  if (!resumed) {
+    GTEST_SKIP() << "kube-apiserver sent no bookmark past the unrelated write in 30 s: " << history;
+  }
 }
 
 TEST_F(LocalClusterTest, LeaderElectionOnARealLease) {
