@@ -17,6 +17,4 @@ Status ApplyHeapPolicy(const HeapPolicy& policy) {
   return Status::Ok();
 }
 
-void ReturnFreedHeapToOs() { malloc_trim(0); }
-
 }  // namespace mf::server

@@ -5,7 +5,7 @@
 // and after the first large free it raises its mmap threshold to 32 MiB, so later weight buffers
 // come from the heap too: RSS after 20 swaps stayed 2.1-2.4x the start (docs/benchmarks.md).
 // malloc_trim(0) hands every free page of every arena back (madvise), so the server calls it
-// after each load attempt and each finished unload, on the manager's thread. A fixed mmap
+// (mf::ReturnFreedHeapToOs) after each load attempt and each finished unload, on the manager's thread. A fixed mmap
 // threshold (optional) additionally puts every large block in its own mapping, unmapped on free.
 #pragma once
 
@@ -25,9 +25,5 @@ struct HeapPolicy {
 // Applies `policy` process-wide; call before any thread starts. INVALID_ARGUMENT when glibc
 // refuses the value (e.g. above its 32 MiB mmap threshold maximum on 64-bit).
 Status ApplyHeapPolicy(const HeapPolicy& policy);
-
-// Returns free heap pages to the OS (malloc_trim). Takes each arena's lock in turn, so it runs
-// off the request path.
-void ReturnFreedHeapToOs();
 
 }  // namespace mf::server

@@ -24,6 +24,12 @@ void TuneMallocForReusedBuffers() {
 #endif
 }
 
+void ReturnFreedHeapToOs() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 std::jthread StartHeapTrimmer(std::chrono::seconds period) {
   return std::jthread([period](std::stop_token stop) {
     std::mutex mu;

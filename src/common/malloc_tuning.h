@@ -15,6 +15,11 @@ namespace mf {
 // free, so multi-megabyte list responses would stay in the heap after use).
 void TuneMallocForManySmallObjects(int arenas);
 
+// Returns every free heap page of every arena to the kernel now (malloc_trim), e.g. after a model
+// load freed the plain copies of weights it packed. Takes each arena's lock in turn: call it off
+// the request path.
+void ReturnFreedHeapToOs();
+
 // Returns free heap pages to the kernel every `period` (malloc_trim) until the thread is stopped.
 std::jthread StartHeapTrimmer(std::chrono::seconds period);
 
@@ -22,7 +27,8 @@ std::jthread StartHeapTrimmer(std::chrono::seconds period);
 // 128 KiB mmap threshold, so each run maps them afresh and page-faults on every page (1,800
 // faults per run of the BERT-style encoder at batch 8). Serves blocks up to 32 MiB from the heap
 // and keeps up to 256 MiB of freed memory for the next run, as ONNX Runtime's arena and TF
-// Serving's tcmalloc do.
+// Serving's tcmalloc do. (Runs with a memory pattern take their large buffers from its slab
+// instead: runtime/memory_pattern.h.)
 void TuneMallocForReusedBuffers();
 
 }  // namespace mf

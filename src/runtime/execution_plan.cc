@@ -124,6 +124,8 @@ bool ExecutionPlan::Donatable(const Step& step, int value, const std::vector<con
 Status ExecutionPlan::RunSteps(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
                                size_t* peak_bytes, const AfterStep& after_step) const {
   const Graph& g = graph_;
+  // Before the frame, so that the frame's buffers are freed while the run is still active.
+  MemoryPatterns::Run memory(memory_patterns_, MemoryPatterns::Signature(inputs));
   // The frame: owned intermediates plus a read pointer for every value.
   std::vector<Tensor> owned(g.values.size());
   std::vector<const Tensor*> ptr(g.values.size(), nullptr);
@@ -191,6 +193,7 @@ Status ExecutionPlan::RunSteps(const std::vector<const Tensor*>& inputs, std::ve
     if (!ptr[idx]) return Internal("graph output '" + g.values[idx].name + "' was not computed");
     outputs->push_back(ptr[idx]->Clone());
   }
+  memory.Succeeded();
   return Status::Ok();
 }
 

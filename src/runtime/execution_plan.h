@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "runtime/graph/graph.h"
 #include "runtime/kernel.h"
+#include "runtime/memory_pattern.h"
 
 namespace mf::runtime {
 
@@ -74,6 +75,7 @@ class ExecutionPlan {
   std::vector<Step> steps_;
   std::vector<std::vector<Reader>> readers_;  // per value; filled for constants only
   size_t constant_bytes_ = 0;
+  mutable MemoryPatterns memory_patterns_;  // the activations' layout per input shapes
 };
 
 }  // namespace mf::runtime

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "runtime/mapping_pool.h"
+#include "runtime/memory_pattern.h"
 #include "runtime/weight_mappings.h"
 
 namespace mf::runtime {
@@ -68,6 +69,9 @@ void* AllocateBytes(size_t bytes, bool own_mapping, void (**release)(void*)) {
   if (own_mapping && bytes >= kOwnMappingMinBytes) {
     *release = &weight_mappings::Unmap;
     return weight_mappings::Map(bytes);
+  }
+  if (bytes >= kPatternMinBytes) {
+    if (void* p = AllocateForActiveRun(bytes, release)) return p;
   }
   if (bytes >= kLargeBufferMinBytes) {
     *release = &UnmapLargeBuffer;

@@ -177,6 +177,7 @@ int main(int argc, char** argv) {
   auto session = mf::runtime::Session::Load(flags.positional()[0], options);
   if (!session.ok()) return Fail(session.status());
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  mf::ReturnFreedHeapToOs();  // the plain copies of packed weights, as the server does after a load
   const auto& sig = (*session)->signature();
   if (options.backend == mf::runtime::Backend::kCuda) {
     const mf::runtime::NodePlacement& p = (*session)->placement();

@@ -233,11 +233,14 @@ class ConvKernel final : public Kernel {
       memory user_src(prep->plain_src_md, eng, const_cast<void*>(prep->gather ? gathered.raw_data() : x.raw_data()));
       memory user_dst(prep->plain_dst_md, eng, out[0].raw_data());
       memory src = user_src, dst = user_dst;
+      Tensor src_buffer, dst_buffer;
       if (prep->src_reorder) {
-        src = memory(prep->src_md, eng);
+        MF_ASSIGN_OR_RETURN(src, TemporaryMemory(prep->src_md, &src_buffer));
         prep->src_reorder->execute(stream, user_src, src);
       }
-      if (prep->dst_reorder) dst = memory(prep->dst_md, eng);
+      if (prep->dst_reorder) {
+        MF_ASSIGN_OR_RETURN(dst, TemporaryMemory(prep->dst_md, &dst_buffer));
+      }
       if (sum_in_primitive && !in_place) {
         // The sum post-op accumulates into dst: start it as the residual, in dst's layout.
         memory user_addend(prep->addend_md, eng, const_cast<void*>(addend->raw_data()));

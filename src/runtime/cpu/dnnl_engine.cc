@@ -38,6 +38,11 @@ uint8_t* ThreadScratchpad(size_t bytes) {
   return buffer.get();
 }
 
+StatusOr<dnnl::memory> TemporaryMemory(const dnnl::memory::desc& md, Tensor* holder) {
+  MF_ASSIGN_OR_RETURN(*holder, Tensor::AllocateUninitialized(DataType::kUInt8, {static_cast<int64_t>(md.get_size())}));
+  return dnnl::memory(md, CpuEngine(), holder->raw_data());
+}
+
 void AppendActivation(const ActivationParams& act, dnnl::post_ops& ops) {
   dnnl::algorithm alg = dnnl::algorithm::undef;
   float alpha = act.alpha, beta = act.beta;

@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "runtime/cpu/activation.h"
+#include "runtime/tensor.h"
 
 namespace mf::runtime::cpu {
 
@@ -30,6 +31,11 @@ void Execute(const dnnl::primitive& primitive, std::initializer_list<std::pair<i
 // glibc consolidate its heap each time (about a third of a small convolution's time outside
 // oneDNN). A thread keeps the largest scratchpad it has needed.
 uint8_t* ThreadScratchpad(size_t bytes);
+
+// A oneDNN memory of `md` over a buffer that `holder` takes (a Tensor, so that a run's
+// temporaries in oneDNN's layouts are planned with its activations, runtime/memory_pattern.h;
+// oneDNN's own allocations grew malloc's heap). Valid while `holder` holds it.
+StatusOr<dnnl::memory> TemporaryMemory(const dnnl::memory::desc& md, Tensor* holder);
 
 // Appends the oneDNN eltwise post-op computing `act` (nothing for Activation::kNone).
 void AppendActivation(const ActivationParams& act, dnnl::post_ops& ops);

@@ -200,11 +200,14 @@ class ChannelsLastPoolKernel final : public Kernel {
       memory user_src(prep->user_src_md, eng, const_cast<void*>(x.raw_data()));
       memory user_dst(prep->user_dst_md, eng, out[0].raw_data());
       memory src = user_src, dst = user_dst;
+      Tensor src_buffer, dst_buffer;
       if (prep->user_src_md != prep->src_md) {
-        src = memory(prep->src_md, eng);
+        MF_ASSIGN_OR_RETURN(src, TemporaryMemory(prep->src_md, &src_buffer));
         dnnl::reorder(user_src, src).execute(stream, user_src, src);
       }
-      if (prep->user_dst_md != prep->dst_md) dst = memory(prep->dst_md, eng);
+      if (prep->user_dst_md != prep->dst_md) {
+        MF_ASSIGN_OR_RETURN(dst, TemporaryMemory(prep->dst_md, &dst_buffer));
+      }
       memory scratch_mem(prep->scratch_md, eng, ThreadScratchpad(prep->scratch_md.get_size()));
       Execute(*prep->pool, {{DNNL_ARG_SRC, &src}, {DNNL_ARG_DST, &dst}, {DNNL_ARG_SCRATCHPAD, &scratch_mem}});
       if (prep->user_dst_md != prep->dst_md) dnnl::reorder(dst, user_dst).execute(stream, dst, user_dst);
