@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "runtime/graph/bind.h"
+#include "runtime/graph/shape_values.h"
 
 namespace mf::runtime {
 
@@ -34,7 +35,42 @@ StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Create(Graph graph, cons
     }
   }
   plan->constant_bytes_ = plan->CountConstantBytes();
+  const std::vector<bool> fixed = ValuesFixedByInputShapes(g);
+  for (const Step& step : plan->steps_) {
+    const Node& node = g.nodes[step.node];
+    bool all_fixed = !node.outputs.empty(), reads_computed = false;
+    for (int v : node.outputs) all_fixed = all_fixed && (v == kNoValue || fixed[static_cast<size_t>(v)]);
+    for (int v : node.inputs) reads_computed |= v != kNoValue && !g.values[static_cast<size_t>(v)].constant;
+    plan->fixed_step_.push_back(all_fixed && reads_computed);
+    plan->any_fixed_step_ |= plan->fixed_step_.back();
+  }
   return plan;
+}
+
+namespace {
+// Fixed outputs above this size (a ConstantOfShape of a whole activation) are computed per run.
+constexpr size_t kMaxFixedOutputBytes = size_t{16} << 10;
+// Input signatures whose fixed outputs a plan keeps (dynamic batching uses a handful).
+constexpr size_t kMaxFixedSignatures = 16;
+
+// Copies a step's outputs into `kept`, or leaves it empty (computed every run) when one is large.
+void KeepOutputs(const Node& node, const std::vector<Tensor>& owned, std::vector<Tensor>* kept) {
+  for (int v : node.outputs) {
+    if (v != kNoValue && owned[static_cast<size_t>(v)].byte_size() > kMaxFixedOutputBytes) return;
+  }
+  for (int v : node.outputs) kept->push_back(v == kNoValue ? Tensor() : owned[static_cast<size_t>(v)].Clone());
+}
+}  // namespace
+
+std::shared_ptr<const ExecutionPlan::FixedOutputs> ExecutionPlan::FindFixedOutputs(const std::string& signature) const {
+  std::lock_guard lock(fixed_mu_);
+  auto it = fixed_outputs_.find(signature);
+  return it == fixed_outputs_.end() ? nullptr : it->second;
+}
+
+void ExecutionPlan::KeepFixedOutputs(const std::string& signature, std::shared_ptr<const FixedOutputs> outputs) const {
+  std::lock_guard lock(fixed_mu_);
+  if (fixed_outputs_.size() < kMaxFixedSignatures) fixed_outputs_.emplace(signature, std::move(outputs));
 }
 
 size_t ExecutionPlan::CountConstantBytes() const {
@@ -124,8 +160,16 @@ bool ExecutionPlan::Donatable(const Step& step, int value, const std::vector<con
 Status ExecutionPlan::RunSteps(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
                                size_t* peak_bytes, const AfterStep& after_step) const {
   const Graph& g = graph_;
+  const std::string signature = MemoryPatterns::Signature(inputs);
   // Before the frame, so that the frame's buffers are freed while the run is still active.
-  MemoryPatterns::Run memory(memory_patterns_, MemoryPatterns::Signature(inputs));
+  MemoryPatterns::Run memory(memory_patterns_, signature);
+  // The fixed outputs of an earlier run at these shapes, or those this run keeps.
+  std::shared_ptr<const FixedOutputs> fixed = any_fixed_step_ ? FindFixedOutputs(signature) : nullptr;
+  std::shared_ptr<FixedOutputs> keeping;
+  if (any_fixed_step_ && !fixed) {
+    keeping = std::make_shared<FixedOutputs>();
+    keeping->by_step.resize(steps_.size());
+  }
   // The frame: owned intermediates plus a read pointer for every value.
   std::vector<Tensor> owned(g.values.size());
   std::vector<const Tensor*> ptr(g.values.size(), nullptr);
@@ -135,8 +179,23 @@ Status ExecutionPlan::RunSteps(const std::vector<const Tensor*>& inputs, std::ve
 
   std::vector<const Tensor*> in;
   std::vector<Tensor> out;
-  for (const Step& step : steps_) {
+  const auto release = [&](const Step& step) {
+    for (int v : step.release) {
+      live -= owned[static_cast<size_t>(v)].byte_size();
+      owned[static_cast<size_t>(v)] = Tensor();
+      ptr[static_cast<size_t>(v)] = nullptr;
+    }
+  };
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& step = steps_[i];
     const Node& node = g.nodes[step.node];
+    if (fixed && !fixed->by_step[i].empty()) {  // computed by an earlier run at these shapes
+      for (size_t k = 0; k < node.outputs.size(); ++k) {
+        if (node.outputs[k] != kNoValue) ptr[static_cast<size_t>(node.outputs[k])] = &fixed->by_step[i][k];
+      }
+      release(step);
+      continue;
+    }
     in.clear();
     for (int v : node.inputs) {
       const Tensor* t = v == kNoValue ? nullptr : ptr[static_cast<size_t>(v)];
@@ -168,11 +227,8 @@ Status ExecutionPlan::RunSteps(const std::vector<const Tensor*>& inputs, std::ve
       ptr[static_cast<size_t>(v)] = &owned[static_cast<size_t>(v)];
     }
     peak = std::max(peak, live);
-    for (int v : step.release) {
-      live -= owned[static_cast<size_t>(v)].byte_size();
-      owned[static_cast<size_t>(v)] = Tensor();
-      ptr[static_cast<size_t>(v)] = nullptr;
-    }
+    if (keeping && fixed_step_[i]) KeepOutputs(node, owned, &keeping->by_step[i]);
+    release(step);
   }
   if (peak_bytes) *peak_bytes = peak;
 
@@ -194,6 +250,7 @@ Status ExecutionPlan::RunSteps(const std::vector<const Tensor*>& inputs, std::ve
     outputs->push_back(ptr[idx]->Clone());
   }
   memory.Succeeded();
+  if (keeping) KeepFixedOutputs(signature, std::move(keeping));
   return Status::Ok();
 }
 

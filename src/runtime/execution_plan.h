@@ -5,7 +5,10 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -76,6 +79,19 @@ class ExecutionPlan {
   std::vector<std::vector<Reader>> readers_;  // per value; filled for constants only
   size_t constant_bytes_ = 0;
   mutable MemoryPatterns memory_patterns_;  // the activations' layout per input shapes
+
+  // Outputs of the steps whose values the input shapes fix (shape_values.h: the shape
+  // computations exporters emit), per input signature: the first run at those shapes keeps them,
+  // the next ones skip those steps. An empty entry: that step's outputs were too large to keep.
+  struct FixedOutputs {
+    std::vector<std::vector<Tensor>> by_step;
+  };
+  std::shared_ptr<const FixedOutputs> FindFixedOutputs(const std::string& signature) const;
+  void KeepFixedOutputs(const std::string& signature, std::shared_ptr<const FixedOutputs> outputs) const;
+  std::vector<bool> fixed_step_;  // per step: all its outputs are fixed by the input shapes
+  bool any_fixed_step_ = false;
+  mutable std::mutex fixed_mu_;
+  mutable std::map<std::string, std::shared_ptr<const FixedOutputs>> fixed_outputs_;
 };
 
 }  // namespace mf::runtime

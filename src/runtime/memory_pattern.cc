@@ -25,9 +25,9 @@ struct Slab {
 
 namespace {
 
-constexpr size_t kAlignment = 64;
+constexpr size_t kBufferAlignment = 64;
 
-size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
+size_t RoundUpTo(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 struct Registry {
   std::mutex mu;
@@ -40,7 +40,7 @@ Registry& Slabs() {
 }
 
 Slab* MapSlab(size_t bytes) {
-  bytes = RoundUp(bytes, PageSize());
+  bytes = RoundUpTo(bytes, PageSize());
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return nullptr;
   auto* slab = new Slab{static_cast<char*>(p), bytes};
@@ -96,7 +96,7 @@ class ActiveRun {
     if (!diverged_ && Expect({buffer, false, bytes})) {
       const int64_t offset = replaying_->offsets[static_cast<size_t>(buffer)];
       if (offset < 0) {  // outlived the recorded run (a graph output): from malloc's heap
-        p = std::aligned_alloc(kAlignment, RoundUp(bytes, kAlignment));
+        p = std::aligned_alloc(kBufferAlignment, RoundUpTo(bytes, kBufferAlignment));
         *release = &FreeFromHeap;
       } else {
         p = slab_->base + offset;
@@ -198,11 +198,11 @@ std::vector<size_t> MemoryPatterns::PlanOffsets(const std::vector<Interval>& buf
   *extent = 0;
   for (size_t i : order) {
     const Interval& b = buffers[i];
-    const size_t bytes = RoundUp(b.bytes, kAlignment);
+    const size_t bytes = RoundUpTo(b.bytes, kBufferAlignment);
     busy.clear();
     for (size_t j : placed) {
       if (buffers[j].start < b.end && b.start < buffers[j].end)
-        busy.emplace_back(offsets[j], offsets[j] + RoundUp(buffers[j].bytes, kAlignment));
+        busy.emplace_back(offsets[j], offsets[j] + RoundUpTo(buffers[j].bytes, kBufferAlignment));
     }
     std::sort(busy.begin(), busy.end());
     size_t offset = 0;

@@ -444,6 +444,55 @@ TEST(SessionTest, RunsThatReplayTheirMemoryPatternGiveTheSameBits) {
   EXPECT_EQ(differing.load(), 0);
 }
 
+// torch.onnx's dynamic reshape: Shape -> Gather -> Unsqueeze -> Concat computes [N, -1] from
+// the input on every run. The plan keeps those values per input shapes (graph/shape_values.h) and
+// skips their nodes at shapes it has seen: at interleaved shapes each run must still reshape to
+// its own batch, and a length computed from data must be computed every time.
+TEST(SessionTest, ShapeComputationsKeptPerInputShapesFollowEachRun) {
+  ModelBuilder b(13);
+  b.Input("x", {-1, 2, 3}).Output("y").Output("count", {}, onnx::TensorProto::INT64);
+  b.Int64Initializer("zero", {1}, {0});
+  b.Int64Initializer("axes", {1}, {0});
+  b.Int64Initializer("minus_one", {1}, {-1});
+  b.Node("Shape", {"x"}, {"s"});
+  b.Node("Gather", {"s", "zero"}, {"n"});
+  b.Node("Concat", {"n", "minus_one"}, {"target"});
+  ModelBuilder::IntAttr(b.graph()->mutable_node(b.graph()->node_size() - 1), "axis", 0);
+  b.Node("Reshape", {"x", "target"}, {"y"});
+  // count = len(Range(0, sum(x), 1)): a length computed from data.
+  b.Initializer("start", {}, {0.f});
+  b.Initializer("delta", {}, {1.f});
+  ModelBuilder::IntAttr(b.Node("ReduceSum", {"x"}, {"sum"}), "keepdims", 0);
+  b.Node("Range", {"start", "sum", "delta"}, {"range"});
+  b.Node("Shape", {"range"}, {"range_shape"});
+  b.Node("Gather", {"range_shape", "axes"}, {"count"});
+  for (SessionOptions options : {SessionOptions{}, [] {
+                                   SessionOptions plain;
+                                   plain.optimize = false;
+                                   return plain;
+                                 }()}) {
+    auto session = Session::LoadFromBytes(b.Serialize(), "", options);
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    int round = 0;
+    for (int64_t batch : {1, 4, 1, 4, 4, 2, 1, 2}) {
+      // Zeros in a different place each run: the sum changes at the same shapes.
+      std::vector<float> values(static_cast<size_t>(batch) * 6, 1.f);
+      for (size_t i = 0; i < values.size(); i += static_cast<size_t>(2 + round % 3)) values[i] = 0.f;
+      ++round;
+      Tensor x = FloatTensor({batch, 2, 3}, values);
+      std::vector<Tensor> out;
+      Status s = (*session)->Run({&x}, &out);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      ASSERT_EQ(out[0].shape(), (Shape{batch, 6})) << "round " << round;
+      EXPECT_EQ(std::memcmp(out[0].raw_data(), values.data(), values.size() * sizeof(float)), 0);
+      int64_t nonzero = 0;
+      for (float v : values) nonzero += v != 0.f;
+      ASSERT_EQ(out[1].num_elements(), 1);
+      EXPECT_EQ(out[1].data<int64_t>()[0], nonzero) << "round " << round;
+    }
+  }
+}
+
 // Convolutions with over 1 MiB of weights: at a few rows (batch 1 here) they run on PanelGemm,
 // at more on oneDNN (convolution or, for the stem's 1x1s, matmul), from the same constant weights,
 // whichever comes first. Covered: 1x1 with bias, with a residual and strided; 3x3 padded and
