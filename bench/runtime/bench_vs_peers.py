@@ -3,7 +3,8 @@
 provider (all graph optimizations on; what Triton, KServe and Seldon run) and PyTorch eager, on
 ResNet-18, ResNet-50, MobileNetV2 and a small BERT-style encoder at batch 1 and 8, a 3-layer MLP
 at batch 1 and 64. ONNX Runtime runs the very ONNX files ours runs. Prints a Markdown table of
-throughput ratios (peer ms / ours: above 1 means we are faster) and each side's peak RSS.
+throughput ratios (peer ms / ours: above 1 means we are faster), the median and range of the
+ratios within each round (its sides ran back to back), and each side's peak RSS.
 
 Each side runs in its own child process (so peak RSS is its own), with the same thread count,
 alternating ours / each peer for several rounds so background load hits all alike; the figure
@@ -16,6 +17,7 @@ import argparse
 import os
 import pathlib
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -132,18 +134,23 @@ def main():
                 for side, args in sides.items():
                     runs[side].append(timed(args))
             best = {side: (min(ms for ms, _ in r), max(rss for _, rss in r)) for side, r in runs.items()}
-            rows.append((name, batch, best))
+            # Each round runs every side back to back: its ratio cancels the drifts of a machine
+            # whose neighbours come and go, which the best rounds of each side may not share.
+            paired = {p: sorted(runs[p][i][0] / runs["ours"][i][0] for i in range(opts.rounds)) for p in peers}
+            rows.append((name, batch, best, paired))
             print(f"  {name} batch {batch}: " + ", ".join(f"{side} {ms:.3f} ms" for side, (ms, _) in best.items()),
                   file=sys.stderr)
     header = ["model", "batch", "ModelFleet ms"] + [f"{PEER_NAMES[p]} ms" for p in peers]
     header += [f"ratio vs {PEER_NAMES[p]} (its ms / ours)" for p in peers]
+    header += [f"per-round ratio vs {PEER_NAMES[p]}: median (range)" for p in peers]
     header += ["peak RSS ours MiB"] + [f"peak RSS {PEER_NAMES[p]} MiB" for p in peers]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
-    for name, batch, best in rows:
+    for name, batch, best, paired in rows:
         ours_ms, ours_rss = best["ours"]
         cells = [name, str(batch), f"{ours_ms:.3f}"] + [f"{best[p][0]:.3f}" for p in peers]
         cells += [f"{best[p][0] / ours_ms:.2f}x" for p in peers]
+        cells += [f"{statistics.median(paired[p]):.2f}x ({paired[p][0]:.2f}-{paired[p][-1]:.2f})" for p in peers]
         cells += [f"{ours_rss:.0f}"] + [f"{best[p][1]:.0f}" for p in peers]
         print("| " + " | ".join(cells) + " |")
 
