@@ -8,10 +8,10 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
-#include <random>
 #include <vector>
 
 #include "runtime/cpu/panel_gemm.h"
+#include "tests/unit/runtime/random_values.h"
 
 namespace mf::runtime::cpu {
 namespace {
@@ -24,14 +24,6 @@ struct Shape {
 // and a 3x3 of 64 channels at 56x56 as im2col rows (K = 9 x 64).
 constexpr Shape kShapes[] = {{49, 2048, 512},  {49, 512, 2048}, {196, 1024, 256},
                              {196, 256, 1024}, {784, 512, 128}, {3136, 576, 64}};
-
-std::vector<float> Random(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 void SetFlops(benchmark::State& state, const Shape& s) {
   state.counters["GFLOP/s"] =
@@ -46,8 +38,8 @@ void BM_PanelGemm(benchmark::State& state) {
     return;
   }
   omp_set_num_threads(1);
-  const std::vector<float> a = Random(static_cast<size_t>(s.rows * s.k), 1),
-                           b = Random(static_cast<size_t>(s.k * s.n), 2);
+  const std::vector<float> a = testing::RandomValues(static_cast<size_t>(s.rows * s.k), 1),
+                           b = testing::RandomValues(static_cast<size_t>(s.k * s.n), 2);
   std::vector<float> c(static_cast<size_t>(s.rows * s.n));
   auto gemm = PanelGemm::Pack(b.data(), s.k, s.n, 1);  // b read as [N, K]: the same FLOPs
   const PanelGemm::MatrixRows rows(a.data(), s.k);
@@ -62,8 +54,8 @@ void BM_PanelGemm(benchmark::State& state) {
 void BM_OneDnnSgemm(benchmark::State& state) {
   const Shape& s = kShapes[state.range(0)];
   omp_set_num_threads(1);
-  const std::vector<float> a = Random(static_cast<size_t>(s.rows * s.k), 1),
-                           b = Random(static_cast<size_t>(s.k * s.n), 2);
+  const std::vector<float> a = testing::RandomValues(static_cast<size_t>(s.rows * s.k), 1),
+                           b = testing::RandomValues(static_cast<size_t>(s.k * s.n), 2);
   std::vector<float> c(static_cast<size_t>(s.rows * s.n));
   for (auto _ : state) {
     dnnl_sgemm('N', 'N', s.rows, s.n, s.k, 1.f, a.data(), s.k, b.data(), s.n, 0.f, c.data(), s.n);

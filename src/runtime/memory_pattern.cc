@@ -1,7 +1,5 @@
 #include "runtime/memory_pattern.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
@@ -39,10 +37,17 @@ Registry& Slabs() {
   return *registry;
 }
 
+// Mappings of their own, unmapped when released (the pool keeps nothing): the slabs, and the
+// buffers of runs outside a slab.
+MappingPool& OwnMappings() {
+  static MappingPool* pool = new MappingPool;  // limit 0
+  return *pool;
+}
+
 Slab* MapSlab(size_t bytes) {
   bytes = RoundUpTo(bytes, PageSize());
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
+  void* p = OwnMappings().Map(bytes);
+  if (!p) return nullptr;
   auto* slab = new Slab{static_cast<char*>(p), bytes};
   std::lock_guard lock(Slabs().mu);
   Slabs().by_base[reinterpret_cast<uintptr_t>(p)] = slab;
@@ -52,7 +57,7 @@ Slab* MapSlab(size_t bytes) {
 // Caller holds Slabs().mu.
 void UnmapSlabLocked(Slab* slab) {
   Slabs().by_base.erase(reinterpret_cast<uintptr_t>(slab->base));
-  ::munmap(slab->base, slab->bytes);
+  MappingPool::Unmap(OwnMappings(), slab->base);
   delete slab;
 }
 
@@ -62,11 +67,6 @@ void RetireSlab(Slab* slab) {
   std::lock_guard lock(Slabs().mu);
   slab->retired = true;
   if (slab->outstanding == 0) UnmapSlabLocked(slab);
-}
-
-MappingPool& RecordingMappings() {
-  static MappingPool* pool = new MappingPool;  // keeps nothing: limit 0
-  return *pool;
 }
 
 }  // namespace
@@ -105,7 +105,7 @@ class ActiveRun {
         ++slab_->outstanding;
       }
     } else {
-      p = RecordingMappings().Map(bytes);
+      p = OwnMappings().Map(bytes);
       *release = &UnmapOwn;
     }
     if (p) live_[p] = buffer;
@@ -148,7 +148,7 @@ class ActiveRun {
   }
   static void UnmapOwn(void* p) {
     if (ActiveRun* run = Current()) run->NoteFree(p);
-    MappingPool::Unmap(RecordingMappings(), p);
+    MappingPool::Unmap(OwnMappings(), p);
   }
   static void FreeInSlab(void* p) {
     if (ActiveRun* run = Current()) run->NoteFree(p);
